@@ -1,0 +1,1 @@
+//! The message store: CommitLog, put lock, flush and commit services.

@@ -1,0 +1,3 @@
+//! harness: `profile → matrix → runner → recorder → report → compare/gate`.
+
+pub mod compare;

@@ -1,0 +1,211 @@
+//! `RemotingCommand`: one request or response, header fields plus body (reference §1.2).
+
+use std::collections::BTreeMap;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::{
+    code::LanguageCode,
+    error::{DecodeError, HeaderError},
+    header::{self, HeaderFields},
+    headers::CustomHeader,
+};
+
+/// Flag bit 0: the frame is a response.
+pub const FLAG_RESPONSE: i32 = 1;
+/// Flag bit 1: the request expects no response.
+pub const FLAG_ONEWAY: i32 = 2;
+
+/// The remoting `version` our tools send: V4_9_4 (401), the oldest value for which name servers
+/// answer standard JSON (reference §3.6).
+pub const DEFAULT_VERSION: i32 = 401;
+
+/// How the header of a frame is serialized: the high byte of the header-length field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SerializeType {
+    #[default]
+    Json,
+    RocketMq,
+}
+
+impl SerializeType {
+    pub fn as_byte(self) -> u8 {
+        match self {
+            SerializeType::Json => 0,
+            SerializeType::RocketMq => 1,
+        }
+    }
+
+    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
+        match b {
+            0 => Ok(SerializeType::Json),
+            1 => Ok(SerializeType::RocketMq),
+            other => Err(DecodeError::UnknownSerializeType(other)),
+        }
+    }
+}
+
+/// A decoded frame. `ext_fields` is the "custom header"; an empty map is written as absent,
+/// exactly like Java's `null` map.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemotingCommand {
+    pub code: i32,
+    pub language: LanguageCode,
+    pub version: i32,
+    pub opaque: i32,
+    pub flag: i32,
+    pub remark: Option<String>,
+    pub ext_fields: BTreeMap<String, String>,
+    pub serialize_type: SerializeType,
+    pub body: Bytes,
+}
+
+impl RemotingCommand {
+    /// A new request with the given code and opaque; JSON header, language JAVA.
+    pub fn request(code: impl Into<i32>, opaque: i32) -> Self {
+        RemotingCommand {
+            code: code.into(),
+            version: DEFAULT_VERSION,
+            opaque,
+            ..Default::default()
+        }
+    }
+
+    /// The response to `request`: same opaque, RESPONSE bit set, JSON header (5.x servers
+    /// always answer JSON, reference §1.5).
+    pub fn response_to(
+        request: &RemotingCommand,
+        code: impl Into<i32>,
+        remark: Option<String>,
+    ) -> Self {
+        RemotingCommand {
+            code: code.into(),
+            language: LanguageCode::JAVA,
+            version: request.version,
+            opaque: request.opaque,
+            flag: FLAG_RESPONSE,
+            remark,
+            ..Default::default()
+        }
+    }
+
+    pub fn is_response(&self) -> bool {
+        self.flag & FLAG_RESPONSE != 0
+    }
+
+    pub fn is_oneway(&self) -> bool {
+        self.flag & FLAG_ONEWAY != 0
+    }
+
+    pub fn with_oneway(mut self) -> Self {
+        self.flag |= FLAG_ONEWAY;
+        self
+    }
+
+    pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    pub fn with_serialize_type(mut self, serialize_type: SerializeType) -> Self {
+        self.serialize_type = serialize_type;
+        self
+    }
+
+    pub fn with_ext_fields(mut self, ext_fields: BTreeMap<String, String>) -> Self {
+        self.ext_fields = ext_fields;
+        self
+    }
+
+    pub fn with_remark(mut self, remark: impl Into<String>) -> Self {
+        self.remark = Some(remark.into());
+        self
+    }
+
+    /// Replaces `extFields` with a typed header.
+    pub fn with_header(mut self, header: &impl CustomHeader) -> Self {
+        self.ext_fields = header.to_ext_fields();
+        self
+    }
+
+    /// Reads `extFields` as a typed header.
+    pub fn header<H: CustomHeader>(&self) -> Result<H, HeaderError> {
+        H::from_ext_fields(&self.ext_fields)
+    }
+
+    /// One `extFields` value.
+    pub fn ext(&self, key: &str) -> Option<&str> {
+        self.ext_fields.get(key).map(String::as_str)
+    }
+
+    fn header_fields(&self) -> HeaderFields<'_> {
+        HeaderFields {
+            code: self.code,
+            language: self.language,
+            version: self.version,
+            opaque: self.opaque,
+            flag: self.flag,
+            remark: self.remark.as_deref(),
+            ext_fields: &self.ext_fields,
+        }
+    }
+
+    /// Appends the whole frame, length field included, to `dst`.
+    pub fn encode(&self, dst: &mut BytesMut) {
+        let start = dst.len();
+        dst.put_u32(0); // total length, patched below
+        dst.put_u32(0); // serialize type + header length, patched below
+        let header_start = dst.len();
+        match self.serialize_type {
+            SerializeType::Json => header::encode_json(&self.header_fields(), dst),
+            SerializeType::RocketMq => header::encode_rocketmq(&self.header_fields(), dst),
+        }
+        let header_len = dst.len() - header_start;
+        dst.put_slice(&self.body);
+        let length = (dst.len() - start - 4) as u32;
+        dst[start..start + 4].copy_from_slice(&length.to_be_bytes());
+        let mark =
+            ((self.serialize_type.as_byte() as u32) << 24) | (header_len as u32 & 0x00FF_FFFF);
+        dst[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
+    }
+
+    /// The whole frame as bytes.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut buf = BytesMut::with_capacity(128 + self.body.len());
+        self.encode(&mut buf);
+        buf.freeze()
+    }
+
+    /// Decodes a frame whose 4-byte length field has already been stripped.
+    pub fn decode(frame: Bytes) -> Result<Self, DecodeError> {
+        if frame.len() < 4 {
+            return Err(DecodeError::FrameTooSmall(frame.len()));
+        }
+        let mark = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        let serialize_type = SerializeType::from_byte((mark >> 24) as u8)?;
+        let header_len = (mark & 0x00FF_FFFF) as usize;
+        let available = frame.len() - 4;
+        if header_len > available {
+            return Err(DecodeError::HeaderBeyondFrame {
+                header_len,
+                available,
+            });
+        }
+        let header_bytes = &frame[4..4 + header_len];
+        let decoded = match serialize_type {
+            SerializeType::Json => header::decode_json(header_bytes)?,
+            SerializeType::RocketMq => header::decode_rocketmq(header_bytes)?,
+        };
+        Ok(RemotingCommand {
+            code: decoded.code,
+            language: decoded.language,
+            version: decoded.version,
+            opaque: decoded.opaque,
+            flag: decoded.flag,
+            remark: decoded.remark,
+            ext_fields: decoded.ext_fields,
+            serialize_type,
+            body: frame.slice(4 + header_len..),
+        })
+    }
+}

@@ -1,0 +1,325 @@
+//! Typed custom headers: the `extFields` of a command as Rust structs (reference §3.2, §3.3, §3.6).
+//!
+//! Every field of a Java header class is written as `name -> value.toString()`; absent
+//! (null) fields are not written. Numbers are decimal, booleans `true`/`false`.
+
+use std::collections::BTreeMap;
+
+use crate::error::HeaderError;
+
+/// A header carried in `extFields`.
+pub trait CustomHeader: Sized {
+    fn to_ext_fields(&self) -> BTreeMap<String, String>;
+    fn from_ext_fields(fields: &BTreeMap<String, String>) -> Result<Self, HeaderError>;
+}
+
+/// One field's conversion to and from its string form.
+pub trait ExtValue: Sized {
+    fn put(&self, key: &'static str, fields: &mut BTreeMap<String, String>);
+    fn get(fields: &BTreeMap<String, String>, key: &'static str) -> Result<Self, HeaderError>;
+}
+
+macro_rules! ext_scalar {
+    ($ty:ty, $parse:expr) => {
+        impl ExtValue for $ty {
+            fn put(&self, key: &'static str, fields: &mut BTreeMap<String, String>) {
+                fields.insert(key.to_owned(), self.to_string());
+            }
+            fn get(
+                fields: &BTreeMap<String, String>,
+                key: &'static str,
+            ) -> Result<Self, HeaderError> {
+                let raw = fields.get(key).ok_or(HeaderError::Missing(key))?;
+                let parse: fn(&str) -> Option<$ty> = $parse;
+                parse(raw).ok_or_else(|| HeaderError::Invalid {
+                    field: key,
+                    value: raw.clone(),
+                })
+            }
+        }
+        impl ExtValue for Option<$ty> {
+            fn put(&self, key: &'static str, fields: &mut BTreeMap<String, String>) {
+                if let Some(v) = self {
+                    v.put(key, fields);
+                }
+            }
+            fn get(
+                fields: &BTreeMap<String, String>,
+                key: &'static str,
+            ) -> Result<Self, HeaderError> {
+                match fields.contains_key(key) {
+                    true => <$ty as ExtValue>::get(fields, key).map(Some),
+                    false => Ok(None),
+                }
+            }
+        }
+    };
+}
+
+ext_scalar!(String, |s| Some(s.to_owned()));
+ext_scalar!(i32, |s| s.trim().parse().ok());
+ext_scalar!(i64, |s| s.trim().parse().ok());
+// Java's Boolean.parseBoolean: "true" in any case is true, everything else false.
+ext_scalar!(bool, |s| Some(s.eq_ignore_ascii_case("true")));
+
+macro_rules! custom_header {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* $field:ident: $ty:ty => $key:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        pub struct $name { $($(#[$fmeta])* pub $field: $ty),+ }
+
+        impl CustomHeader for $name {
+            fn to_ext_fields(&self) -> BTreeMap<String, String> {
+                let mut fields = BTreeMap::new();
+                $(ExtValue::put(&self.$field, $key, &mut fields);)+
+                fields
+            }
+            fn from_ext_fields(fields: &BTreeMap<String, String>) -> Result<Self, HeaderError> {
+                Ok($name { $($field: ExtValue::get(fields, $key)?),+ })
+            }
+        }
+    };
+}
+
+custom_header! {
+    /// SEND_MESSAGE (10): long field names.
+    pub struct SendMessageRequestHeader {
+        producer_group: String => "producerGroup",
+        topic: String => "topic",
+        default_topic: String => "defaultTopic",
+        default_topic_queue_nums: i32 => "defaultTopicQueueNums",
+        queue_id: i32 => "queueId",
+        sys_flag: i32 => "sysFlag",
+        born_timestamp: i64 => "bornTimestamp",
+        flag: i32 => "flag",
+        properties: Option<String> => "properties",
+        reconsume_times: Option<i32> => "reconsumeTimes",
+        unit_mode: Option<bool> => "unitMode",
+        max_reconsume_times: Option<i32> => "maxReconsumeTimes",
+        batch: Option<bool> => "batch",
+        broker_name: Option<String> => "brokerName",
+    }
+}
+
+custom_header! {
+    /// SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): one-letter keys `a`–`n`.
+    pub struct SendMessageRequestHeaderV2 {
+        a: String => "a",
+        b: String => "b",
+        c: String => "c",
+        d: i32 => "d",
+        e: i32 => "e",
+        f: i32 => "f",
+        g: i64 => "g",
+        h: i32 => "h",
+        i: Option<String> => "i",
+        j: Option<i32> => "j",
+        k: Option<bool> => "k",
+        l: Option<i32> => "l",
+        m: Option<bool> => "m",
+        n: Option<String> => "n",
+    }
+}
+
+impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
+    fn from(v2: SendMessageRequestHeaderV2) -> Self {
+        SendMessageRequestHeader {
+            producer_group: v2.a,
+            topic: v2.b,
+            default_topic: v2.c,
+            default_topic_queue_nums: v2.d,
+            queue_id: v2.e,
+            sys_flag: v2.f,
+            born_timestamp: v2.g,
+            flag: v2.h,
+            properties: v2.i,
+            reconsume_times: v2.j,
+            unit_mode: v2.k,
+            max_reconsume_times: v2.l,
+            batch: v2.m,
+            broker_name: v2.n,
+        }
+    }
+}
+
+impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
+    fn from(v1: SendMessageRequestHeader) -> Self {
+        SendMessageRequestHeaderV2 {
+            a: v1.producer_group,
+            b: v1.topic,
+            c: v1.default_topic,
+            d: v1.default_topic_queue_nums,
+            e: v1.queue_id,
+            f: v1.sys_flag,
+            g: v1.born_timestamp,
+            h: v1.flag,
+            i: v1.properties,
+            j: v1.reconsume_times,
+            k: v1.unit_mode,
+            l: v1.max_reconsume_times,
+            m: v1.batch,
+            n: v1.broker_name,
+        }
+    }
+}
+
+custom_header! {
+    /// The send response (reference §3.3). The broker also adds `MSG_REGION` and `TRACE_ON`.
+    pub struct SendMessageResponseHeader {
+        msg_id: String => "msgId",
+        queue_id: i32 => "queueId",
+        queue_offset: i64 => "queueOffset",
+        transaction_id: Option<String> => "transactionId",
+        batch_uniq_id: Option<String> => "batchUniqId",
+    }
+}
+
+custom_header! {
+    /// PULL_MESSAGE (11).
+    pub struct PullMessageRequestHeader {
+        consumer_group: String => "consumerGroup",
+        topic: String => "topic",
+        queue_id: i32 => "queueId",
+        queue_offset: i64 => "queueOffset",
+        max_msg_nums: i32 => "maxMsgNums",
+        sys_flag: i32 => "sysFlag",
+        commit_offset: i64 => "commitOffset",
+        suspend_timeout_millis: i64 => "suspendTimeoutMillis",
+        subscription: Option<String> => "subscription",
+        sub_version: i64 => "subVersion",
+        expression_type: Option<String> => "expressionType",
+        max_msg_bytes: Option<i32> => "maxMsgBytes",
+    }
+}
+
+custom_header! {
+    /// The pull response; the body is the concatenated CommitLog records.
+    pub struct PullMessageResponseHeader {
+        suggest_which_broker_id: i64 => "suggestWhichBrokerId",
+        next_begin_offset: i64 => "nextBeginOffset",
+        min_offset: i64 => "minOffset",
+        max_offset: i64 => "maxOffset",
+    }
+}
+
+custom_header! {
+    /// UPDATE_AND_CREATE_TOPIC (17).
+    pub struct CreateTopicRequestHeader {
+        topic: String => "topic",
+        default_topic: String => "defaultTopic",
+        read_queue_nums: i32 => "readQueueNums",
+        write_queue_nums: i32 => "writeQueueNums",
+        perm: i32 => "perm",
+        topic_filter_type: String => "topicFilterType",
+        topic_sys_flag: Option<i32> => "topicSysFlag",
+        order: Option<bool> => "order",
+    }
+}
+
+custom_header! {
+    /// QUERY_CONSUMER_OFFSET (14).
+    pub struct QueryConsumerOffsetRequestHeader {
+        consumer_group: String => "consumerGroup",
+        topic: String => "topic",
+        queue_id: i32 => "queueId",
+        set_zero_if_not_found: Option<bool> => "setZeroIfNotFound",
+    }
+}
+
+custom_header! {
+    /// The QUERY_CONSUMER_OFFSET response.
+    pub struct QueryConsumerOffsetResponseHeader {
+        offset: i64 => "offset",
+    }
+}
+
+custom_header! {
+    /// UPDATE_CONSUMER_OFFSET (15).
+    pub struct UpdateConsumerOffsetRequestHeader {
+        consumer_group: String => "consumerGroup",
+        topic: String => "topic",
+        queue_id: i32 => "queueId",
+        commit_offset: i64 => "commitOffset",
+    }
+}
+
+custom_header! {
+    /// END_TRANSACTION (37).
+    pub struct EndTransactionRequestHeader {
+        producer_group: String => "producerGroup",
+        tran_state_table_offset: i64 => "tranStateTableOffset",
+        commit_log_offset: i64 => "commitLogOffset",
+        commit_or_rollback: i32 => "commitOrRollback",
+        from_transaction_check: Option<bool> => "fromTransactionCheck",
+        msg_id: String => "msgId",
+        transaction_id: Option<String> => "transactionId",
+        topic: Option<String> => "topic",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v2() -> SendMessageRequestHeaderV2 {
+        SendMessageRequestHeaderV2 {
+            a: "pg".into(),
+            b: "TopicTest".into(),
+            c: "TBW102".into(),
+            d: 4,
+            e: 1,
+            f: 0,
+            g: 1_700_000_000_000,
+            h: 0,
+            i: Some("WAIT\u{1}true\u{2}".into()),
+            j: Some(0),
+            k: Some(false),
+            l: None,
+            m: Some(false),
+            n: Some("broker-a".into()),
+        }
+    }
+
+    #[test]
+    fn v2_uses_one_letter_keys_and_omits_nulls() {
+        let fields = v2().to_ext_fields();
+        assert_eq!(fields.get("b").map(String::as_str), Some("TopicTest"));
+        assert_eq!(fields.get("g").map(String::as_str), Some("1700000000000"));
+        assert_eq!(fields.get("k").map(String::as_str), Some("false"));
+        assert!(!fields.contains_key("l"));
+        assert_eq!(
+            SendMessageRequestHeaderV2::from_ext_fields(&fields),
+            Ok(v2())
+        );
+    }
+
+    #[test]
+    fn v1_and_v2_convert_losslessly() {
+        let v1: SendMessageRequestHeader = v2().into();
+        assert_eq!(v1.topic, "TopicTest");
+        assert_eq!(
+            v1.to_ext_fields().get("producerGroup").map(String::as_str),
+            Some("pg")
+        );
+        assert_eq!(SendMessageRequestHeaderV2::from(v1), v2());
+    }
+
+    #[test]
+    fn missing_and_invalid_fields_are_named() {
+        let mut fields = v2().to_ext_fields();
+        fields.remove("b");
+        assert_eq!(
+            SendMessageRequestHeaderV2::from_ext_fields(&fields),
+            Err(HeaderError::Missing("b"))
+        );
+        let mut fields = v2().to_ext_fields();
+        fields.insert("e".into(), "x1".into());
+        assert_eq!(
+            SendMessageRequestHeaderV2::from_ext_fields(&fields),
+            Err(HeaderError::Invalid {
+                field: "e",
+                value: "x1".into()
+            })
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! The RocketMQ remoting wire protocol, and nothing else: no sockets, no policy.
+//!
+//! A frame on the wire is `[int32 length][int32 serializeType<<24 | headerLength][header][body]`
+//! (reference §1). [`frame`] finds frame boundaries in a byte buffer, [`command`] turns a frame
+//! into a [`RemotingCommand`] and back, [`header`] holds the two header serializations (JSON and
+//! the ROCKETMQ binary form), [`code`] the request and response codes, [`headers`] the typed
+//! "custom headers" carried in `extFields`, and [`message`] the message-level encodings
+//! (properties string, batch body, CommitLog record).
+
+pub mod code;
+pub mod command;
+pub mod error;
+pub mod frame;
+pub mod header;
+pub mod headers;
+pub mod message;
+
+pub use code::{LanguageCode, RequestCode, ResponseCode};
+pub use command::{RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
+pub use error::{DecodeError, HeaderError};
+pub use frame::{decode_frame, FrameCheck, MAX_FRAME_LEN};
