@@ -1,0 +1,63 @@
+# The single entry point. `make help` lists the targets; CI runs `make ci` (via .ci/run).
+
+CARGO        ?= cargo
+EXTRA_CARGO_ARGS ?=
+PROFILE      ?= profiles/default.toml
+RESULTS      ?= results
+RELEASE_BIN  := target/release
+HARNESS      := $(RELEASE_BIN)/harness
+SMOKE_OUT    ?= $(RESULTS)/ci-smoke
+BASELINE     ?= $(RESULTS)/baselines/smoke.csv
+# compare: BASE and CANDIDATE default to the two newest result folders.
+BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 2p)
+CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
+
+.DEFAULT_GOAL := help
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench clean-results
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo ""
+	@echo "  Variables: PROFILE=$(PROFILE)  BASE=<run dir>  CANDIDATE=<run dir>  BASELINE=$(BASELINE)"
+
+build: ## Build the broker and the harness (release)
+	$(CARGO) build --release --workspace --bins $(EXTRA_CARGO_ARGS)
+
+bench: build ## Run PROFILE (default profiles/default.toml) on the in-tree broker; prints a table, writes results/<profile>-<time>/
+	$(HARNESS) run $(PROFILE) --broker-bin $(RELEASE_BIN)/broker-under-test
+
+test: ## Run every unit, integration and property test
+	$(CARGO) test --workspace $(EXTRA_CARGO_ARGS)
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+lint: ## Format check and clippy with warnings as errors
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets $(EXTRA_CARGO_ARGS) -- -D warnings
+
+clippy: lint
+
+smoke: build ## Run profiles/smoke.toml (under 30 s) into results/ci-smoke
+	rm -rf $(SMOKE_OUT)
+	$(HARNESS) run profiles/smoke.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(SMOKE_OUT)
+
+gate: ## Gate the smoke result against the committed baseline with the rules in profiles/smoke.toml
+	$(HARNESS) gate --baseline $(BASELINE) --candidate $(SMOKE_OUT) --rules profiles/smoke.toml
+
+compare: ## Compare two runs: make compare BASE=results/a CANDIDATE=results/b (default: the two newest)
+	@test -n "$(BASE)" -a -n "$(CANDIDATE)" || { echo "need two result folders: make compare BASE=... CANDIDATE=..."; exit 3; }
+	$(HARNESS) compare $(BASE) $(CANDIDATE)
+
+baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.csv) from a fresh smoke run
+	mkdir -p $(dir $(BASELINE))
+	cp $(SMOKE_OUT)/summary.csv $(BASELINE)
+	@echo "baseline refreshed: review 'git diff $(BASELINE)' and commit it"
+
+cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
+	$(CARGO) bench -p broker-under-test $(EXTRA_CARGO_ARGS)
+
+ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
+
+clean-results: ## Delete result folders (keeps results/baselines and results/README.md)
+	find $(RESULTS) -mindepth 1 -maxdepth 1 ! -name baselines ! -name README.md -exec rm -rf {} +
