@@ -1,0 +1,579 @@
+//! The CommitLog: a queue of equally sized mapped files, the append path under the put lock
+//! (§7.4), recovery of a torn tail, and dispatch to the consume queues.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use remoting::message::{
+    decode_record, RecordAt, BLANK_MARKER_LEN, MAGIC_BLANK, MAGIC_V1, MAGIC_V2,
+    SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK,
+    SYSFLAG_TRANSACTION_PREPARED, SYSFLAG_TRANSACTION_ROLLBACK,
+};
+
+use super::consume_queue::{ConsumeQueues, CqEntry};
+use super::lock::{PutLock, PutLockGuard};
+use super::mapped_file::MappedFile;
+use super::pool::TransientStorePool;
+use super::{StoreConfig, StoreError};
+
+/// State only the put-lock holder touches.
+pub(crate) struct AppendState {
+    /// `topicQueueTable`: next logical offset per topic-queue.
+    pub(crate) queue_offsets: HashMap<(String, i32), i64>,
+    /// When the last injected put stall happened (epoch ms).
+    pub(crate) last_stall_millis: i64,
+}
+
+/// Why an append failed inside the lock.
+#[derive(Debug)]
+pub(crate) enum AppendError {
+    /// No file could be created (pool exhausted with fast-fail, or I/O).
+    CreateMappedFileFailed,
+}
+
+/// One encoded message waiting to be appended.
+pub(crate) struct EncodedMessage {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) topic: String,
+    pub(crate) queue_id: i32,
+    pub(crate) sys_flag: i32,
+    /// Offset of STORETIMESTAMP inside the record (depends on the born host's family).
+    pub(crate) store_ts_pos: usize,
+}
+
+/// Where a batch landed.
+pub(crate) struct Appended {
+    pub(crate) wrote_offset: i64,
+    pub(crate) wrote_bytes: usize,
+    /// Physical offset of each message.
+    pub(crate) offsets: Vec<i64>,
+    pub(crate) first_queue_offset: i64,
+    pub(crate) store_timestamp: i64,
+}
+
+pub(crate) struct CommitLog {
+    dir: PathBuf,
+    file_size: usize,
+    pool: Option<Arc<TransientStorePool>>,
+    fast_fail_if_no_buffer: bool,
+    pub(crate) lock: PutLock<AppendState>,
+    /// Files in offset order. Appended to under the put lock; read by everyone.
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    /// `flushedWhere` / `committedWhere` of the MappedFileQueue.
+    flushed_where: AtomicI64,
+    committed_where: AtomicI64,
+    /// Serialises flushes (the flush service, group commit and shutdown may all flush).
+    flush_lock: Mutex<()>,
+    commit_lock: Mutex<()>,
+    /// Dispatch position (ReputMessageService's `reputFromOffset`); the mutex makes one dispatcher at a time.
+    reput_from: Mutex<i64>,
+    pub(crate) consume_queues: ConsumeQueues,
+}
+
+fn file_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+/// Java's `String.hashCode`, which RocketMQ stores as the tag hash.
+pub(crate) fn java_string_hash(s: &str) -> i64 {
+    let mut h: i32 = 0;
+    for unit in s.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(unit as i32);
+    }
+    h as i64
+}
+
+/// What the dispatcher needs from a record header, read without copying the body.
+struct DispatchInfo {
+    size: usize,
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    sys_flag: i32,
+    tags_hash: i64,
+}
+
+enum Parsed {
+    Message(DispatchInfo),
+    Blank,
+    End,
+}
+
+fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn be_i64(b: &[u8], at: usize) -> Option<i64> {
+    Some(i64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn parse_for_dispatch(b: &[u8]) -> Parsed {
+    let (Some(total), Some(magic)) = (be_i32(b, 0), be_i32(b, 4)) else {
+        return Parsed::End;
+    };
+    let magic = magic as u32;
+    if magic == MAGIC_BLANK {
+        return Parsed::Blank;
+    }
+    if (magic != MAGIC_V1 && magic != MAGIC_V2) || total <= 0 || total as usize > b.len() {
+        return Parsed::End;
+    }
+    let rec = &b[..total as usize];
+    let parse = || -> Option<DispatchInfo> {
+        let queue_id = be_i32(rec, 12)?;
+        let queue_offset = be_i64(rec, 20)?;
+        let sys_flag = be_i32(rec, 36)?;
+        let born = if sys_flag & SYSFLAG_BORNHOST_V6 != 0 {
+            20
+        } else {
+            8
+        };
+        let store = if sys_flag & SYSFLAG_STOREHOST_V6 != 0 {
+            20
+        } else {
+            8
+        };
+        let body_len_at = 48 + born + 8 + store + 4 + 8;
+        let body_len = usize::try_from(be_i32(rec, body_len_at)?).ok()?;
+        let mut p = body_len_at + 4 + body_len;
+        let topic_len = if magic == MAGIC_V2 {
+            let v = i16::from_be_bytes(rec.get(p..p + 2)?.try_into().ok()?);
+            p += 2;
+            usize::try_from(v).ok()?
+        } else {
+            let v = *rec.get(p)? as usize;
+            p += 1;
+            v
+        };
+        let topic = std::str::from_utf8(rec.get(p..p + topic_len)?)
+            .ok()?
+            .to_owned();
+        p += topic_len;
+        let props_len =
+            usize::try_from(i16::from_be_bytes(rec.get(p..p + 2)?.try_into().ok()?)).ok()?;
+        p += 2;
+        let props = std::str::from_utf8(rec.get(p..p + props_len)?).ok()?;
+        let tags_hash = remoting::message::property(props, remoting::message::PROPERTY_TAGS)
+            .map(java_string_hash)
+            .unwrap_or(0);
+        Some(DispatchInfo {
+            size: total as usize,
+            topic,
+            queue_id,
+            queue_offset,
+            sys_flag,
+            tags_hash,
+        })
+    };
+    match parse() {
+        Some(info) => Parsed::Message(info),
+        None => Parsed::End,
+    }
+}
+
+fn is_prepared_or_rollback(sys_flag: i32) -> bool {
+    let t = sys_flag & SYSFLAG_TRANSACTION_MASK;
+    t == SYSFLAG_TRANSACTION_PREPARED || t == SYSFLAG_TRANSACTION_ROLLBACK
+}
+
+impl CommitLog {
+    /// Opens the CommitLog under `<root>/commitlog`, recovers it (§ recovery: stop at the first
+    /// invalid record, zero the rest, drop later files) and rebuilds the consume queues.
+    pub(crate) fn open(
+        config: &StoreConfig,
+        pool: Option<Arc<TransientStorePool>>,
+    ) -> Result<Self, StoreError> {
+        let dir = config.store_path_root_dir.join("commitlog");
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let consume_queues =
+            ConsumeQueues::open_empty(config.store_path_root_dir.join("consumequeue"))?;
+        let file_size = config.mapped_file_size_commit_log;
+        let files = recover_files(&dir, file_size)?;
+        let log = CommitLog {
+            dir,
+            file_size,
+            pool,
+            fast_fail_if_no_buffer: config.fast_fail_if_no_buffer_in_store_pool,
+            lock: PutLock::new(
+                config.put_lock,
+                AppendState {
+                    queue_offsets: HashMap::new(),
+                    last_stall_millis: 0,
+                },
+            ),
+            files: RwLock::new(files),
+            flushed_where: AtomicI64::new(0),
+            committed_where: AtomicI64::new(0),
+            flush_lock: Mutex::new(()),
+            commit_lock: Mutex::new(()),
+            reput_from: Mutex::new(0),
+            consume_queues,
+        };
+        let max = log.max_offset();
+        log.flushed_where.store(max, Ordering::Release);
+        log.committed_where.store(max, Ordering::Release);
+        {
+            let first = log.min_offset();
+            *log.reput_from.lock().unwrap_or_else(|e| e.into_inner()) = first;
+        }
+        log.dispatch()?;
+        let offsets = log.consume_queues.offsets();
+        log.lock.lock().queue_offsets = offsets;
+        Ok(log)
+    }
+
+    pub(crate) fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn last_file(&self) -> Option<Arc<MappedFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .cloned()
+    }
+
+    /// The file holding `offset`.
+    fn find_file(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+        let first = files.first()?.from_offset();
+        if offset < first {
+            return None;
+        }
+        let idx = ((offset - first) / self.file_size as i64) as usize;
+        files.get(idx).cloned()
+    }
+
+    /// `getMinOffset`.
+    pub(crate) fn min_offset(&self) -> i64 {
+        self.files
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .first()
+            .map_or(0, |f| f.from_offset())
+    }
+
+    /// `getMaxOffset`: end of the readable data (committed data when the pool is on).
+    pub(crate) fn max_offset(&self) -> i64 {
+        self.last_file()
+            .map_or(0, |f| f.from_offset() + f.read_position() as i64)
+    }
+
+    /// End of the appended data.
+    pub(crate) fn max_wrote_offset(&self) -> i64 {
+        self.last_file()
+            .map_or(0, |f| f.from_offset() + f.wrote() as i64)
+    }
+
+    pub(crate) fn flushed_where(&self) -> i64 {
+        self.flushed_where.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn committed_where(&self) -> i64 {
+        self.committed_where.load(Ordering::Acquire)
+    }
+
+    /// Creates the next file (under the put lock), borrowing a pool buffer when the pool is on.
+    fn create_file(&self, from_offset: i64) -> Result<Arc<MappedFile>, AppendError> {
+        let buffer = match &self.pool {
+            Some(pool) => match pool.borrow() {
+                Some(b) => Some(b),
+                None if self.fast_fail_if_no_buffer => {
+                    eprintln!(
+                        "[NOTIFYME]TransientStorePool is not enough, so create mapped file error, \
+                         RequestQueueSize : 0, StorePoolSize: {}",
+                        pool.available()
+                    );
+                    return Err(AppendError::CreateMappedFileFailed);
+                }
+                // Without fast-fail RocketMQ maps the file with no write buffer: appends go straight to it.
+                None => None,
+            },
+            None => None,
+        };
+        let path = self.dir.join(file_name(from_offset));
+        match MappedFile::open(path.clone(), from_offset, self.file_size, buffer.clone()) {
+            Ok(f) => {
+                let f = Arc::new(f);
+                self.files
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Arc::clone(&f));
+                Ok(f)
+            }
+            Err(e) => {
+                eprintln!("create mapped file failed: {}: {e}", path.display());
+                if let (Some(pool), Some(b)) = (&self.pool, buffer) {
+                    pool.give_back(b);
+                }
+                Err(AppendError::CreateMappedFileFailed)
+            }
+        }
+    }
+
+    /// Appends a batch (one message or many) under an already held put lock: every message of
+    /// the batch lands in one file with consecutive queue offsets, like RocketMQ's batch append.
+    pub(crate) fn append_locked(
+        &self,
+        guard: &mut PutLockGuard<'_, AppendState>,
+        msgs: &mut [EncodedMessage],
+    ) -> Result<Appended, AppendError> {
+        let total: usize = msgs.iter().map(|m| m.bytes.len()).sum();
+        let store_timestamp = guard.begin_millis();
+        let mut file = match self.last_file() {
+            Some(f) if !f.is_full() => f,
+            Some(f) => self.create_file(f.from_offset() + self.file_size as i64)?,
+            None => self.create_file(0)?,
+        };
+        // A record is only appended if record + 8 ≤ remaining; otherwise the blank marker ends the file.
+        let remaining = self.file_size - file.wrote();
+        if total + BLANK_MARKER_LEN > remaining {
+            let mut marker = [0u8; BLANK_MARKER_LEN];
+            marker[0..4].copy_from_slice(&(remaining as i32).to_be_bytes());
+            marker[4..8].copy_from_slice(&MAGIC_BLANK.to_be_bytes());
+            file.append_blank(&marker);
+            file = self.create_file(file.from_offset() + self.file_size as i64)?;
+        }
+        let wrote_offset = file.from_offset() + file.wrote() as i64;
+        let mut offsets = Vec::with_capacity(msgs.len());
+        let mut first_queue_offset = -1;
+        let mut pos = wrote_offset;
+        let mut batch = Vec::with_capacity(total);
+        for m in msgs.iter_mut() {
+            let key = (m.topic.clone(), m.queue_id);
+            let next = guard.queue_offsets.entry(key).or_insert(0);
+            let queue_offset = if is_prepared_or_rollback(m.sys_flag) {
+                0
+            } else {
+                let q = *next;
+                *next += 1;
+                q
+            };
+            if first_queue_offset < 0 {
+                first_queue_offset = queue_offset;
+            }
+            m.bytes[20..28].copy_from_slice(&queue_offset.to_be_bytes());
+            m.bytes[28..36].copy_from_slice(&pos.to_be_bytes());
+            m.bytes[m.store_ts_pos..m.store_ts_pos + 8]
+                .copy_from_slice(&store_timestamp.to_be_bytes());
+            offsets.push(pos);
+            pos += m.bytes.len() as i64;
+            batch.extend_from_slice(&m.bytes);
+        }
+        file.append(&batch);
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: total,
+            offsets,
+            first_queue_offset: first_queue_offset.max(0),
+            store_timestamp,
+        })
+    }
+
+    /// Dispatches every readable record not yet dispatched to the consume queues
+    /// (ReputMessageService's loop body). Readers see only what was dispatched.
+    pub(crate) fn dispatch(&self) -> Result<(), StoreError> {
+        let mut reput = self.reput_from.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let Some(file) = self.find_file(*reput) else {
+                return Ok(());
+            };
+            let in_file = (*reput - file.from_offset()) as usize;
+            let readable = file.readable_from(in_file);
+            if readable.is_empty() {
+                if file.is_full() && file.read_position() == file.size() {
+                    *reput = file.from_offset() + file.size() as i64;
+                    continue;
+                }
+                return Ok(());
+            }
+            let mut used = 0usize;
+            while used < readable.len() {
+                match parse_for_dispatch(&readable[used..]) {
+                    Parsed::Message(info) => {
+                        if !is_prepared_or_rollback(info.sys_flag) {
+                            self.consume_queues.dispatch(
+                                &info.topic,
+                                info.queue_id,
+                                info.queue_offset,
+                                CqEntry {
+                                    commit_log_offset: *reput + used as i64,
+                                    size: info.size as i32,
+                                    tag_hash: info.tags_hash,
+                                },
+                            )?;
+                        }
+                        used += info.size;
+                    }
+                    Parsed::Blank => {
+                        used = file.size() - in_file;
+                        break;
+                    }
+                    Parsed::End => break,
+                }
+            }
+            *reput += used as i64;
+            if used == 0 || (in_file + used) < file.size() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads `size` bytes at CommitLog `offset` if readable.
+    pub(crate) fn read(&self, offset: i64, size: usize, out: &mut Vec<u8>) -> bool {
+        match self.find_file(offset) {
+            Some(f) => f.read_into((offset - f.from_offset()) as usize, size, out),
+            None => false,
+        }
+    }
+
+    /// `MappedFileQueue.commit(leastPages)`: commits the file at `committedWhere`. Returns true
+    /// when something was committed (RocketMQ returns the inverse).
+    pub(crate) fn commit(&self, least_pages: usize) -> bool {
+        let _g = self.commit_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let where_ = self.committed_where();
+        let Some(file) = self.find_file(where_) else {
+            return false;
+        };
+        let committed = file.commit(least_pages, self.pool.as_deref());
+        let new_where = file.from_offset() + committed as i64;
+        self.committed_where.store(new_where, Ordering::Release);
+        new_where != where_
+    }
+
+    /// `MappedFileQueue.flush(leastPages)`: forces the file at `flushedWhere`. Returns true when
+    /// the flushed position moved.
+    pub(crate) fn flush(&self, least_pages: usize, stall: Duration) -> Result<bool, StoreError> {
+        let _g = self.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let where_ = self.flushed_where();
+        let Some(file) = self.find_file(where_) else {
+            return Ok(false);
+        };
+        let flushed = file.flush(least_pages, stall)?;
+        let new_where = file.from_offset() + flushed as i64;
+        self.flushed_where.store(new_where, Ordering::Release);
+        Ok(new_where != where_)
+    }
+
+    /// Bytes appended but not yet committed (pool only).
+    pub(crate) fn remain_to_commit(&self) -> i64 {
+        (self.max_wrote_offset() - self.committed_where()).max(0)
+    }
+
+    /// Bytes readable but not yet forced.
+    pub(crate) fn remain_to_flush(&self) -> i64 {
+        (self.max_offset() - self.flushed_where()).max(0)
+    }
+
+    pub(crate) fn pool(&self) -> Option<&Arc<TransientStorePool>> {
+        self.pool.as_ref()
+    }
+
+    /// Commits and flushes everything (shutdown): up to 10 rounds each, like RocketMQ.
+    pub(crate) fn commit_and_flush_all(&self, stall: Duration) -> Result<(), StoreError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        if self.pool.is_some() {
+            let mut rounds = 0;
+            while self.committed_where() < self.max_wrote_offset() && Instant::now() < deadline {
+                if !self.commit(0) {
+                    rounds += 1;
+                    if rounds >= 10 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.dispatch()?;
+        let mut rounds = 0;
+        while self.flushed_where() < self.max_offset() && Instant::now() < deadline {
+            if !self.flush(0, stall)? {
+                rounds += 1;
+                if rounds >= 10 {
+                    break;
+                }
+            }
+        }
+        self.consume_queues.flush_all()
+    }
+}
+
+/// Loads the files under `dir`, validates records from the start, and truncates at the first
+/// invalid one: the rest of that file is zeroed and later files are deleted.
+fn recover_files(dir: &Path, file_size: usize) -> Result<Vec<Arc<MappedFile>>, StoreError> {
+    let io = |source| StoreError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut found: Vec<(i64, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(off) = name.parse::<i64>() {
+                found.push((off, entry.path()));
+            }
+        }
+    }
+    found.sort();
+    let mut files: Vec<Arc<MappedFile>> = Vec::new();
+    let mut truncated = false;
+    for (i, (off, path)) in found.iter().enumerate() {
+        let expected = found[0].0 + (i as i64) * file_size as i64;
+        if truncated || *off != expected {
+            if !truncated {
+                eprintln!(
+                    "recover: {} does not follow the previous file, deleting it and later files",
+                    path.display()
+                );
+                truncated = true;
+            }
+            std::fs::remove_file(path).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            continue;
+        }
+        let file = MappedFile::open(path.clone(), *off, file_size, None)?;
+        // Scan with all positions at the end so the whole file is readable.
+        file.set_positions(file_size);
+        let data = file.readable_from(0);
+        let mut pos = 0usize;
+        let mut full = false;
+        while pos < file_size {
+            match decode_record(&data[pos..], true) {
+                Ok(RecordAt::Message { len, .. }) => pos += len,
+                Ok(RecordAt::EndOfFile { len }) if pos + len == file_size && len >= 8 => {
+                    full = true;
+                    break;
+                }
+                Ok(RecordAt::EndOfFile { .. }) | Ok(RecordAt::Empty) => break,
+                Err(e) => {
+                    eprintln!(
+                        "recover: invalid record in {} at {pos}: {e}; truncating here",
+                        path.display()
+                    );
+                    break;
+                }
+            }
+        }
+        if pos == file_size {
+            full = true;
+        }
+        if full {
+            file.set_positions(file_size);
+        } else {
+            file.zero_from(pos);
+            file.set_positions(pos);
+            truncated = true;
+        }
+        files.push(Arc::new(file));
+    }
+    Ok(files)
+}

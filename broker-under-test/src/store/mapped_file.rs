@@ -1,0 +1,264 @@
+//! One CommitLog file: a memory map plus write/commit/flush positions (RocketMQ `MappedFile`, §9).
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use super::pool::{PoolBuffer, TransientStorePool};
+use super::StoreError;
+
+/// `MappedFile.OS_PAGE_SIZE`: the unit of "least pages".
+pub(crate) const OS_PAGE_SIZE: usize = 4096;
+
+pub(crate) struct MappedFile {
+    from_offset: i64,
+    size: usize,
+    path: PathBuf,
+    map: MmapRaw,
+    _file: File,
+    /// The transient-pool buffer appends go to; taken out and returned once the file is fully committed.
+    write_buffer: Mutex<Option<Arc<PoolBuffer>>>,
+    /// Whether this file was created with a write buffer (then readers see only committed bytes).
+    buffered: bool,
+    /// Bytes appended. Advanced only under the put lock, after the bytes are in place.
+    wrote: AtomicUsize,
+    /// Bytes copied from the write buffer into the map (equals `wrote` for unbuffered files).
+    committed: AtomicUsize,
+    /// Bytes forced to disk.
+    flushed: AtomicUsize,
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl MappedFile {
+    /// Creates (or opens) the file at `path`, sized to `size`, and maps it.
+    pub(crate) fn open(
+        path: PathBuf,
+        from_offset: i64,
+        size: usize,
+        write_buffer: Option<Arc<PoolBuffer>>,
+    ) -> Result<Self, StoreError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        let len = file.metadata().map_err(|e| io_err(&path, e))?.len();
+        if len != size as u64 {
+            if len != 0 {
+                return Err(StoreError::Config(format!(
+                    "{} is {len} bytes but mappedFileSizeCommitLog is {size}",
+                    path.display()
+                )));
+            }
+            file.set_len(size as u64).map_err(|e| io_err(&path, e))?;
+        }
+        let map = MmapOptions::new()
+            .len(size)
+            .map_raw(&file)
+            .map_err(|e| io_err(&path, e))?;
+        let buffered = write_buffer.is_some();
+        Ok(MappedFile {
+            from_offset,
+            size,
+            path,
+            map,
+            _file: file,
+            write_buffer: Mutex::new(write_buffer),
+            buffered,
+            wrote: AtomicUsize::new(0),
+            committed: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+        })
+    }
+
+    pub(crate) fn from_offset(&self) -> i64 {
+        self.from_offset
+    }
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+    pub(crate) fn wrote(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+    pub(crate) fn committed(&self) -> usize {
+        self.committed.load(Ordering::Acquire)
+    }
+    pub(crate) fn flushed(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+    pub(crate) fn is_full(&self) -> bool {
+        self.wrote() == self.size
+    }
+
+    /// `getReadPosition`: readers see only committed bytes when a write buffer is in use (§9.4).
+    pub(crate) fn read_position(&self) -> usize {
+        if self.buffered {
+            self.committed()
+        } else {
+            self.wrote()
+        }
+    }
+
+    /// Sets all positions after recovery (file opened without a write buffer).
+    pub(crate) fn set_positions(&self, pos: usize) {
+        self.wrote.store(pos, Ordering::Release);
+        self.committed.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+    }
+
+    /// Appends `bytes` at the write position. Only called under the put lock, and only when
+    /// `wrote + bytes.len() <= size`.
+    pub(crate) fn append(&self, bytes: &[u8]) {
+        let pos = self.wrote.load(Ordering::Relaxed);
+        debug_assert!(pos + bytes.len() <= self.size);
+        let dst = if self.buffered {
+            let buf = self
+                .write_buffer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            match buf {
+                Some(b) => b.ptr(),
+                // The buffer is returned only when the file is full, and nothing appends to a full file.
+                None => self.map.as_mut_ptr(),
+            }
+        } else {
+            self.map.as_mut_ptr()
+        };
+        // SAFETY: [pos, pos + len) is inside the mapping, beyond every position readers or the
+        // commit thread may touch (they stop at `wrote`, which is advanced only after this copy),
+        // and the put lock makes this the only writer.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(pos), bytes.len()) };
+        self.wrote.store(pos + bytes.len(), Ordering::Release);
+    }
+
+    /// Writes the end-of-file blank marker at the write position and marks the file full; the
+    /// bytes after the marker are never read.
+    pub(crate) fn append_blank(&self, marker: &[u8]) {
+        let pos = self.wrote.load(Ordering::Relaxed);
+        debug_assert!(pos + marker.len() <= self.size);
+        self.append(marker);
+        self.wrote.store(self.size, Ordering::Release);
+    }
+
+    /// Copies `[pos, pos + len)` of the mapped file into `out` if it is readable.
+    pub(crate) fn read_into(&self, pos: usize, len: usize, out: &mut Vec<u8>) -> bool {
+        match pos.checked_add(len) {
+            Some(end) if end <= self.read_position() => {}
+            _ => return false,
+        }
+        // SAFETY: the range is below the read position, so it is fully written and never written again.
+        let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) };
+        out.extend_from_slice(src);
+        true
+    }
+
+    /// A readable slice `[pos, read_position)`; valid while `self` lives.
+    pub(crate) fn readable_from(&self, pos: usize) -> &[u8] {
+        let end = self.read_position();
+        if pos >= end {
+            return &[];
+        }
+        // SAFETY: below the read position the bytes are immutable (see `read_into`).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), end - pos) }
+    }
+
+    /// Zeroes `[pos, size)` (recovery of a torn tail).
+    pub(crate) fn zero_from(&self, pos: usize) {
+        if pos < self.size {
+            // SAFETY: recovery runs before any other thread sees this file.
+            unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, self.size - pos) };
+            let start = pos - pos % OS_PAGE_SIZE;
+            if let Err(e) = self.map.flush_range(start, self.size - start) {
+                eprintln!("recover: msync of {} failed: {e}", self.path.display());
+            }
+        }
+    }
+
+    /// `MappedFile.commit`: copies `[committed, wrote)` from the write buffer into the file when
+    /// `isAbleToCommit(least_pages)`, and gives the buffer back to the pool once the file is fully
+    /// committed. Returns the committed position.
+    pub(crate) fn commit(&self, least_pages: usize, pool: Option<&TransientStorePool>) -> usize {
+        if !self.buffered {
+            return self.wrote();
+        }
+        let wrote = self.wrote();
+        let committed = self.committed();
+        let able = if wrote == self.size {
+            true
+        } else if least_pages > 0 {
+            wrote / OS_PAGE_SIZE - committed / OS_PAGE_SIZE >= least_pages
+        } else {
+            wrote > committed
+        };
+        if able && wrote > committed {
+            let buf = self
+                .write_buffer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(b) = buf {
+                // SAFETY: [committed, wrote) of the buffer is fully written (wrote was loaded with
+                // Acquire) and no appender touches it again; the destination range of the map is
+                // above every reader's limit until `committed` is advanced below.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        b.ptr().add(committed),
+                        self.map.as_mut_ptr().add(committed),
+                        wrote - committed,
+                    )
+                };
+                self.committed.store(wrote, Ordering::Release);
+            }
+        }
+        if self.committed() == self.size {
+            let taken = self
+                .write_buffer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let (Some(b), Some(pool)) = (taken, pool) {
+                pool.give_back(b);
+            }
+        }
+        self.committed()
+    }
+
+    /// `MappedFile.flush`: forces `[flushed, read_position)` when `isAbleToFlush(least_pages)`.
+    /// Returns the flushed position.
+    pub(crate) fn flush(&self, least_pages: usize, stall: Duration) -> Result<usize, StoreError> {
+        let flushed = self.flushed();
+        let write = self.read_position();
+        let able = if self.is_full() && write == self.size {
+            true
+        } else if least_pages > 0 {
+            write / OS_PAGE_SIZE - flushed / OS_PAGE_SIZE >= least_pages
+        } else {
+            write > flushed
+        };
+        if able && write > flushed {
+            if !stall.is_zero() {
+                std::thread::sleep(stall);
+            }
+            // msync wants a page-aligned start.
+            let start = flushed - flushed % OS_PAGE_SIZE;
+            self.map
+                .flush_range(start, write - start)
+                .map_err(|e| io_err(&self.path, e))?;
+            self.flushed.store(write, Ordering::Release);
+        }
+        Ok(self.flushed())
+    }
+}
