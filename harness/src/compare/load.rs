@@ -1,0 +1,455 @@
+//! Reading result folders: `summary.csv` (one row per cell, repetition and step) and,
+//! when present, `timeseries.csv` (one row per second). Columns are matched by name so
+//! extra or reordered columns are fine; errors name the file, the line and the fix.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Columns of `summary.csv` that are text, never numbers.
+const TEXT_COLUMNS: &[&str] = &["profile", "cell_id", "step", "invalid_reason", "phase"];
+/// Columns every `summary.csv` must have for cells to be matched at all.
+const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];
+/// Columns a `timeseries.csv` must have to be usable for the block bootstrap.
+const REQUIRED_TIMESERIES: &[&str] = &["cell_id", "repetition", "phase"];
+
+/// Why a result could not be read. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: cannot read: {source} (pass a result folder holding summary.csv, or a summary.csv file)")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: line {line}: malformed CSV: {message} (every row needs the same number of fields as the header)")]
+    Csv {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("{path}: missing column `{column}` (the header must name it; was this file written by `harness run`?)")]
+    MissingColumn { path: PathBuf, column: String },
+    #[error("{path}: line {line}: column `{column}`: `{value}` is not a number (write a number, true/false, or leave it empty for unknown)")]
+    NotNumeric {
+        path: PathBuf,
+        line: u64,
+        column: String,
+        value: String,
+    },
+    #[error("{path}: no data rows (the run produced no results)")]
+    Empty { path: PathBuf },
+}
+
+/// Identity of a cell across runs: its parameter values plus the step. `cell_id` is not
+/// part of it on purpose, because two runs of different profiles number cells differently.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct CellKey {
+    /// `param_*` columns with the prefix removed, e.g. `broker.sendMessageThreadPoolNums`.
+    pub params: BTreeMap<String, String>,
+    /// Empty except in step-load runs.
+    pub step: String,
+}
+
+impl CellKey {
+    /// Compact label: `k=v,k=v[,step=s]`, or `-` for a run with a single unparameterised cell.
+    pub fn label(&self, keys: &[String]) -> String {
+        let mut parts: Vec<String> = keys
+            .iter()
+            .filter_map(|k| self.params.get(k).map(|v| format!("{k}={v}")))
+            .collect();
+        if !self.step.is_empty() {
+            parts.push(format!("step={}", self.step));
+        }
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+/// (cell_id, repetition, step) of a per-second series.
+pub type SeriesId = (String, String, String);
+type Records = Vec<(u64, csv::StringRecord)>;
+
+/// The column asked for exists neither in summary.csv nor as a derived metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no such column")]
+pub struct NoSuchColumn;
+
+/// One `summary.csv` row.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub line: u64,
+    pub cell_id: String,
+    pub repetition: String,
+    pub key: CellKey,
+    /// Numeric values by column name; `None` means the cell was empty ("unknown").
+    /// Booleans are stored as 1.0 / 0.0.
+    pub values: BTreeMap<String, Option<f64>>,
+    /// Text values by column name (profile, invalid_reason, unknown extra text columns).
+    pub text: BTreeMap<String, String>,
+}
+
+impl Row {
+    /// Value of a column, also answering derived per-class busy rates
+    /// (`busy_<class>_rate` = `busy_<class>` / `sent`). `Err` if no such column exists.
+    pub fn get(&self, name: &str) -> Result<Option<f64>, NoSuchColumn> {
+        if let Some(v) = self.values.get(name) {
+            return Ok(*v);
+        }
+        if let Some(class) = name.strip_suffix("_rate") {
+            if class.starts_with("busy_") && self.values.contains_key(class) {
+                let count = self.values.get(class).copied().flatten();
+                let sent = self.values.get("sent").copied().flatten();
+                return Ok(match (count, sent) {
+                    (Some(c), Some(s)) if s > 0.0 => Some(c / s),
+                    (Some(_), Some(_)) => Some(0.0),
+                    _ => None,
+                });
+            }
+        }
+        Err(NoSuchColumn)
+    }
+
+    /// `valid` column: `None` when absent or empty.
+    pub fn valid(&self) -> Option<bool> {
+        self.values
+            .get("valid")
+            .copied()
+            .flatten()
+            .map(|v| v != 0.0)
+    }
+}
+
+/// One `measure` second of `timeseries.csv`.
+#[derive(Debug, Clone, Default)]
+pub struct Second {
+    pub values: BTreeMap<String, Option<f64>>,
+}
+
+impl Second {
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.values.get(name).copied().flatten()
+    }
+}
+
+/// A loaded result: rows grouped by cell, plus per-second series when available.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub source: PathBuf,
+    pub rows: Vec<Row>,
+    /// Cells in first-seen order, each with the indices of its rows (one per repetition).
+    pub cells: BTreeMap<CellKey, Vec<usize>>,
+    /// Per (cell_id, repetition, step): the measure-phase seconds in order.
+    pub series: BTreeMap<SeriesId, Vec<Second>>,
+    /// Parameter names present in this run (without `param_`).
+    pub param_keys: Vec<String>,
+    /// Column names present in summary.csv.
+    pub columns: Vec<String>,
+}
+
+impl RunData {
+    /// Per-second series of every repetition of a cell, in repetition order; empty if the
+    /// run has no timeseries.csv.
+    pub fn cell_series(&self, key: &CellKey) -> Vec<&[Second]> {
+        let Some(idx) = self.cells.get(key) else {
+            return Vec::new();
+        };
+        idx.iter()
+            .filter_map(|&i| {
+                let r = &self.rows[i];
+                self.series
+                    .get(&(r.cell_id.clone(), r.repetition.clone(), r.key.step.clone()))
+                    .map(|s| s.as_slice())
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    pub fn cell_rows(&self, key: &CellKey) -> Vec<&Row> {
+        self.cells
+            .get(key)
+            .map(|idx| idx.iter().map(|&i| &self.rows[i]).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn has_column(&self, name: &str) -> bool {
+        self.columns.iter().any(|c| c == name)
+    }
+}
+
+/// Locate summary.csv and (optional) timeseries.csv for a folder or file argument.
+/// For a file `X.csv` other than `summary.csv`, the series is looked up as `X.timeseries.csv`
+/// so a committed baseline `smoke.csv` can travel with `smoke.timeseries.csv`.
+fn locate(path: &Path) -> (PathBuf, Option<PathBuf>) {
+    if path.is_dir() {
+        let ts = path.join("timeseries.csv");
+        return (path.join("summary.csv"), ts.is_file().then_some(ts));
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let ts = if path.file_name().is_some_and(|n| n == "summary.csv") {
+        dir.join("timeseries.csv")
+    } else {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        dir.join(format!("{stem}.timeseries.csv"))
+    };
+    (path.to_path_buf(), ts.is_file().then_some(ts))
+}
+
+fn parse_value(path: &Path, line: u64, column: &str, raw: &str) -> Result<Option<f64>, LoadError> {
+    let v = raw.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match v.to_ascii_lowercase().as_str() {
+        "true" => return Ok(Some(1.0)),
+        "false" => return Ok(Some(0.0)),
+        _ => {}
+    }
+    v.parse::<f64>()
+        .map(Some)
+        .map_err(|_| LoadError::NotNumeric {
+            path: path.to_path_buf(),
+            line,
+            column: column.to_string(),
+            value: v.to_string(),
+        })
+}
+
+fn open_csv(path: &Path) -> Result<(Vec<String>, Records), LoadError> {
+    let file = std::fs::File::open(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(file);
+    let csv_err = |e: csv::Error| LoadError::Csv {
+        path: path.to_path_buf(),
+        line: e.position().map(|p| p.line()).unwrap_or(1),
+        message: e.to_string(),
+    };
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(csv_err)?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let mut rows = Vec::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(csv_err)?;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        if rec.iter().all(|f| f.trim().is_empty()) {
+            continue;
+        }
+        rows.push((line, rec));
+    }
+    Ok((header, rows))
+}
+
+fn require(path: &Path, header: &[String], cols: &[&str]) -> Result<(), LoadError> {
+    for c in cols {
+        if !header.iter().any(|h| h == c) {
+            return Err(LoadError::MissingColumn {
+                path: path.to_path_buf(),
+                column: (*c).to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Load a result folder or a summary CSV file.
+pub fn load(path: &Path) -> Result<RunData, LoadError> {
+    let (summary, ts) = locate(path);
+    let (header, records) = open_csv(&summary)?;
+    require(&summary, &header, REQUIRED_SUMMARY)?;
+    if records.is_empty() {
+        return Err(LoadError::Empty { path: summary });
+    }
+    let param_keys: Vec<String> = header
+        .iter()
+        .filter_map(|h| h.strip_prefix("param_").map(str::to_string))
+        .collect();
+    let mut rows = Vec::with_capacity(records.len());
+    let mut cells: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
+    for (line, rec) in records {
+        let mut key = CellKey {
+            params: BTreeMap::new(),
+            step: String::new(),
+        };
+        let mut values = BTreeMap::new();
+        let mut text = BTreeMap::new();
+        let (mut cell_id, mut repetition) = (String::new(), String::new());
+        for (col, raw) in header.iter().zip(rec.iter()) {
+            let raw = raw.trim();
+            if let Some(p) = col.strip_prefix("param_") {
+                key.params.insert(p.to_string(), raw.to_string());
+            } else if col == "step" {
+                key.step = raw.to_string();
+            } else if col == "cell_id" {
+                cell_id = raw.to_string();
+            } else if col == "repetition" {
+                repetition = raw.to_string();
+            } else if TEXT_COLUMNS.contains(&col.as_str()) {
+                text.insert(col.clone(), raw.to_string());
+            } else {
+                match parse_value(&summary, line, col, raw) {
+                    Ok(v) => {
+                        values.insert(col.clone(), v);
+                    }
+                    // Unknown extra columns may legitimately hold text: keep them as text.
+                    Err(_) if !KNOWN_NUMERIC.contains(&col.as_str()) => {
+                        text.insert(col.clone(), raw.to_string());
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        cells.entry(key.clone()).or_default().push(rows.len());
+        rows.push(Row {
+            line,
+            cell_id,
+            repetition,
+            key,
+            values,
+            text,
+        });
+    }
+    let series = match ts {
+        Some(ts) => load_series(&ts)?,
+        None => BTreeMap::new(),
+    };
+    Ok(RunData {
+        source: path.to_path_buf(),
+        rows,
+        cells,
+        series,
+        param_keys,
+        columns: header,
+    })
+}
+
+fn load_series(path: &Path) -> Result<BTreeMap<SeriesId, Vec<Second>>, LoadError> {
+    let (header, records) = open_csv(path)?;
+    require(path, &header, REQUIRED_TIMESERIES)?;
+    let mut out: BTreeMap<(String, String, String), Vec<(f64, Second)>> = BTreeMap::new();
+    for (line, rec) in records {
+        let field = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .and_then(|i| rec.get(i))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        };
+        if field("phase") != "measure" {
+            continue;
+        }
+        let id = (field("cell_id"), field("repetition"), field("step"));
+        let mut sec = Second::default();
+        for (col, raw) in header.iter().zip(rec.iter()) {
+            if TEXT_COLUMNS.contains(&col.as_str())
+                || col == "cell_id"
+                || col == "repetition"
+                || col == "profile"
+            {
+                continue;
+            }
+            match parse_value(path, line, col, raw) {
+                Ok(v) => {
+                    sec.values.insert(col.clone(), v);
+                }
+                Err(_) if !KNOWN_SERIES_NUMERIC.contains(&col.as_str()) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let order = sec.get("second").unwrap_or(line as f64);
+        out.entry(id).or_default().push((order, sec));
+    }
+    Ok(out
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, v.into_iter().map(|(_, s)| s).collect())
+        })
+        .collect())
+}
+
+/// Numeric columns of the summary contract: a non-number there is an error, not text.
+const KNOWN_NUMERIC: &[&str] = &[
+    "target_rate",
+    "achieved_rate",
+    "ok_rate",
+    "duration_s",
+    "sent",
+    "ok",
+    "busy",
+    "busy_rate",
+    "busy_pcbusy_clean_queue",
+    "busy_timeout_clean_queue",
+    "busy_rejectrequest",
+    "busy_overload",
+    "busy_pc_synchronized",
+    "busy_other",
+    "system_error",
+    "flush_disk_timeout",
+    "message_illegal",
+    "other_codes",
+    "timeouts",
+    "dropped",
+    "connection_errors",
+    "attempts",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+    "service_p50_ms",
+    "service_p99_ms",
+    "service_max_ms",
+    "lag_p50_us",
+    "lag_p99_us",
+    "lag_max_us",
+    "busy_p99_ms",
+    "period_in_queue_p50_ms",
+    "period_in_queue_max_ms",
+    "size_of_queue_max",
+    "broker_cpu_avg",
+    "broker_cpu_max",
+    "broker_rss_max_mb",
+    "harness_cpu_max",
+    "broker_flow_control_total",
+    "broker_counters_match",
+    "valid",
+];
+
+/// Numeric columns of the timeseries contract.
+const KNOWN_SERIES_NUMERIC: &[&str] = &[
+    "second",
+    "target_rate",
+    "achieved_rate",
+    "ok",
+    "busy",
+    "busy_pcbusy_clean_queue",
+    "busy_timeout_clean_queue",
+    "busy_rejectrequest",
+    "busy_overload",
+    "busy_pc_synchronized",
+    "busy_other",
+    "errors",
+    "timeouts",
+    "dropped",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+    "broker_cpu",
+    "broker_rss_mb",
+    "harness_cpu",
+    "send_queue_size",
+    "send_queue_head_wait_ms",
+    "page_cache_lock_ms",
+];

@@ -1,0 +1,590 @@
+//! The comparison model: which cells pair up, and per metric base, candidate, change and
+//! verdict. Rendering (render.rs) and gating (gate.rs) only read this model.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use super::load::{CellKey, RunData, Second};
+use super::stats::{self, median};
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    HigherIsBetter,
+    LowerIsBetter,
+}
+
+/// How a metric is computed from per-second intervals for the block bootstrap.
+#[derive(Debug, Clone, Copy)]
+pub enum SeriesStat {
+    /// Mean of a per-second column.
+    Mean(&'static str),
+    /// Median of a per-second column (per-second percentiles are skewed by stalls).
+    Median(&'static str),
+    /// Sum of one column over the sum of the attempt columns.
+    ShareOfAttempts(&'static str),
+    /// No per-second equivalent (e.g. p99.9 needs more samples than a second holds).
+    None,
+}
+
+/// Columns of timeseries.csv whose sum is the number of answered-or-abandoned attempts.
+const ATTEMPT_COLUMNS: &[&str] = &["ok", "busy", "errors", "timeouts", "dropped"];
+
+#[derive(Debug, Clone)]
+pub struct Metric {
+    /// Name in summary.csv (or a derived `busy_<class>_rate`).
+    pub name: Cow<'static, str>,
+    pub direction: Direction,
+    pub series: SeriesStat,
+}
+
+const fn m(name: &'static str, direction: Direction, series: SeriesStat) -> Metric {
+    Metric {
+        name: Cow::Borrowed(name),
+        direction,
+        series,
+    }
+}
+
+use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+
+/// Metrics compared by default, in display order.
+pub const METRICS: &[Metric] = &[
+    m("achieved_rate", Up, SeriesStat::Mean("achieved_rate")),
+    m("ok_rate", Up, SeriesStat::Mean("ok")),
+    m("p50_ms", Down, SeriesStat::Median("p50_ms")),
+    m("p99_ms", Down, SeriesStat::Median("p99_ms")),
+    m("p999_ms", Down, SeriesStat::None),
+    m("busy_rate", Down, SeriesStat::ShareOfAttempts("busy")),
+    m(
+        "busy_pcbusy_clean_queue_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_pcbusy_clean_queue"),
+    ),
+    m(
+        "busy_timeout_clean_queue_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_timeout_clean_queue"),
+    ),
+    m(
+        "busy_rejectrequest_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_rejectrequest"),
+    ),
+    m(
+        "busy_overload_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_overload"),
+    ),
+    m(
+        "busy_pc_synchronized_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_pc_synchronized"),
+    ),
+    m(
+        "busy_other_rate",
+        Down,
+        SeriesStat::ShareOfAttempts("busy_other"),
+    ),
+    m("timeouts", Down, SeriesStat::Mean("timeouts")),
+    m("broker_cpu_avg", Down, SeriesStat::Mean("broker_cpu")),
+];
+
+/// Look a metric up by name; unknown summary columns are compared as lower-is-better with
+/// no per-second statistic, so a user can still ask for e.g. `service_p99_ms`.
+pub fn metric_named(name: &str) -> Metric {
+    METRICS
+        .iter()
+        .find(|x| x.name == name)
+        .cloned()
+        .unwrap_or(Metric {
+            name: Cow::Owned(name.to_string()),
+            direction: if name.ends_with("rate") && !name.starts_with("busy") {
+                Up
+            } else {
+                Down
+            },
+            series: SeriesStat::None,
+        })
+}
+
+impl SeriesStat {
+    pub fn eval(&self, secs: &[&Second]) -> Option<f64> {
+        match *self {
+            SeriesStat::Mean(c) => {
+                let v: Vec<f64> = secs.iter().filter_map(|s| s.get(c)).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            }
+            SeriesStat::Median(c) => {
+                let v: Vec<f64> = secs.iter().filter_map(|s| s.get(c)).collect();
+                median(&v)
+            }
+            SeriesStat::ShareOfAttempts(c) => {
+                let mut num = 0.0;
+                let mut den = 0.0;
+                let mut seen = false;
+                for s in secs {
+                    if let Some(x) = s.get(c) {
+                        num += x;
+                        seen = true;
+                    }
+                    den += ATTEMPT_COLUMNS.iter().filter_map(|a| s.get(a)).sum::<f64>();
+                }
+                if !seen {
+                    None
+                } else if den > 0.0 {
+                    Some(num / den)
+                } else {
+                    Some(0.0)
+                }
+            }
+            SeriesStat::None => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Better,
+    Worse,
+    /// Inside the noise threshold, or the test found no significant difference.
+    NoChange,
+    /// Too few repetitions/seconds, or no per-second data, to decide.
+    Inconclusive,
+    /// A value is missing (empty column) on one side.
+    Unknown,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoChange => "no change",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Unknown => "n/a",
+        }
+    }
+}
+
+/// Statistical settings shared by compare and gate.
+#[derive(Debug, Clone, Copy)]
+pub struct StatOptions {
+    /// Noise threshold in percent: smaller changes are never significant.
+    pub threshold_pct: f64,
+    pub alpha: f64,
+    /// Block length in seconds for the moving-block bootstrap.
+    pub block: usize,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for StatOptions {
+    fn default() -> Self {
+        StatOptions {
+            threshold_pct: 5.0,
+            alpha: 0.05,
+            block: 5,
+            resamples: 2000,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Which test produced the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    MannWhitney,
+    BlockBootstrap,
+    Threshold,
+    None,
+}
+
+/// One metric of one matched pair of cells.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MetricComparison {
+    pub cell: String,
+    #[serde(skip)]
+    pub key: CellKey,
+    pub metric: String,
+    pub direction: Direction,
+    /// Median over repetitions.
+    pub base: Option<f64>,
+    pub candidate: Option<f64>,
+    /// (candidate − base) / |base| × 100; `None` when base is 0 (see `new_from_zero`).
+    pub change_pct: Option<f64>,
+    /// Base is 0 and candidate is not: the change has no finite percentage.
+    pub new_from_zero: bool,
+    pub n_base: usize,
+    pub n_candidate: usize,
+    pub method: Method,
+    pub p_value: Option<f64>,
+    /// Bootstrap CI of candidate − base (metric units, per-second statistic).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: Verdict,
+    /// Why a verdict is inconclusive or unknown; empty otherwise.
+    pub note: String,
+}
+
+impl MetricComparison {
+    /// Change in the "worse" direction, in percent (negative if it improved).
+    pub fn regression_pct(&self) -> Option<f64> {
+        if self.new_from_zero {
+            return Some(match self.direction {
+                Direction::LowerIsBetter => f64::INFINITY,
+                Direction::HigherIsBetter => f64::NEG_INFINITY,
+            });
+        }
+        self.change_pct.map(|c| match self.direction {
+            Direction::LowerIsBetter => c,
+            Direction::HigherIsBetter => -c,
+        })
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Comparison {
+    pub base: String,
+    pub candidate: String,
+    /// `KEY=VALUE` in within-run mode.
+    pub reference: Option<String>,
+    pub threshold_pct: f64,
+    pub alpha: f64,
+    pub rows: Vec<MetricComparison>,
+    /// Cells of the base (or, in reference mode, cells lacking a reference) with no partner.
+    pub unmatched_base: Vec<String>,
+    pub unmatched_candidate: Vec<String>,
+}
+
+fn seed_for(seed: u64, cell: &str, metric: &str) -> u64 {
+    // FNV-1a so a verdict does not depend on the order metrics are computed in.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in cell.bytes().chain([0u8]).chain(metric.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Decide one metric from per-repetition values and (optionally) per-second series.
+pub fn decide(
+    metric: &Metric,
+    base_vals: &[f64],
+    cand_vals: &[f64],
+    base_series: &[&[Second]],
+    cand_series: &[&[Second]],
+    opts: &StatOptions,
+    seed: u64,
+) -> Decision {
+    let mut d = Decision {
+        base: median(base_vals),
+        candidate: median(cand_vals),
+        change_pct: None,
+        new_from_zero: false,
+        method: Method::None,
+        p_value: None,
+        ci: None,
+        verdict: Verdict::Unknown,
+        note: String::new(),
+    };
+    let (Some(b), Some(c)) = (d.base, d.candidate) else {
+        d.note = "value missing (empty column) on one side".into();
+        return d;
+    };
+    let beyond_threshold = if b == 0.0 {
+        d.new_from_zero = c != 0.0;
+        d.change_pct = (c == 0.0).then_some(0.0);
+        c != 0.0
+    } else {
+        let pct = (c - b) / b.abs() * 100.0;
+        d.change_pct = Some(pct);
+        pct.abs() > opts.threshold_pct
+    };
+    if !beyond_threshold {
+        d.method = Method::Threshold;
+        d.verdict = Verdict::NoChange;
+        return d;
+    }
+    let signed = |increase: bool| match (increase, metric.direction) {
+        (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => Verdict::Better,
+        _ => Verdict::Worse,
+    };
+    if base_vals.len() >= 3 && cand_vals.len() >= 3 {
+        d.method = Method::MannWhitney;
+        let Some(t) = stats::mann_whitney(cand_vals, base_vals) else {
+            return d;
+        };
+        d.p_value = Some(t.p);
+        if t.p < opts.alpha {
+            d.verdict = signed(c > b);
+        } else if t.min_p >= opts.alpha {
+            d.verdict = Verdict::Inconclusive;
+            d.note = format!(
+                "{} vs {} repetitions cannot reach p<{} (min p={:.3}); use >=4 per side",
+                cand_vals.len(),
+                base_vals.len(),
+                opts.alpha,
+                t.min_p
+            );
+        } else {
+            d.verdict = Verdict::NoChange;
+        }
+        return d;
+    }
+    if matches!(metric.series, SeriesStat::None) {
+        d.verdict = Verdict::Inconclusive;
+        d.note = format!(
+            "{} vs {} repetitions and no per-second statistic for {}; use >=4 repetitions",
+            cand_vals.len(),
+            base_vals.len(),
+            metric.name
+        );
+        return d;
+    }
+    if base_series.is_empty() || cand_series.is_empty() {
+        d.verdict = Verdict::Inconclusive;
+        d.note = format!(
+            "{} vs {} repetitions and no timeseries.csv on the {} side",
+            cand_vals.len(),
+            base_vals.len(),
+            if base_series.is_empty() {
+                "base"
+            } else {
+                "candidate"
+            }
+        );
+        return d;
+    }
+    let secs = |s: &[&[Second]]| s.iter().map(|x| x.len()).sum::<usize>();
+    let min_secs = 2 * opts.block.max(1);
+    if secs(base_series) < min_secs || secs(cand_series) < min_secs {
+        d.verdict = Verdict::Inconclusive;
+        d.note = format!(
+            "too few measured seconds ({} vs {}) for {}-s blocks; need >= {}",
+            secs(cand_series),
+            secs(base_series),
+            opts.block,
+            min_secs
+        );
+        return d;
+    }
+    d.method = Method::BlockBootstrap;
+    let stat = |x: &[&Second]| metric.series.eval(x);
+    match stats::block_bootstrap_diff(
+        base_series,
+        cand_series,
+        &stat,
+        opts.block,
+        opts.resamples,
+        seed,
+        opts.alpha,
+    ) {
+        Some(ci) => {
+            d.ci = Some((ci.lo, ci.hi));
+            d.verdict = if ci.excludes_zero() {
+                signed(ci.lo > 0.0)
+            } else {
+                Verdict::NoChange
+            };
+        }
+        None => {
+            d.verdict = Verdict::Inconclusive;
+            d.note = format!("per-second data has no `{}` values", metric.name);
+        }
+    }
+    d
+}
+
+/// Output of [`decide`].
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub base: Option<f64>,
+    pub candidate: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub new_from_zero: bool,
+    pub method: Method,
+    pub p_value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub verdict: Verdict,
+    pub note: String,
+}
+
+/// Per-repetition values of a metric in a cell (missing values skipped).
+pub fn cell_values(run: &RunData, key: &CellKey, name: &str) -> Vec<f64> {
+    run.cell_rows(key)
+        .iter()
+        .filter_map(|r| r.get(name).ok().flatten())
+        .collect()
+}
+
+/// Parameters whose value differs between cells; those make a useful label.
+pub fn varying_keys<'a>(keys: impl Iterator<Item = &'a CellKey>) -> Vec<String> {
+    let mut seen: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for k in keys {
+        for (p, v) in &k.params {
+            seen.entry(p.clone()).or_default().insert(v.clone());
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, vals)| vals.len() > 1)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// A matched pair: base cell key in `base_run`, candidate cell key in `cand_run`.
+pub struct Pair {
+    pub base: CellKey,
+    pub candidate: CellKey,
+}
+
+/// Pair cells of two runs by parameters + step.
+pub fn pair_runs(base: &RunData, cand: &RunData) -> (Vec<Pair>, Vec<CellKey>, Vec<CellKey>) {
+    let pairs = cand
+        .cells
+        .keys()
+        .filter(|k| base.cells.contains_key(*k))
+        .map(|k| Pair {
+            base: k.clone(),
+            candidate: k.clone(),
+        })
+        .collect();
+    let ub = base
+        .cells
+        .keys()
+        .filter(|k| !cand.cells.contains_key(*k))
+        .cloned()
+        .collect();
+    let uc = cand
+        .cells
+        .keys()
+        .filter(|k| !base.cells.contains_key(*k))
+        .cloned()
+        .collect();
+    (pairs, ub, uc)
+}
+
+/// Strip an optional `param_` prefix from a user-given parameter name.
+pub fn param_name(key: &str) -> &str {
+    key.strip_prefix("param_").unwrap_or(key)
+}
+
+/// Within one run, pair every cell with the cell that has `key=value` and otherwise the
+/// same parameters and step. Returns pairs and the cells that have no reference.
+pub fn pair_reference(
+    run: &RunData,
+    key: &str,
+    value: &str,
+) -> Result<(Vec<Pair>, Vec<CellKey>), String> {
+    let key = param_name(key);
+    if !run.param_keys.iter().any(|k| k == key) {
+        return Err(format!(
+            "{}: no column `param_{key}`; parameters in this run: {}",
+            run.source.display(),
+            if run.param_keys.is_empty() {
+                "(none)".to_string()
+            } else {
+                run.param_keys.join(", ")
+            }
+        ));
+    }
+    if !run
+        .cells
+        .keys()
+        .any(|k| k.params.get(key).map(String::as_str) == Some(value))
+    {
+        let values: std::collections::BTreeSet<&str> = run
+            .cells
+            .keys()
+            .filter_map(|k| k.params.get(key).map(String::as_str))
+            .collect();
+        return Err(format!(
+            "{}: no cell has {key}={value}; values present: {}",
+            run.source.display(),
+            values.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut pairs = Vec::new();
+    let mut orphans = Vec::new();
+    for k in run.cells.keys() {
+        if k.params.get(key).map(String::as_str) == Some(value) {
+            continue;
+        }
+        let mut r = k.clone();
+        r.params.insert(key.to_string(), value.to_string());
+        if run.cells.contains_key(&r) {
+            pairs.push(Pair {
+                base: r,
+                candidate: k.clone(),
+            });
+        } else {
+            orphans.push(k.clone());
+        }
+    }
+    Ok((pairs, orphans))
+}
+
+/// Build the model for the given pairs and metrics.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    base_run: &RunData,
+    cand_run: &RunData,
+    pairs: &[Pair],
+    metrics: &[Metric],
+    opts: &StatOptions,
+    reference: Option<String>,
+    unmatched_base: &[CellKey],
+    unmatched_candidate: &[CellKey],
+) -> Comparison {
+    let mut label_keys = varying_keys(base_run.cells.keys().chain(cand_run.cells.keys()));
+    label_keys.sort();
+    let mut rows = Vec::new();
+    for p in pairs {
+        let label = p.candidate.label(&label_keys);
+        let bs = base_run.cell_series(&p.base);
+        let cs = cand_run.cell_series(&p.candidate);
+        for metric in metrics {
+            let bv = cell_values(base_run, &p.base, &metric.name);
+            let cv = cell_values(cand_run, &p.candidate, &metric.name);
+            let seed = seed_for(opts.seed, &label, &metric.name);
+            let d = decide(metric, &bv, &cv, &bs, &cs, opts, seed);
+            rows.push(MetricComparison {
+                cell: label.clone(),
+                key: p.candidate.clone(),
+                metric: metric.name.to_string(),
+                direction: metric.direction,
+                base: d.base,
+                candidate: d.candidate,
+                change_pct: d.change_pct,
+                new_from_zero: d.new_from_zero,
+                n_base: bv.len(),
+                n_candidate: cv.len(),
+                method: d.method,
+                p_value: d.p_value,
+                ci_low: d.ci.map(|c| c.0),
+                ci_high: d.ci.map(|c| c.1),
+                verdict: d.verdict,
+                note: d.note,
+            });
+        }
+    }
+    Comparison {
+        base: base_run.source.display().to_string(),
+        candidate: cand_run.source.display().to_string(),
+        reference,
+        threshold_pct: opts.threshold_pct,
+        alpha: opts.alpha,
+        rows,
+        unmatched_base: unmatched_base
+            .iter()
+            .map(|k| k.label(&label_keys))
+            .collect(),
+        unmatched_candidate: unmatched_candidate
+            .iter()
+            .map(|k| k.label(&label_keys))
+            .collect(),
+    }
+}
