@@ -1,4 +1,161 @@
 //! broker-under-test: RocketMQ's send path, request by request:
 //! `remoting → server → dispatch → processor → store`.
+//!
+//! [`run`] serves a bound listener until a shutdown future completes; [`RunningBroker`] starts
+//! one in-process (tests, the harness).
 
+pub mod broker;
+pub mod config;
+pub mod counters;
+pub mod dispatch;
+pub mod processor;
+pub mod server;
 pub mod store;
+
+use std::{future::Future, io::Write, net::SocketAddr, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::{
+    broker::Broker,
+    config::BrokerConfig,
+    dispatch::{executor::Workers, fast_failure::FastFailure, RequestTask},
+    store::MessageStore,
+};
+
+pub use crate::config::{ConfigSources, VersionProfile};
+
+/// How often the flow-control summary line is logged.
+const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
+
+/// Serves `listener` until `shutdown` completes, then stops accepting, lets the executors finish
+/// their queued work, shuts the store down (flush) and joins every thread.
+///
+/// Prints exactly one line `listening on IP:PORT` to stdout once ready; everything else goes to
+/// stderr.
+pub async fn run(
+    config: BrokerConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    serve(config, listener, shutdown, None).await
+}
+
+async fn serve(
+    config: BrokerConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    ready: Option<oneshot::Sender<SocketAddr>>,
+) -> anyhow::Result<()> {
+    let local = listener.local_addr().context("reading the bound address")?;
+    let store_config = config.store_config(local);
+    let root = store_config.store_path_root_dir.clone();
+    let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+        .await
+        .context("store start-up task")?
+        .with_context(|| format!("opening the store under {}", root.display()))?;
+    let store_host = SocketAddr::new(config.broker_ip, local.port());
+    let broker = Arc::new(Broker::new(config, store, store_host));
+
+    let handler: Arc<dyn Fn(RequestTask) + Send + Sync> = {
+        let b = broker.clone();
+        Arc::new(move |task| processor::process(&b, task))
+    };
+    let mut workers = Vec::new();
+    for (kind, threads) in broker.executors() {
+        let w = Workers::start(broker.queue(kind).clone(), threads, handler.clone())
+            .with_context(|| format!("starting the {kind:?} executor threads"))?;
+        workers.push(w);
+    }
+    drop(handler);
+    let fast_failure = FastFailure::start(broker.clone()).context("starting BrokerFastFailure")?;
+
+    let token = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(server::accept_loop(
+        listener,
+        broker.clone(),
+        token.clone(),
+        tracker.clone(),
+    ));
+    {
+        let broker = broker.clone();
+        let token = token.clone();
+        tracker.spawn(async move {
+            let mut tick = tokio::time::interval(SUMMARY_PERIOD);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tick.tick() => eprintln!("{}", broker.counters.summary_line()),
+                }
+            }
+        });
+    }
+
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {local}").context("writing to stdout")?;
+        out.flush().context("flushing stdout")?;
+    }
+    if let Some(ready) = ready {
+        let _ = ready.send(local);
+    }
+
+    shutdown.await;
+    eprintln!("shutting down: no new connections, finishing queued work");
+    token.cancel();
+    let b = broker.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut fast_failure = fast_failure;
+        fast_failure.stop();
+        for mut w in workers {
+            w.shutdown();
+        }
+        b.store.shutdown();
+    })
+    .await
+    .context("joining the executor threads")?;
+    tracker.close();
+    tracker.wait().await;
+    eprintln!("{}", broker.counters.summary_line());
+    Ok(())
+}
+
+/// A broker served in-process on its own tokio task.
+pub struct RunningBroker {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningBroker {
+    /// Binds `config.bind_addr()` (use `listenPort=0` for an ephemeral port) and returns once
+    /// the broker serves.
+    pub async fn start(config: BrokerConfig) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.bind_addr())
+            .await
+            .with_context(|| format!("binding {}", config.bind_addr()))?;
+        let stop = CancellationToken::new();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let shutdown = stop.clone().cancelled_owned();
+        let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
+        match ready_rx.await {
+            Ok(addr) => Ok(RunningBroker { addr, stop, task }),
+            // The sender was dropped: start-up failed; the task holds the error.
+            Err(_) => match task.await {
+                Ok(Err(e)) => Err(e),
+                Ok(Ok(())) => Err(anyhow::anyhow!("the broker stopped during start-up")),
+                Err(e) => Err(anyhow::anyhow!("the broker task failed: {e}")),
+            },
+        }
+    }
+
+    /// Graceful shutdown, as on SIGTERM.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.task.await.context("broker task")?
+    }
+}

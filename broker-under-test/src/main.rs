@@ -1,1 +1,83 @@
-fn main() {}
+//! `broker-under-test -c broker.conf [--set key=value]... [-p]`
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::Context;
+use broker_under_test::config::{parse_override, BrokerConfig, ConfigSources};
+use clap::Parser;
+
+/// A RocketMQ broker send path, faithful enough to reproduce every SYSTEM_BUSY answer.
+#[derive(Debug, Parser)]
+#[command(name = "broker-under-test", version)]
+struct Cli {
+    /// broker.conf in RocketMQ's properties format and key names.
+    #[arg(short = 'c', long = "config")]
+    config: Option<PathBuf>,
+    /// Overrides one key; may be repeated; applied after the file.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Prints the effective configuration (every key, sorted) and exits.
+    #[arg(short = 'p', long = "print-config")]
+    print: bool,
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let overrides = cli
+        .set
+        .iter()
+        .map(|s| parse_override(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let loaded = BrokerConfig::load(&ConfigSources {
+        file: cli.config.clone(),
+        overrides,
+    })?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let config = loaded.config;
+    if cli.print {
+        print!("{}", config.render());
+        return Ok(());
+    }
+    eprint!("effective configuration:\n{}", config.render());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("broker-netty")
+        .build()
+        .context("building the tokio runtime")?;
+    runtime.block_on(async move {
+        let addr = config.bind_addr();
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        broker_under_test::run(config, listener, shutdown_signal()).await
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(e) => {
+            eprintln!("cannot listen for SIGTERM ({e}); only Ctrl-C stops the broker");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

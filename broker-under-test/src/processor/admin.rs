@@ -1,0 +1,125 @@
+//! The default processor (AdminBrokerProcessor): UPDATE_AND_CREATE_TOPIC (17),
+//! GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35).
+
+use std::{collections::BTreeMap, time::Instant};
+
+use remoting::{headers::CreateTopicRequestHeader, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::{
+    broker::{Broker, TopicConfig},
+    dispatch::{response, ExecutorKind},
+    processor::{header_error, send::validate_topic},
+};
+
+pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
+    let profile = broker.config.profile;
+    match RequestCode::from_i32(request.code) {
+        Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => create_topic(broker, request),
+        Some(RequestCode::GET_BROKER_RUNTIME_INFO) => {
+            let table = runtime_info(broker);
+            let body = serde_json::json!({ "table": table }).to_string();
+            response(profile, request, ResponseCode::SUCCESS, None).with_body(body.into_bytes())
+        }
+        _ => response(profile, request, ResponseCode::SUCCESS, None),
+    }
+}
+
+fn create_topic(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
+    let profile = broker.config.profile;
+    let h = match request.header::<CreateTopicRequestHeader>() {
+        Ok(h) => h,
+        Err(e) => return header_error(broker, request, &e),
+    };
+    if let Err(remark) = validate_topic(&h.topic) {
+        return response(profile, request, ResponseCode::SYSTEM_ERROR, Some(remark));
+    }
+    if h.read_queue_nums < 1 || h.write_queue_nums < 1 {
+        return response(
+            profile,
+            request,
+            ResponseCode::SYSTEM_ERROR,
+            Some(format!(
+                "read/write queue numbers must be positive, got {}/{}",
+                h.read_queue_nums, h.write_queue_nums
+            )),
+        );
+    }
+    broker.topics.put(TopicConfig {
+        topic_name: h.topic,
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: h.perm,
+        order: h.order.unwrap_or(false),
+    });
+    response(profile, request, ResponseCode::SUCCESS, None)
+}
+
+/// `[ D days, H hours, M minutes, S seconds ]` (StoreStatsService.getFormatRuntime).
+fn format_runtime(ms: u128) -> String {
+    let s = ms / 1000;
+    format!(
+        "[ {} days, {} hours, {} minutes, {} seconds ]",
+        s / 86_400,
+        (s % 86_400) / 3600,
+        (s % 3600) / 60,
+        s % 60
+    )
+}
+
+/// The GET_BROKER_RUNTIME_INFO table (reference §10) plus our flow-control counters.
+pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
+    let mut t = broker.store.runtime_info();
+    let now = Instant::now();
+    let mut queue = |prefix: &str, kind: ExecutorKind, with_head: bool| {
+        let q = broker.queue(kind);
+        t.insert(format!("{prefix}QueueSize"), q.len().to_string());
+        t.insert(format!("{prefix}QueueCapacity"), q.capacity().to_string());
+        if with_head {
+            t.insert(
+                format!("{prefix}QueueHeadWaitTimeMills"),
+                q.head_wait(now).as_millis().to_string(),
+            );
+        }
+    };
+    queue("sendThreadPool", ExecutorKind::Send, true);
+    queue("pullThreadPool", ExecutorKind::Pull, true);
+    let et = broker.queue(ExecutorKind::EndTransaction);
+    t.insert("EndTransactionQueueSize".into(), et.len().to_string());
+    t.insert(
+        "EndTransactionThreadPoolQueueCapacity".into(),
+        et.capacity().to_string(),
+    );
+    let profile = broker.config.profile;
+    t.insert("brokerVersion".into(), profile.ordinal().to_string());
+    t.insert("brokerVersionDesc".into(), profile.desc().into());
+    t.insert("bootTimestamp".into(), broker.boot_epoch_ms.to_string());
+    t.insert("startAcceptSendRequestTimeStamp".into(), "0".into());
+    t.entry("runtime".into())
+        .or_insert_with(|| format_runtime(broker.boot.elapsed().as_millis()));
+    t.entry("pageCacheLockTimeMills".into())
+        .or_insert_with(|| broker.store.lock_time_mills().to_string());
+    t.entry("remainTransientStoreBufferNumbs".into())
+        .or_insert_with(|| {
+            broker
+                .store
+                .remain_transient_store_buffer_numbs()
+                .to_string()
+        });
+    for (k, v) in broker.counters.snapshot() {
+        t.insert(k.into(), v.to_string());
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_is_formatted_like_rocketmq() {
+        assert_eq!(
+            format_runtime(((86_400 + 3600 + 120 + 3) * 1000) as u128),
+            "[ 1 days, 1 hours, 2 minutes, 3 seconds ]"
+        );
+    }
+}
