@@ -1,0 +1,257 @@
+//! Shared helpers for the broker's integration tests: start a broker on 127.0.0.1:0 with a small
+//! store in a temporary directory, and talk to it with raw frames.
+#![allow(dead_code)]
+
+use std::{collections::BTreeMap, time::Duration};
+
+use broker_under_test::{config::BrokerConfig, RunningBroker};
+use bytes::BytesMut;
+use remoting::{
+    decode_frame,
+    headers::{PullMessageRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2},
+    message::{decode_records, encode_properties, MessageRecord},
+    RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN,
+};
+use tempfile::TempDir;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+
+/// Generous: the machine running the tests is small and busy.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct TestBroker {
+    pub broker: Option<RunningBroker>,
+    pub dir: TempDir,
+}
+
+impl TestBroker {
+    pub async fn start(overrides: &[(&str, &str)]) -> TestBroker {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = BrokerConfig::for_test(dir.path(), overrides).expect("config");
+        let broker = RunningBroker::start(config).await.expect("broker start");
+        TestBroker {
+            broker: Some(broker),
+            dir,
+        }
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.broker.as_ref().expect("running").addr
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr()).await
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(b) = self.broker.take() {
+            b.stop().await.expect("clean shutdown");
+        }
+    }
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    buf: BytesMut,
+    next_opaque: i32,
+}
+
+impl Client {
+    pub async fn connect(addr: std::net::SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).ok();
+        Client {
+            stream,
+            buf: BytesMut::new(),
+            next_opaque: 1,
+        }
+    }
+
+    pub fn opaque(&mut self) -> i32 {
+        let o = self.next_opaque;
+        self.next_opaque += 1;
+        o
+    }
+
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    pub async fn send(&mut self, cmd: &RemotingCommand) {
+        let bytes = cmd.to_bytes();
+        self.write_raw(&bytes).await;
+    }
+
+    /// The next whole frame's raw bytes (length field included).
+    pub async fn read_raw_frame(&mut self) -> Vec<u8> {
+        loop {
+            if self.buf.len() >= 4 {
+                let len = u32::from_be_bytes(self.buf[..4].try_into().unwrap()) as usize;
+                if self.buf.len() >= 4 + len {
+                    return self.buf.split_to(4 + len).to_vec();
+                }
+            }
+            let n = tokio::time::timeout(READ_TIMEOUT, self.stream.read_buf(&mut self.buf))
+                .await
+                .expect("timed out waiting for a frame")
+                .expect("read");
+            assert!(n > 0, "connection closed while waiting for a frame");
+        }
+    }
+
+    pub async fn read(&mut self) -> RemotingCommand {
+        self.try_read(READ_TIMEOUT)
+            .await
+            .expect("no frame before the timeout")
+    }
+
+    /// The next frame, or `None` after `wait` without one. Panics if the connection closes.
+    pub async fn try_read(&mut self, wait: Duration) -> Option<RemotingCommand> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(cmd) = decode_frame(&mut self.buf, MAX_FRAME_LEN).expect("valid frame") {
+                return Some(cmd);
+            }
+            match tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
+                Err(_) => return None,
+                Ok(Ok(0)) => panic!("connection closed"),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    /// True once the broker has closed the connection (EOF or reset) within `wait`.
+    pub async fn is_closed_within(&mut self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut scratch = [0u8; 4096];
+        loop {
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut scratch)).await {
+                Err(_) => return false,
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+
+    pub async fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        let opaque = cmd.opaque;
+        self.send(&cmd).await;
+        loop {
+            let r = self.read().await;
+            if r.opaque == opaque {
+                return r;
+            }
+        }
+    }
+
+    pub async fn runtime_info(&mut self) -> BTreeMap<String, String> {
+        let o = self.opaque();
+        let r = self
+            .call(RemotingCommand::request(
+                RequestCode::GET_BROKER_RUNTIME_INFO,
+                o,
+            ))
+            .await;
+        assert_eq!(r.code, 0, "runtime info: {:?}", r.remark);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).expect("runtime info JSON");
+        v["table"]
+            .as_object()
+            .expect("table")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().expect("string value").to_owned()))
+            .collect()
+    }
+
+    /// Reads all messages of a queue from `from` on via PULL_MESSAGE (CRC verified).
+    pub async fn pull_all(&mut self, topic: &str, queue_id: i32) -> Vec<MessageRecord> {
+        let mut out = Vec::new();
+        let mut offset = 0i64;
+        loop {
+            let o = self.opaque();
+            let h = PullMessageRequestHeader {
+                consumer_group: "test-group".into(),
+                topic: topic.into(),
+                queue_id,
+                queue_offset: offset,
+                max_msg_nums: 1000,
+                sys_flag: 0,
+                commit_offset: 0,
+                suspend_timeout_millis: 0,
+                subscription: Some("*".into()),
+                sub_version: 0,
+                expression_type: Some("TAG".into()),
+                max_msg_bytes: Some(4 << 20),
+            };
+            let r = self
+                .call(RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))
+                .await;
+            if r.code != 0 {
+                return out;
+            }
+            let records = decode_records(&r.body).expect("records decode with valid CRCs");
+            assert!(!records.is_empty(), "FOUND with an empty body");
+            let next: i64 = r.ext("nextBeginOffset").unwrap().parse().unwrap();
+            assert!(next > offset);
+            offset = next;
+            out.extend(records);
+        }
+    }
+}
+
+pub fn props(pairs: &[(&str, &str)]) -> String {
+    encode_properties(pairs.iter().copied())
+}
+
+/// A SEND_MESSAGE_V2 (310) request.
+pub fn send_v2(opaque: i32, topic: &str, queue_id: i32, body: &[u8]) -> RemotingCommand {
+    let uniq = format!("UNIQ{opaque:028}");
+    let h = SendMessageRequestHeaderV2 {
+        a: "test-producer".into(),
+        b: topic.into(),
+        c: "TBW102".into(),
+        d: 4,
+        e: queue_id,
+        f: 0,
+        g: 1_700_000_000_000,
+        h: 0,
+        i: Some(props(&[("WAIT", "true"), ("UNIQ_KEY", &uniq)])),
+        j: Some(0),
+        k: Some(false),
+        l: None,
+        m: Some(false),
+        n: Some("broker-a".into()),
+    };
+    RemotingCommand::request(RequestCode::SEND_MESSAGE_V2, opaque)
+        .with_header(&h)
+        .with_body(body.to_vec())
+}
+
+/// A SEND_MESSAGE (10) request with the long-name header.
+pub fn send_v1(opaque: i32, topic: &str, queue_id: i32, body: &[u8]) -> RemotingCommand {
+    let v2 = send_v2(opaque, topic, queue_id, body);
+    let h: SendMessageRequestHeader = v2
+        .header::<SendMessageRequestHeaderV2>()
+        .expect("v2")
+        .into();
+    RemotingCommand::request(RequestCode::SEND_MESSAGE, opaque)
+        .with_header(&h)
+        .with_body(body.to_vec())
+}
+
+pub fn rocketmq(cmd: RemotingCommand) -> RemotingCommand {
+    cmd.with_serialize_type(SerializeType::RocketMq)
+}
+
+pub fn remark(cmd: &RemotingCommand) -> &str {
+    cmd.remark.as_deref().unwrap_or("")
+}
+
+pub fn counter(info: &BTreeMap<String, String>, key: &str) -> u64 {
+    info.get(key)
+        .unwrap_or_else(|| panic!("runtime info lacks {key}"))
+        .parse()
+        .expect("numeric counter")
+}
