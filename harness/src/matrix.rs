@@ -1,0 +1,148 @@
+//! Matrix expansion: the deterministic cross product of a profile's axes, and the order in
+//! which cells and repetitions run.
+//!
+//! Axes are sorted by key; the first axis varies slowest, values keep the order written in the
+//! profile. Repetitions are interleaved (round 1 of every cell, then round 2, ...) so that the
+//! drift of a noisy machine spreads over all cells; `randomized` shuffles each round.
+
+use std::collections::BTreeMap;
+
+use crate::profile::{value_string, workload_with, Order, Profile, Workload};
+
+/// One configuration of the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Position in the cross product.
+    pub index: usize,
+    /// Stable id: 8 hex digits of FNV-1a over the sorted `key=value` lines.
+    pub id: String,
+    /// Readable form: `sendMessageThreadPoolNums=4,useReentrantLockWhenPutMessage=true`.
+    pub label: String,
+    /// `(axis key, value as written)` in axis order.
+    pub params: Vec<(String, String)>,
+    pub workload: Workload,
+    /// Effective broker keys: the profile's fixed keys plus this cell's broker axes.
+    pub broker: BTreeMap<String, String>,
+}
+
+/// One unit of work: a cell and its repetition number (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Job {
+    pub cell: usize,
+    pub repetition: u32,
+}
+
+/// Stable cell id from its parameters.
+pub fn cell_id(params: &[(String, String)]) -> String {
+    let mut sorted: Vec<&(String, String)> = params.iter().collect();
+    sorted.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, v) in sorted {
+        for b in k
+            .bytes()
+            .chain(std::iter::once(b'='))
+            .chain(v.bytes())
+            .chain(std::iter::once(b'\n'))
+        {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", (h >> 32) as u32 ^ h as u32)
+}
+
+fn short_key(key: &str) -> &str {
+    key.strip_prefix("broker.")
+        .or_else(|| key.strip_prefix("workload."))
+        .unwrap_or(key)
+}
+
+/// Expands the profile's axes into cells.
+pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
+    let mut cells = Vec::new();
+    let total: usize = profile.axes.iter().map(|a| a.values.len()).product();
+    for index in 0..total {
+        // Odometer: the last axis varies fastest.
+        let mut rem = index;
+        let mut picks = vec![0usize; profile.axes.len()];
+        for (i, axis) in profile.axes.iter().enumerate().rev() {
+            picks[i] = rem % axis.values.len();
+            rem /= axis.values.len();
+        }
+        let mut table = profile.workload_table.clone();
+        let mut broker = profile.broker.clone();
+        let mut params = Vec::new();
+        for (axis, &pick) in profile.axes.iter().zip(&picks) {
+            let value = &axis.values[pick];
+            params.push((axis.key.clone(), value_string(value)));
+            if let Some(k) = axis.key.strip_prefix("workload.") {
+                table.insert(k.to_owned(), value.clone());
+            } else if let Some(k) = axis.key.strip_prefix("broker.") {
+                broker.insert(k.to_owned(), value_string(value));
+            }
+        }
+        // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
+        let workload = match table.iter().next() {
+            Some((k, v)) => workload_with(&table, k, v),
+            None => workload_with(&table, "model", &toml::Value::String("open".into())),
+        }
+        .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
+        cells.push(Cell {
+            index,
+            id: cell_id(&params),
+            label: label_of(&params),
+            params,
+            workload,
+            broker,
+        });
+    }
+    Ok(cells)
+}
+
+fn label_of(params: &[(String, String)]) -> String {
+    if params.is_empty() {
+        return "(base)".to_owned();
+    }
+    params
+        .iter()
+        .map(|(k, v)| format!("{}={v}", short_key(k)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// xorshift64*: enough randomness for shuffling run order, and reproducible from `seed`.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// The run order: `repetitions` rounds over all cells.
+pub fn schedule(cells: usize, repetitions: u32, order: Order, seed: u64) -> Vec<Job> {
+    let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut jobs = Vec::with_capacity(cells * repetitions as usize);
+    for repetition in 1..=repetitions {
+        let mut round: Vec<usize> = (0..cells).collect();
+        if order == Order::Randomized {
+            // Fisher–Yates.
+            for i in (1..round.len()).rev() {
+                let j = (rng.next() % (i as u64 + 1)) as usize;
+                round.swap(i, j);
+            }
+        }
+        jobs.extend(round.into_iter().map(|cell| Job { cell, repetition }));
+    }
+    jobs
+}
+
+/// Sorted axis keys: the `param_<key>` columns of the CSV files.
+pub fn axis_keys(profile: &Profile) -> Vec<String> {
+    profile.axes.iter().map(|a| a.key.clone()).collect()
+}

@@ -1,0 +1,428 @@
+//! Outcome classification and per-worker recording.
+//!
+//! Every send scheduled in a segment ends in exactly one [`Outcome`], so
+//! `sent = ok + busy + system_error + flush_disk_timeout + message_illegal + other_codes +
+//! timeouts + dropped + connection_errors`. Each worker (pacer, one per connection) owns a
+//! [`Recorder`]; they are merged once at the end. A sampler takes the per-second
+//! [`Interval`] out of each recorder for the time series.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Which flow-control path produced a busy answer (reference §4.2, §6, §7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum BusyClass {
+    PcbusyCleanQueue,
+    TimeoutCleanQueue,
+    RejectRequest,
+    Overload,
+    PcSynchronized,
+    Other,
+}
+
+impl BusyClass {
+    pub const ALL: [BusyClass; 6] = [
+        BusyClass::PcbusyCleanQueue,
+        BusyClass::TimeoutCleanQueue,
+        BusyClass::RejectRequest,
+        BusyClass::Overload,
+        BusyClass::PcSynchronized,
+        BusyClass::Other,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Column suffix in the CSV files.
+    pub fn column(self) -> &'static str {
+        match self {
+            BusyClass::PcbusyCleanQueue => "pcbusy_clean_queue",
+            BusyClass::TimeoutCleanQueue => "timeout_clean_queue",
+            BusyClass::RejectRequest => "rejectrequest",
+            BusyClass::Overload => "overload",
+            BusyClass::PcSynchronized => "pc_synchronized",
+            BusyClass::Other => "other",
+        }
+    }
+
+    /// The broker-under-test runtime-info counters that count this class for sends.
+    pub fn broker_counters(self) -> &'static [&'static str] {
+        match self {
+            BusyClass::PcbusyCleanQueue => &["flowControlPcBusyCleanQueue"],
+            BusyClass::TimeoutCleanQueue => &["flowControlTimeoutCleanQueueSend"],
+            BusyClass::RejectRequest => &[
+                "flowControlRejectRequestPageCache",
+                "flowControlRejectRequestPool",
+            ],
+            BusyClass::Overload => &["flowControlOverloadSend"],
+            BusyClass::PcSynchronized => &["flowControlPcSynchronized"],
+            BusyClass::Other => &[],
+        }
+    }
+
+    fn from_remark(remark: &str) -> BusyClass {
+        let r = remark.trim_start();
+        if r.starts_with("[PCBUSY_CLEAN_QUEUE]") {
+            BusyClass::PcbusyCleanQueue
+        } else if r.starts_with("[TIMEOUT_CLEAN_QUEUE]") {
+            BusyClass::TimeoutCleanQueue
+        } else if r.starts_with("[REJECTREQUEST]") {
+            BusyClass::RejectRequest
+        } else if r.starts_with("[OVERLOAD]") {
+            BusyClass::Overload
+        } else if r.starts_with("[PC_SYNCHRONIZED]") {
+            BusyClass::PcSynchronized
+        } else {
+            BusyClass::Other
+        }
+    }
+}
+
+/// The final result of one scheduled send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Busy(BusyClass),
+    SystemError,
+    FlushDiskTimeout,
+    MessageIllegal,
+    OtherCode(i32),
+    Timeout,
+    Dropped,
+    ConnectionError,
+}
+
+/// Classifies a response. Code 2 is busy whatever the remark; code 1 is busy only for
+/// `[PC_SYNCHRONIZED]` (the page-cache-busy answer before 5.3.0, §7.3).
+pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
+    match code {
+        0 => Outcome::Ok,
+        2 => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
+        1 if remark.is_some_and(|r| r.trim_start().starts_with("[PC_SYNCHRONIZED]")) => {
+            Outcome::Busy(BusyClass::PcSynchronized)
+        }
+        1 => Outcome::SystemError,
+        10 => Outcome::FlushDiskTimeout,
+        13 => Outcome::MessageIllegal,
+        other => Outcome::OtherCode(other),
+    }
+}
+
+/// `period in queue: Xms` and `size of queue: N` from a fast-failure remark (§6).
+pub fn parse_queue_stats(remark: &str) -> Option<(u64, u64)> {
+    let number_after = |tag: &str| -> Option<u64> {
+        let rest = &remark[remark.find(tag)? + tag.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    Some((
+        number_after("period in queue:")?,
+        number_after("size of queue:")?,
+    ))
+}
+
+/// A new auto-resizing histogram of µs with 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    // 3 significant digits is always a valid configuration; the fallback only satisfies types.
+    Histogram::new(3).unwrap_or_else(|_| Histogram::new(2).expect("2 significant digits is valid"))
+}
+
+fn record(h: &mut Histogram<u64>, v: u64) {
+    // Auto-resize means recording cannot fail short of u64 overflow; never clamp silently.
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+/// Counts of final outcomes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub ok: u64,
+    pub busy: [u64; 6],
+    pub system_error: u64,
+    pub flush_disk_timeout: u64,
+    pub message_illegal: u64,
+    pub other_codes: u64,
+    pub timeouts: u64,
+    pub dropped: u64,
+    pub connection_errors: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: Outcome) {
+        self.add_n(o, 1);
+    }
+
+    fn add_n(&mut self, o: Outcome, n: i64) {
+        let slot = match o {
+            Outcome::Ok => &mut self.ok,
+            Outcome::Busy(c) => &mut self.busy[c.index()],
+            Outcome::SystemError => &mut self.system_error,
+            Outcome::FlushDiskTimeout => &mut self.flush_disk_timeout,
+            Outcome::MessageIllegal => &mut self.message_illegal,
+            Outcome::OtherCode(_) => &mut self.other_codes,
+            Outcome::Timeout => &mut self.timeouts,
+            Outcome::Dropped => &mut self.dropped,
+            Outcome::ConnectionError => &mut self.connection_errors,
+        };
+        *slot = slot.saturating_add_signed(n);
+    }
+
+    pub fn busy_total(&self) -> u64 {
+        self.busy.iter().sum()
+    }
+
+    /// Everything that is neither ok nor busy nor dropped nor a timeout.
+    pub fn errors(&self) -> u64 {
+        self.system_error
+            + self.flush_disk_timeout
+            + self.message_illegal
+            + self.other_codes
+            + self.connection_errors
+    }
+
+    pub fn total(&self) -> u64 {
+        self.ok + self.busy_total() + self.errors() + self.timeouts + self.dropped
+    }
+
+    pub fn merge(&mut self, o: &Counts) {
+        self.ok += o.ok;
+        for (a, b) in self.busy.iter_mut().zip(o.busy) {
+            *a += b;
+        }
+        self.system_error += o.system_error;
+        self.flush_disk_timeout += o.flush_disk_timeout;
+        self.message_illegal += o.message_illegal;
+        self.other_codes += o.other_codes;
+        self.timeouts += o.timeouts;
+        self.dropped += o.dropped;
+        self.connection_errors += o.connection_errors;
+    }
+}
+
+/// Everything recorded for one segment (warm-up, the measured window, or one stair).
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Sends scheduled (intended) in this segment.
+    pub sent: u64,
+    pub counts: Counts,
+    /// Attempts put on the wire (> sent − dropped only with retries).
+    pub attempts: u64,
+    /// Response − intended time, every answered, timed-out or dropped send.
+    pub latency: Histogram<u64>,
+    /// Response − actual write.
+    pub service: Histogram<u64>,
+    /// Actual write − intended time.
+    pub lag: Histogram<u64>,
+    pub ok_latency: Histogram<u64>,
+    pub busy_latency: Histogram<u64>,
+    /// From fast-failure remarks, in ms and entries.
+    pub period_in_queue: Histogram<u64>,
+    pub size_of_queue: Histogram<u64>,
+    /// Busy answers per attempt (what the broker counted), including late ones.
+    pub attempt_busy: [u64; 6],
+    /// Response codes of every attempt.
+    pub codes: BTreeMap<i32, u64>,
+}
+
+impl Default for Segment {
+    fn default() -> Self {
+        Segment {
+            sent: 0,
+            counts: Counts::default(),
+            attempts: 0,
+            latency: histogram(),
+            service: histogram(),
+            lag: histogram(),
+            ok_latency: histogram(),
+            busy_latency: histogram(),
+            period_in_queue: histogram(),
+            size_of_queue: histogram(),
+            attempt_busy: [0; 6],
+            codes: BTreeMap::new(),
+        }
+    }
+}
+
+impl Segment {
+    pub fn merge(&mut self, o: &Segment) {
+        self.sent += o.sent;
+        self.counts.merge(&o.counts);
+        self.attempts += o.attempts;
+        for (a, b) in [
+            (&mut self.latency, &o.latency),
+            (&mut self.service, &o.service),
+            (&mut self.lag, &o.lag),
+            (&mut self.ok_latency, &o.ok_latency),
+            (&mut self.busy_latency, &o.busy_latency),
+            (&mut self.period_in_queue, &o.period_in_queue),
+            (&mut self.size_of_queue, &o.size_of_queue),
+        ] {
+            // Both are auto-resizing with equal precision, so adding cannot fail.
+            let _ = a.add(b);
+        }
+        for (a, b) in self.attempt_busy.iter_mut().zip(o.attempt_busy) {
+            *a += b;
+        }
+        for (k, v) in &o.codes {
+            *self.codes.entry(*k).or_default() += v;
+        }
+    }
+}
+
+/// One second of the time series, by completion time.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub counts: Counts,
+    /// Sends put on the wire.
+    pub written: u64,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    pub lag: Histogram<u64>,
+    pub busy_latency: Histogram<u64>,
+}
+
+impl Default for Interval {
+    fn default() -> Self {
+        Interval {
+            counts: Counts::default(),
+            written: 0,
+            latency: histogram(),
+            service: histogram(),
+            lag: histogram(),
+            busy_latency: histogram(),
+        }
+    }
+}
+
+impl Interval {
+    pub fn merge(&mut self, o: &Interval) {
+        self.counts.merge(&o.counts);
+        self.written += o.written;
+        let _ = self.latency.add(&o.latency);
+        let _ = self.service.add(&o.service);
+        let _ = self.lag.add(&o.lag);
+        let _ = self.busy_latency.add(&o.busy_latency);
+    }
+}
+
+/// One worker's recorder.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub segments: Vec<Segment>,
+    pub interval: Interval,
+}
+
+impl Recorder {
+    pub fn new(segments: usize) -> Recorder {
+        Recorder {
+            segments: (0..segments).map(|_| Segment::default()).collect(),
+            interval: Interval::default(),
+        }
+    }
+
+    fn seg(&mut self, s: usize) -> &mut Segment {
+        let last = self.segments.len() - 1;
+        &mut self.segments[s.min(last)]
+    }
+
+    pub fn scheduled(&mut self, seg: usize) {
+        self.seg(seg).sent += 1;
+    }
+
+    /// An attempt was written `lag_us` after its intended time.
+    pub fn written(&mut self, seg: usize, lag_us: u64) {
+        let s = self.seg(seg);
+        s.attempts += 1;
+        record(&mut s.lag, lag_us);
+        self.interval.written += 1;
+        record(&mut self.interval.lag, lag_us);
+    }
+
+    /// A response to one attempt (final or about to be retried): per-attempt accounting.
+    pub fn attempt_answer(&mut self, seg: usize, code: i32, remark: Option<&str>) {
+        let s = self.seg(seg);
+        *s.codes.entry(code).or_default() += 1;
+        if let Outcome::Busy(c) = classify(code, remark) {
+            s.attempt_busy[c.index()] += 1;
+            if let Some((period, size)) = remark.and_then(parse_queue_stats) {
+                record(&mut s.period_in_queue, period);
+                record(&mut s.size_of_queue, size);
+            }
+        }
+    }
+
+    /// The final outcome of a send. `latency_us` is from the intended time, `service_us` from
+    /// the last write (absent when nothing was written).
+    pub fn outcome(
+        &mut self,
+        seg: usize,
+        outcome: Outcome,
+        latency_us: Option<u64>,
+        service_us: Option<u64>,
+    ) {
+        let s = self.seg(seg);
+        s.counts.add(outcome);
+        if let Some(l) = latency_us {
+            record(&mut s.latency, l);
+            match outcome {
+                Outcome::Ok => record(&mut s.ok_latency, l),
+                Outcome::Busy(_) => record(&mut s.busy_latency, l),
+                _ => {}
+            }
+        }
+        if let Some(sv) = service_us {
+            record(&mut s.service, sv);
+        }
+        self.interval.counts.add(outcome);
+        if let Some(l) = latency_us {
+            record(&mut self.interval.latency, l);
+            if matches!(outcome, Outcome::Busy(_)) {
+                record(&mut self.interval.busy_latency, l);
+            }
+        }
+        if let Some(sv) = service_us {
+            record(&mut self.interval.service, sv);
+        }
+    }
+
+    /// A oneway send was counted ok when written, and the broker answered it anyway (fast
+    /// failure writes even for oneway, §4.2): move it from ok to the answer's class.
+    pub fn reclassify_oneway(&mut self, seg: usize, outcome: Outcome) {
+        if outcome == Outcome::Ok {
+            return;
+        }
+        let s = self.seg(seg);
+        if s.counts.ok > 0 {
+            s.counts.add_n(Outcome::Ok, -1);
+            s.counts.add(outcome);
+        }
+        if self.interval.counts.ok > 0 {
+            self.interval.counts.add_n(Outcome::Ok, -1);
+        }
+        self.interval.counts.add(outcome);
+    }
+
+    /// A busy answer for a send no longer in flight (timed out): the broker counted it.
+    pub fn late_answer(&mut self, seg: usize, code: i32, remark: Option<&str>) {
+        self.attempt_answer(seg, code, remark);
+    }
+
+    pub fn take_interval(&mut self) -> Interval {
+        std::mem::take(&mut self.interval)
+    }
+
+    pub fn merge(&mut self, o: &Recorder) {
+        for (a, b) in self.segments.iter_mut().zip(&o.segments) {
+            a.merge(b);
+        }
+        self.interval.merge(&o.interval);
+    }
+}

@@ -1,0 +1,304 @@
+//! The wire side of the client: building send requests like the Java producer does, and a
+//! small synchronous request/response helper for admin calls (topic creation, runtime info).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use remoting::headers::{
+    CreateTopicRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+};
+use remoting::message::{encode_batch, encode_properties, BatchEntry};
+use remoting::{decode_frame, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN};
+
+use crate::profile::{HeaderKind, SendCode, Workload};
+
+/// Client-side errors of the admin helper.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("connect to {addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    #[error("malformed frame: {0}")]
+    Decode(#[from] remoting::DecodeError),
+    #[error("connection closed by the broker")]
+    Closed,
+    #[error("broker answered code {code}: {remark}")]
+    Refused { code: i32, remark: String },
+    #[error("bad runtime-info body: {0}")]
+    Body(String),
+}
+
+/// Builds send requests. Shared by the pacer (first attempts and retries).
+#[derive(Debug, Clone)]
+pub struct SendBuilder {
+    code: SendCode,
+    serialize: SerializeType,
+    oneway: bool,
+    batch: u32,
+    body: Bytes,
+    topic: String,
+    queues: u32,
+    producer_group: String,
+    /// First 20 hex digits of UNIQ_KEY: IP, pid, a per-run "classloader hash" (§3.4).
+    uniq_prefix: String,
+    /// The start of the current month, for the time field of UNIQ_KEY.
+    month_start_ms: u64,
+}
+
+impl SendBuilder {
+    pub fn new(w: &Workload) -> SendBuilder {
+        let pid = std::process::id();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let hash = (nanos.as_nanos() as u32) ^ pid.rotate_left(16);
+        let uniq_prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
+        let now_ms = nanos.as_millis() as u64;
+        // Approximation of "start of month": 30-day blocks keep the field within int32.
+        let month_start_ms = now_ms - now_ms % (30 * 24 * 3600 * 1000);
+        // A recognisable, compressible-but-not-trivial body.
+        let body: Vec<u8> = (0..w.message_size).map(|i| b'a' + (i % 26) as u8).collect();
+        SendBuilder {
+            code: w.code,
+            serialize: match w.header {
+                HeaderKind::Json => SerializeType::Json,
+                HeaderKind::Rocketmq => SerializeType::RocketMq,
+            },
+            oneway: w.oneway,
+            batch: w.batch,
+            body: Bytes::from(body),
+            topic: w.topic.clone(),
+            queues: w.queues,
+            producer_group: w.producer_group.clone(),
+            uniq_prefix,
+            month_start_ms,
+        }
+    }
+
+    pub fn oneway(&self) -> bool {
+        self.oneway
+    }
+
+    /// UNIQ_KEY for message `seq` (32 hex digits like MessageClientIDSetter).
+    pub fn uniq_key(&self, seq: u64) -> String {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let t = (now_ms.saturating_sub(self.month_start_ms)) as u32;
+        format!("{}{:08X}{:04X}", self.uniq_prefix, t, seq as u16)
+    }
+
+    /// Encodes send number `seq` with `opaque` into `dst` (cleared first).
+    pub fn encode(&self, seq: u64, opaque: i32, dst: &mut BytesMut) {
+        dst.clear();
+        let queue_id = (seq % u64::from(self.queues)) as i32;
+        let born = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let (code, properties, body, batch) = if self.batch > 1 {
+            let entries: Vec<BatchEntry> = (0..u64::from(self.batch))
+                .map(|k| BatchEntry {
+                    flag: 0,
+                    body: self.body.to_vec(),
+                    properties: encode_properties([
+                        ("WAIT", "true"),
+                        ("UNIQ_KEY", self.uniq_key(seq * 1024 + k).as_str()),
+                    ]),
+                })
+                .collect();
+            let body = encode_batch(&entries).freeze();
+            (
+                RequestCode::SEND_BATCH_MESSAGE.as_i32(),
+                String::new(),
+                body,
+                Some(true),
+            )
+        } else {
+            let key = self.uniq_key(seq);
+            let props = encode_properties([("WAIT", "true"), ("UNIQ_KEY", key.as_str())]);
+            let code = match self.code {
+                SendCode::V2 => RequestCode::SEND_MESSAGE_V2.as_i32(),
+                SendCode::V1 => RequestCode::SEND_MESSAGE.as_i32(),
+            };
+            (code, props, self.body.clone(), None)
+        };
+        let properties = (!properties.is_empty()).then_some(properties);
+        let mut cmd = RemotingCommand::request(code, opaque)
+            .with_serialize_type(self.serialize)
+            .with_body(body);
+        if code == RequestCode::SEND_MESSAGE.as_i32() {
+            cmd = cmd.with_header(&SendMessageRequestHeader {
+                producer_group: self.producer_group.clone(),
+                topic: self.topic.clone(),
+                default_topic: "TBW102".into(),
+                default_topic_queue_nums: 4,
+                queue_id,
+                sys_flag: 0,
+                born_timestamp: born,
+                flag: 0,
+                properties,
+                reconsume_times: Some(0),
+                unit_mode: Some(false),
+                max_reconsume_times: None,
+                batch,
+                broker_name: None,
+            });
+        } else {
+            cmd = cmd.with_header(&SendMessageRequestHeaderV2 {
+                a: self.producer_group.clone(),
+                b: self.topic.clone(),
+                c: "TBW102".into(),
+                d: 4,
+                e: queue_id,
+                f: 0,
+                g: born,
+                h: 0,
+                i: properties,
+                j: Some(0),
+                k: Some(false),
+                l: None,
+                m: batch,
+                n: None,
+            });
+        }
+        if self.oneway {
+            cmd = cmd.with_oneway();
+        }
+        cmd.encode(dst);
+    }
+}
+
+/// A blocking connection for admin calls, one request at a time.
+pub struct AdminConn {
+    stream: TcpStream,
+    buf: BytesMut,
+    opaque: i32,
+}
+
+impl AdminConn {
+    pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<AdminConn, ClientError> {
+        let stream = TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|source| ClientError::Connect { addr, source })?;
+        stream.set_nodelay(true)?;
+        Ok(AdminConn {
+            stream,
+            buf: BytesMut::with_capacity(64 * 1024),
+            opaque: 1 << 30,
+        })
+    }
+
+    /// Sends `cmd` (its opaque is replaced) and waits for the response with that opaque.
+    pub fn call(
+        &mut self,
+        mut cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
+        self.opaque = self.opaque.wrapping_add(1);
+        cmd.opaque = self.opaque;
+        self.stream.set_write_timeout(Some(timeout))?;
+        self.stream.write_all(&cmd.to_bytes())?;
+        let deadline = Instant::now() + timeout;
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            while let Some(resp) = decode_frame(&mut self.buf, MAX_FRAME_LEN)? {
+                if resp.is_response() && resp.opaque == cmd.opaque {
+                    return Ok(resp);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ClientError::Timeout(timeout));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(ClientError::Closed),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(ClientError::Timeout(timeout))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC with `queues` read and write queues, perm 6 (read + write).
+    pub fn create_topic(
+        &mut self,
+        topic: &str,
+        queues: u32,
+        timeout: Duration,
+    ) -> Result<(), ClientError> {
+        let header = CreateTopicRequestHeader {
+            topic: topic.to_owned(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: queues as i32,
+            write_queue_nums: queues as i32,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: Some(0),
+            order: Some(false),
+        };
+        let resp = self.call(
+            RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC, 0).with_header(&header),
+            timeout,
+        )?;
+        if resp.code != 0 {
+            return Err(ClientError::Refused {
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// GET_BROKER_RUNTIME_INFO (28): the `table` of the body (§10).
+    pub fn runtime_info(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, String>, ClientError> {
+        let resp = self.call(
+            RemotingCommand::request(RequestCode::GET_BROKER_RUNTIME_INFO, 0),
+            timeout,
+        )?;
+        if resp.code != 0 {
+            return Err(ClientError::Refused {
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            });
+        }
+        parse_runtime_info(&resp.body)
+    }
+}
+
+/// Parses `{"table":{k: "v", ...}}`; non-string values are kept in their JSON form.
+pub fn parse_runtime_info(body: &[u8]) -> Result<BTreeMap<String, String>, ClientError> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ClientError::Body(e.to_string()))?;
+    let table = v
+        .get("table")
+        .and_then(|t| t.as_object())
+        .ok_or_else(|| ClientError::Body("no `table` object".into()))?;
+    Ok(table
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+            )
+        })
+        .collect())
+}
