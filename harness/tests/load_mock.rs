@@ -1,0 +1,208 @@
+//! The worker loop against a fake broker with known behaviour: one 500 ms stall, scripted codes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::profile::{Model, Secs, Workload};
+use harness::recorder::{BusyClass, Segment};
+use harness::runner::load::{LoadConfig, LoadHandle};
+use harness::testkit::{FakeBroker, FakeConfig};
+
+fn workload(model: Model, rate: f64, secs: f64) -> Workload {
+    Workload {
+        model,
+        rate,
+        duration: Secs(secs),
+        warmup: Secs(0.0),
+        connections: 1,
+        ..Workload::default()
+    }
+}
+
+fn run(fake: &FakeBroker, w: &Workload) -> Segment {
+    let load = LoadHandle::start(LoadConfig::new(fake.addr, w)).expect("load starts");
+    let rec = load.join();
+    rec.segments[1].clone()
+}
+
+fn above(h: &hdrhistogram::Histogram<u64>, us: u64) -> u64 {
+    h.iter_recorded()
+        .filter(|v| v.value_iterated_to() > us)
+        .map(|v| v.count_at_value())
+        .sum()
+}
+
+fn stall() -> FakeConfig {
+    FakeConfig {
+        stall_after: Some(Duration::from_millis(1000)),
+        stall_for: Duration::from_millis(500),
+        ..FakeConfig::default()
+    }
+}
+
+/// Open loop at 1000/s through a 500 ms stall: about 500 samples spread evenly over 0–500 ms,
+/// each counted from its intended send time.
+#[test]
+fn open_loop_counts_the_stall_from_intended_times() {
+    let fake = FakeBroker::start(stall()).unwrap();
+    let w = Workload {
+        connections: 2,
+        ..workload(Model::Open, 1000.0, 2.5)
+    };
+    let s = run(&fake, &w);
+    assert_eq!(s.sent, 2500);
+    assert_eq!(s.counts.ok, 2500, "{:?}", s.counts);
+    let max = s.latency.max();
+    assert!((430_000..700_000).contains(&max), "max latency {max} µs");
+    // Evenly spread: ~rate × (0.5 s − x) samples above x.
+    let over_250 = above(&s.latency, 250_000);
+    assert!(
+        (180..=330).contains(&over_250),
+        "samples above 250 ms: {over_250}"
+    );
+    let over_20 = above(&s.latency, 20_000);
+    assert!(
+        (400..=560).contains(&over_20),
+        "samples above 20 ms: {over_20}"
+    );
+}
+
+/// A closed loop with one outstanding send sees the same stall as a single slow sample.
+#[test]
+fn closed_loop_records_a_single_slow_sample() {
+    let fake = FakeBroker::start(stall()).unwrap();
+    let w = Workload {
+        concurrency: 1,
+        ..workload(Model::Closed, 1.0, 2.5)
+    };
+    let s = run(&fake, &w);
+    assert!(s.sent > 100, "sent {}", s.sent);
+    assert_eq!(s.counts.ok, s.sent);
+    let slow = above(&s.latency, 100_000);
+    assert!((1..=2).contains(&slow), "slow samples: {slow}");
+    assert!(s.latency.max() >= 300_000, "max {}", s.latency.max());
+}
+
+/// With max_in_flight exhausted during the stall, waiting sends keep their intended time:
+/// the latency histogram is the open-loop one, the lag shows the wait, service time does not.
+#[test]
+fn exhausted_in_flight_still_counts_from_intended_time() {
+    let fake = FakeBroker::start(stall()).unwrap();
+    let w = Workload {
+        max_in_flight: 4,
+        ..workload(Model::Open, 1000.0, 2.5)
+    };
+    let s = run(&fake, &w);
+    assert_eq!(s.sent, 2500);
+    assert_eq!(s.counts.ok, 2500, "{:?}", s.counts);
+    assert_eq!(s.counts.dropped, 0);
+    let over_250 = above(&s.latency, 250_000);
+    assert!(
+        (180..=330).contains(&over_250),
+        "samples above 250 ms: {over_250}"
+    );
+    assert!(s.lag.max() >= 300_000, "lag max {}", s.lag.max());
+    let slow_service = above(&s.service, 100_000);
+    assert!(
+        slow_service <= 8,
+        "only the sends in flight wait on the broker: {slow_service}"
+    );
+}
+
+/// A send that cannot get a slot within send_timeout is dropped, with its wait as latency.
+#[test]
+fn sends_without_a_slot_for_send_timeout_are_dropped() {
+    let fake = FakeBroker::start(stall()).unwrap();
+    let w = Workload {
+        max_in_flight: 2,
+        send_timeout: Secs(0.2),
+        ..workload(Model::Open, 1000.0, 2.0)
+    };
+    let s = run(&fake, &w);
+    assert_eq!(s.sent, 2000);
+    assert!(s.counts.dropped >= 150, "{:?}", s.counts);
+    assert_eq!(s.sent, s.counts.total(), "{:?}", s.counts);
+}
+
+/// Every answer lands in exactly one class; sent adds up.
+#[test]
+fn scripted_answers_are_accounted() {
+    let remarks: Vec<(i32, Option<String>)> = vec![
+        (0, None),
+        (2, Some("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 205ms, size of queue: 17".into())),
+        (2, Some("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 3ms, size of queue: 4".into())),
+        (2, Some("[REJECTREQUEST]system busy, start flow control for a while".into())),
+        (2, Some("[OVERLOAD]system busy, start flow control for a while".into())),
+        (1, Some("[PC_SYNCHRONIZED]broker busy, start flow control for a while".into())),
+        (1, Some("create mapped file failed, server is busy or broken.".into())),
+        (10, None),
+        (13, Some("the message is illegal".into())),
+        (14, Some("service not available now".into())),
+    ];
+    let script = Arc::new(move |n: u64| remarks[(n % 10) as usize].clone());
+    let fake = FakeBroker::start(FakeConfig {
+        script: Some(script),
+        ..FakeConfig::default()
+    })
+    .unwrap();
+    let s = run(&fake, &workload(Model::Open, 1000.0, 1.0));
+    let c = &s.counts;
+    assert_eq!(s.sent, 1000);
+    assert_eq!(s.sent, c.total());
+    // The fake numbers sends across the whole run; the measured window is all of it here.
+    for class in [
+        BusyClass::TimeoutCleanQueue,
+        BusyClass::PcbusyCleanQueue,
+        BusyClass::RejectRequest,
+        BusyClass::Overload,
+        BusyClass::PcSynchronized,
+    ] {
+        assert_eq!(c.busy[class.index()], 100, "{class:?}: {c:?}");
+    }
+    assert_eq!(c.busy[BusyClass::Other.index()], 0);
+    assert_eq!(
+        (
+            c.ok,
+            c.system_error,
+            c.flush_disk_timeout,
+            c.message_illegal,
+            c.other_codes
+        ),
+        (100, 100, 100, 100, 100)
+    );
+    assert_eq!(s.period_in_queue.max(), 205);
+    assert_eq!(s.size_of_queue.max(), 17);
+    assert_eq!(s.busy_latency.len(), 500);
+    assert_eq!(s.ok_latency.len(), 100);
+}
+
+/// Retries (rocketmq-5.3 retries code 2) report attempts separately from final outcomes.
+#[test]
+fn retry_policy_reports_attempts() {
+    let script = Arc::new(|n: u64| {
+        if n % 2 == 0 {
+            (2, Some("[OVERLOAD]system busy".to_owned()))
+        } else {
+            (0, None)
+        }
+    });
+    let fake = FakeBroker::start(FakeConfig {
+        script: Some(script),
+        ..FakeConfig::default()
+    })
+    .unwrap();
+    let w = Workload {
+        retry: harness::profile::RetryPolicy::Rocketmq53,
+        ..workload(Model::Open, 500.0, 1.0)
+    };
+    let s = run(&fake, &w);
+    assert_eq!(s.sent, 500);
+    assert_eq!(s.sent, s.counts.total());
+    assert!(
+        s.attempts > s.sent,
+        "attempts {} sent {}",
+        s.attempts,
+        s.sent
+    );
+    assert!(s.counts.ok > 400, "{:?}", s.counts);
+}
