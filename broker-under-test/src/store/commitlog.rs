@@ -242,7 +242,7 @@ impl CommitLog {
     /// The file holding `offset`.
     fn find_file(&self, offset: i64) -> Option<Arc<MappedFile>> {
         let files = self.files.read().unwrap_or_else(|e| e.into_inner());
-        let first = files.first()?.from_offset();
+        let first = files.first()?.file_from_offset();
         if offset < first {
             return None;
         }
@@ -256,19 +256,19 @@ impl CommitLog {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .first()
-            .map_or(0, |f| f.from_offset())
+            .map_or(0, |f| f.file_from_offset())
     }
 
     /// `getMaxOffset`: end of the readable data (committed data when the pool is on).
     pub(crate) fn max_offset(&self) -> i64 {
         self.last_file()
-            .map_or(0, |f| f.from_offset() + f.read_position() as i64)
+            .map_or(0, |f| f.file_from_offset() + f.read_position() as i64)
     }
 
     /// End of the appended data.
     pub(crate) fn max_wrote_offset(&self) -> i64 {
         self.last_file()
-            .map_or(0, |f| f.from_offset() + f.wrote() as i64)
+            .map_or(0, |f| f.file_from_offset() + f.wrote() as i64)
     }
 
     pub(crate) fn flushed_where(&self) -> i64 {
@@ -280,7 +280,7 @@ impl CommitLog {
     }
 
     /// Creates the next file (under the put lock), borrowing a pool buffer when the pool is on.
-    fn create_file(&self, from_offset: i64) -> Result<Arc<MappedFile>, AppendError> {
+    fn create_file(&self, file_from_offset: i64) -> Result<Arc<MappedFile>, AppendError> {
         let buffer = match &self.pool {
             Some(pool) => match pool.borrow() {
                 Some(b) => Some(b),
@@ -297,8 +297,13 @@ impl CommitLog {
             },
             None => None,
         };
-        let path = self.dir.join(file_name(from_offset));
-        match MappedFile::open(path.clone(), from_offset, self.file_size, buffer.clone()) {
+        let path = self.dir.join(file_name(file_from_offset));
+        match MappedFile::open(
+            path.clone(),
+            file_from_offset,
+            self.file_size,
+            buffer.clone(),
+        ) {
             Ok(f) => {
                 let f = Arc::new(f);
                 self.files
@@ -328,7 +333,7 @@ impl CommitLog {
         let store_timestamp = guard.begin_millis();
         let mut file = match self.last_file() {
             Some(f) if !f.is_full() => f,
-            Some(f) => self.create_file(f.from_offset() + self.file_size as i64)?,
+            Some(f) => self.create_file(f.file_from_offset() + self.file_size as i64)?,
             None => self.create_file(0)?,
         };
         // A record is only appended if record + 8 ≤ remaining; otherwise the blank marker ends the file.
@@ -338,9 +343,9 @@ impl CommitLog {
             marker[0..4].copy_from_slice(&(remaining as i32).to_be_bytes());
             marker[4..8].copy_from_slice(&MAGIC_BLANK.to_be_bytes());
             file.append_blank(&marker);
-            file = self.create_file(file.from_offset() + self.file_size as i64)?;
+            file = self.create_file(file.file_from_offset() + self.file_size as i64)?;
         }
-        let wrote_offset = file.from_offset() + file.wrote() as i64;
+        let wrote_offset = file.file_from_offset() + file.wrote() as i64;
         let mut offsets = Vec::with_capacity(msgs.len());
         let mut first_queue_offset = -1;
         let mut pos = wrote_offset;
@@ -384,11 +389,11 @@ impl CommitLog {
             let Some(file) = self.find_file(*reput) else {
                 return Ok(());
             };
-            let in_file = (*reput - file.from_offset()) as usize;
+            let in_file = (*reput - file.file_from_offset()) as usize;
             let readable = file.readable_from(in_file);
             if readable.is_empty() {
                 if file.is_full() && file.read_position() == file.size() {
-                    *reput = file.from_offset() + file.size() as i64;
+                    *reput = file.file_from_offset() + file.size() as i64;
                     continue;
                 }
                 return Ok(());
@@ -428,7 +433,7 @@ impl CommitLog {
     /// Reads `size` bytes at CommitLog `offset` if readable.
     pub(crate) fn read(&self, offset: i64, size: usize, out: &mut Vec<u8>) -> bool {
         match self.find_file(offset) {
-            Some(f) => f.read_into((offset - f.from_offset()) as usize, size, out),
+            Some(f) => f.read_into((offset - f.file_from_offset()) as usize, size, out),
             None => false,
         }
     }
@@ -442,7 +447,7 @@ impl CommitLog {
             return false;
         };
         let committed = file.commit(least_pages, self.pool.as_deref());
-        let new_where = file.from_offset() + committed as i64;
+        let new_where = file.file_from_offset() + committed as i64;
         self.committed_where.store(new_where, Ordering::Release);
         new_where != where_
     }
@@ -456,7 +461,7 @@ impl CommitLog {
             return Ok(false);
         };
         let flushed = file.flush(least_pages, stall)?;
-        let new_where = file.from_offset() + flushed as i64;
+        let new_where = file.file_from_offset() + flushed as i64;
         self.flushed_where.store(new_where, Ordering::Release);
         Ok(new_where != where_)
     }

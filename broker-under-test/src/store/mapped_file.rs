@@ -15,7 +15,7 @@ use super::StoreError;
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
 pub(crate) struct MappedFile {
-    from_offset: i64,
+    file_from_offset: i64,
     size: usize,
     path: PathBuf,
     map: MmapRaw,
@@ -43,7 +43,7 @@ impl MappedFile {
     /// Creates (or opens) the file at `path`, sized to `size`, and maps it.
     pub(crate) fn open(
         path: PathBuf,
-        from_offset: i64,
+        file_from_offset: i64,
         size: usize,
         write_buffer: Option<Arc<PoolBuffer>>,
     ) -> Result<Self, StoreError> {
@@ -55,12 +55,20 @@ impl MappedFile {
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
         let len = file.metadata().map_err(|e| io_err(&path, e))?.len();
-        if len != size as u64 {
+        if len > size as u64 {
+            return Err(StoreError::Config(format!(
+                "{} is {len} bytes but mappedFileSizeCommitLog is {size}",
+                path.display()
+            )));
+        }
+        if len < size as u64 {
             if len != 0 {
-                return Err(StoreError::Config(format!(
-                    "{} is {len} bytes but mappedFileSizeCommitLog is {size}",
+                // A file cut short (torn write of the file itself): recovery treats the
+                // missing part as never written.
+                eprintln!(
+                    "{} is only {len} of {size} bytes; extending it with zeroes",
                     path.display()
-                )));
+                );
             }
             file.set_len(size as u64).map_err(|e| io_err(&path, e))?;
         }
@@ -70,7 +78,7 @@ impl MappedFile {
             .map_err(|e| io_err(&path, e))?;
         let buffered = write_buffer.is_some();
         Ok(MappedFile {
-            from_offset,
+            file_from_offset,
             size,
             path,
             map,
@@ -83,8 +91,8 @@ impl MappedFile {
         })
     }
 
-    pub(crate) fn from_offset(&self) -> i64 {
-        self.from_offset
+    pub(crate) fn file_from_offset(&self) -> i64 {
+        self.file_from_offset
     }
     pub(crate) fn size(&self) -> usize {
         self.size

@@ -600,7 +600,7 @@ impl MessageStore {
             .commit_log
             .files()
             .iter()
-            .map(|f| f.from_offset())
+            .map(|f| f.file_from_offset())
             .collect()
     }
 

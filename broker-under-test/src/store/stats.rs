@@ -242,7 +242,7 @@ impl StoreStats {
         let total = self.in_lock_total_micros.load(Ordering::Relaxed);
         out.insert(
             "storePutInLockAvgMicros".into(),
-            if n == 0 { 0 } else { total / n }.to_string(),
+            total.checked_div(n).unwrap_or(0).to_string(),
         );
         out.insert("storePutInLockTimes".into(), n.to_string());
     }

@@ -1,0 +1,217 @@
+//! SYNC_FLUSH group commit, flush timeouts, ASYNC_FLUSH, and the injected put stall that makes
+//! the page cache look busy (§5, §9.2, §9.3).
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use broker_under_test::store::{
+    FaultInjection, FlushDiskType, MessageStore, PutLockKind, PutMessage, PutMessageStatus,
+    PutResult, StoreConfig,
+};
+use bytes::Bytes;
+
+fn config(dir: &Path, lock: PutLockKind, flush: FlushDiskType) -> StoreConfig {
+    StoreConfig {
+        store_path_root_dir: dir.to_path_buf(),
+        mapped_file_size_commit_log: 256 * 1024,
+        flush_disk_type: flush,
+        put_lock: lock,
+        ..StoreConfig::default()
+    }
+}
+
+fn message(i: usize, wait: bool) -> PutMessage {
+    PutMessage {
+        topic: "F".into(),
+        queue_id: 0,
+        flag: 0,
+        body: Bytes::from(vec![i as u8; 300]),
+        properties: String::new(),
+        sys_flag: 0,
+        born_timestamp: 0,
+        born_host: "127.0.0.1:1".parse().unwrap(),
+        reconsume_times: 0,
+        wait_store_ok: wait,
+    }
+}
+
+/// Puts and reports the result together with the flushed offset seen when the callback ran.
+fn put_observing_flush(
+    store: &Arc<MessageStore>,
+    msg: PutMessage,
+) -> mpsc::Receiver<(PutResult, i64)> {
+    let (tx, rx) = mpsc::channel();
+    let s = Arc::clone(store);
+    store.put_message(
+        msg,
+        Box::new(move |r| {
+            let flushed = s.flushed_offset();
+            let _ = tx.send((r, flushed));
+        }),
+    );
+    rx
+}
+
+fn sync_success_only_after_force(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::SyncFlush);
+    cfg.injection.flush_stall_millis = 300;
+    let store = MessageStore::open(cfg).unwrap();
+    // Many concurrent waiting puts: each success must come after its record end was forced.
+    let receivers: Vec<_> = (0..8)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|i| {
+                        let begin = Instant::now();
+                        let rx = put_observing_flush(&store, message(t * 10 + i, true));
+                        (begin, rx)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    for (begin, rx) in receivers {
+        let (r, flushed) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        let a = r.append.unwrap();
+        assert!(
+            flushed >= a.wrote_offset + a.wrote_bytes as i64,
+            "answered at flushed={flushed} before the record end {}",
+            a.wrote_offset + a.wrote_bytes as i64
+        );
+        // Every force takes ≥ 300 ms here, so no success can come sooner.
+        assert!(begin.elapsed() >= Duration::from_millis(300));
+    }
+    let info = store.runtime_info();
+    let max: u64 = info["putMessageEntireTimeMax"].parse().unwrap();
+    assert!(max >= 300, "entire time includes the flush wait: {max}");
+}
+
+fn flush_stall_beyond_timeout_is_flush_disk_timeout(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::SyncFlush);
+    cfg.sync_flush_timeout = 300;
+    cfg.injection.flush_stall_millis = 1500;
+    let store = MessageStore::open(cfg).unwrap();
+    let begin = Instant::now();
+    let rx = put_observing_flush(&store, message(1, true));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let waited = begin.elapsed();
+    assert_eq!(r.status, PutMessageStatus::FlushDiskTimeout);
+    assert!(
+        r.append.is_some(),
+        "the header is filled: the message was appended"
+    );
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert!(
+        waited < Duration::from_millis(1400),
+        "the watcher, not the flush, answered: {waited:?}"
+    );
+    // WAIT=false does not wait at all.
+    let rx = put_observing_flush(&store, message(2, false));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+}
+
+fn async_flush_eventually_forces(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
+    cfg.flush_interval_commit_log = 20;
+    cfg.flush_commit_log_thorough_interval = 100;
+    let store = MessageStore::open(cfg).unwrap();
+    let rx = put_observing_flush(&store, message(1, true));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    // Less than 4 pages: only the thorough interval (least pages = 0) forces it.
+    let end = store.max_wrote_offset();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while store.flushed_offset() < end {
+        assert!(Instant::now() < deadline, "never flushed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn put_stall_makes_page_cache_busy(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
+    cfg.os_page_cache_busy_timeout_mills = 200;
+    cfg.injection = FaultInjection {
+        put_stall_millis: 1500,
+        put_stall_interval_millis: 3_600_000,
+        ..FaultInjection::default()
+    };
+    let store = MessageStore::open(cfg).unwrap();
+    assert!(!store.is_os_page_cache_busy());
+    // The first append stalls (then not again for an hour).
+    let stalled = {
+        let store = Arc::clone(&store);
+        std::thread::spawn(move || {
+            put_observing_flush(&store, message(1, true))
+                .recv()
+                .unwrap()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.is_os_page_cache_busy() {
+        assert!(Instant::now() < deadline, "never busy");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(store.lock_time_mills() > 200);
+    assert!(
+        store.runtime_info()["pageCacheLockTimeMills"]
+            .parse::<i64>()
+            .unwrap()
+            > 200
+    );
+    // A put arriving now is refused before it queues for the lock.
+    let rx = put_observing_flush(&store, message(2, true));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(r.status, PutMessageStatus::OsPageCacheBusy);
+    let (r, _) = stalled.join().unwrap();
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    assert!(r.append.unwrap().in_lock_micros >= 1_500_000);
+    assert!(!store.is_os_page_cache_busy());
+    assert_eq!(store.lock_time_mills(), 0);
+    let rx = put_observing_flush(&store, message(3, true));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(5)).unwrap().0.status,
+        PutMessageStatus::PutOk
+    );
+    assert_eq!(store.max_offset_in_queue("F", 0), 2);
+}
+
+fn append_delay_holds_the_lock(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
+    cfg.injection.append_delay_micros = 20_000;
+    let store = MessageStore::open(cfg).unwrap();
+    let rx = put_observing_flush(&store, message(1, true));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(r.append.unwrap().in_lock_micros >= 20_000);
+}
+
+macro_rules! both_locks {
+    ($($name:ident),*) => {
+        mod spin {
+            use super::*;
+            $( #[test] fn $name() { super::$name(PutLockKind::Spin); } )*
+        }
+        mod reentrant {
+            use super::*;
+            $( #[test] fn $name() { super::$name(PutLockKind::Reentrant); } )*
+        }
+    };
+}
+
+both_locks!(
+    sync_success_only_after_force,
+    flush_stall_beyond_timeout_is_flush_disk_timeout,
+    async_flush_eventually_forces,
+    put_stall_makes_page_cache_busy,
+    append_delay_holds_the_lock
+);
