@@ -424,8 +424,8 @@ impl BrokerConfig {
         let mut effective = defaults(profile, send_threads);
         let mut warnings = Vec::new();
         for (k, v) in set {
-            if effective.contains_key(&k) {
-                effective.insert(k, v);
+            if let Some(slot) = effective.get_mut(&k) {
+                *slot = v;
             } else {
                 warnings.push(format!(
                     "unknown configuration key {k} (value {v:?}) ignored"

@@ -66,6 +66,8 @@ impl TaskQueue {
     }
 
     /// Java's `offer`: the task back when the queue is full (→ `[OVERLOAD]`) or shut down.
+    // Handing the task back by value keeps the hot path free of a per-request allocation.
+    #[allow(clippy::result_large_err)]
     pub fn try_push(&self, task: RequestTask) -> Result<(), RequestTask> {
         let mut st = self.lock();
         if st.closed || st.tasks.len() >= self.capacity {

@@ -85,7 +85,7 @@ fn disk_used_ratio(path: &Path) -> f64 {
     if entire == 0 {
         return -1.0;
     }
-    let round = u128::from((used * 100) % entire != 0);
+    let round = u128::from(!(used * 100).is_multiple_of(entire));
     ((used * 100) / entire + round) as f64 / 100.0
 }
 
@@ -396,6 +396,96 @@ mod tests {
         assert!(wait_store_ok(""));
         assert!(!wait_store_ok("WAIT\u{1}false\u{2}"));
         assert!(wait_store_ok("WAIT\u{1}true\u{2}"));
+    }
+
+    /// `[PC_SYNCHRONIZED]` needs a send thread that takes a task after the page cache turned
+    /// busy, which admission and BrokerFastFailure make a narrow race on the wire; here the
+    /// processor runs the task directly against a store whose put lock is held by a stalled put.
+    #[test]
+    fn pc_synchronized_code_follows_the_profile() {
+        use std::time::{Duration, Instant};
+
+        use remoting::RemotingCommand;
+        use tokio_util::sync::CancellationToken;
+
+        use crate::{
+            config::BrokerConfig,
+            dispatch::{ProcessorKind, Responder},
+            store::MessageStore,
+        };
+
+        for (profile, code) in [("4.3", 1), ("4.9", 1), ("5.3", 2)] {
+            let dir = tempfile::tempdir().unwrap();
+            let config = BrokerConfig::for_test(
+                dir.path(),
+                &[
+                    ("brokerVersionProfile", profile),
+                    ("sendMessageThreadPoolNums", "2"),
+                    ("osPageCacheBusyTimeOutMills", "1000"),
+                    ("injectPutStallMillis", "1500"),
+                    ("injectPutStallIntervalMillis", "600000"),
+                ],
+            )
+            .unwrap();
+            let host: std::net::SocketAddr = "127.0.0.1:10911".parse().unwrap();
+            let store = MessageStore::open(config.store_config(host)).unwrap();
+            let broker = Arc::new(Broker::new(config, store, host));
+            let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+            let responder = Responder::new(
+                tx,
+                CancellationToken::new(),
+                "127.0.0.1:5555".parse().unwrap(),
+            );
+            let task = |opaque: i32| {
+                let h = SendMessageRequestHeaderV2 {
+                    a: "pg".into(),
+                    b: "PcSync".into(),
+                    c: "TBW102".into(),
+                    d: 4,
+                    e: 0,
+                    f: 0,
+                    g: 0,
+                    h: 0,
+                    i: None,
+                    j: None,
+                    k: None,
+                    l: None,
+                    m: None,
+                    n: None,
+                };
+                RequestTask {
+                    request: RemotingCommand::request(RequestCode::SEND_MESSAGE_V2, opaque)
+                        .with_header(&h)
+                        .with_body(&b"x"[..]),
+                    responder: responder.clone(),
+                    processor: ProcessorKind::Send,
+                    created: Instant::now(),
+                    created_epoch_ms: 0,
+                }
+            };
+            let (b2, first) = (broker.clone(), task(1));
+            let stalled = std::thread::spawn(move || process(&b2, first));
+            std::thread::sleep(Duration::from_millis(1250));
+            assert!(broker.store.is_os_page_cache_busy(), "{profile}");
+            process(&broker, task(2));
+            let decode = |f: bytes::Bytes| RemotingCommand::decode(f.slice(4..)).unwrap();
+            let r = decode(rx.blocking_recv().unwrap());
+            assert_eq!(r.opaque, 2, "{profile}");
+            assert_eq!(r.code, code, "{profile}");
+            assert_eq!(
+                r.remark.as_deref(),
+                Some("[PC_SYNCHRONIZED]broker busy, start flow control for a while")
+            );
+            assert_eq!(r.ext("MSG_REGION"), Some("DefaultRegion"));
+            stalled.join().unwrap();
+            let r = decode(rx.blocking_recv().unwrap());
+            assert_eq!((r.opaque, r.code), (1, 0), "{profile}");
+            let counters: std::collections::BTreeMap<_, _> =
+                broker.counters.snapshot().into_iter().collect();
+            assert_eq!(counters["flowControlPcSynchronized"], 1);
+            assert_eq!(counters["flowControlTotal"], 1);
+            broker.store.shutdown();
+        }
     }
 
     #[test]

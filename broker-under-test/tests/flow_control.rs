@@ -1,0 +1,321 @@
+//! Every flow-control answer, produced on demand with the injection keys, with RocketMQ's exact
+//! code and remark per version profile; answered-busy messages never reach the CommitLog; the
+//! broker's counters equal the busy answers received.
+
+mod common;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
+
+use common::*;
+use remoting::RemotingCommand;
+
+const PROFILES: [&str; 3] = ["4.3", "4.9", "5.3"];
+const OVERLOAD: &str = "[OVERLOAD]system busy, start flow control for a while";
+const REJECT: &str = "[REJECTREQUEST]system busy, start flow control for a while";
+const PCBUSY: &str =
+    "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ";
+const TIMEOUT: &str =
+    "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ";
+
+/// `(period ms, size of queue)` from a fast-failure remark.
+fn period_and_size(remark: &str, prefix: &str) -> (u64, u64) {
+    let rest = remark
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("remark {remark:?} lacks {prefix:?}"));
+    let (period, size) = rest
+        .split_once("ms, size of queue: ")
+        .unwrap_or_else(|| panic!("bad remark {remark:?}"));
+    (period.parse().unwrap(), size.parse().unwrap())
+}
+
+fn body(tag: &str, i: usize) -> Vec<u8> {
+    format!("{tag}-{i}").into_bytes()
+}
+
+/// Sends `n` pipelined messages and collects the answers by opaque.
+async fn burst(c: &mut Client, topic: &str, tag: &str, n: usize) -> BTreeMap<i32, RemotingCommand> {
+    let mut opaques = Vec::new();
+    for i in 0..n {
+        let o = c.opaque();
+        opaques.push((o, i));
+        c.send(&send_v2(o, topic, 0, &body(tag, i))).await;
+    }
+    let mut answers = BTreeMap::new();
+    while answers.len() < n {
+        let r = c.read().await;
+        answers.insert(r.opaque, r);
+    }
+    answers
+}
+
+/// The stored bodies of a queue (pull waits a little: with the transient pool on, only
+/// committed data is visible).
+async fn stored(c: &mut Client, topic: &str) -> BTreeSet<Vec<u8>> {
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    c.pull_all(topic, 0)
+        .await
+        .into_iter()
+        .map(|r| r.body)
+        .collect()
+}
+
+#[tokio::test]
+async fn overload_when_the_send_queue_is_full() {
+    for profile in ["4.3", "5.3"] {
+        let b = TestBroker::start(&[
+            ("brokerVersionProfile", profile),
+            ("sendMessageThreadPoolNums", "1"),
+            ("sendThreadPoolQueueCapacity", "2"),
+            ("injectAppendDelayMicros", "100000"),
+            ("waitTimeMillsInSendQueue", "60000"),
+        ])
+        .await;
+        let mut c = b.client().await;
+        let answers = burst(&mut c, "Overload", profile, 12).await;
+        let mut ok = BTreeSet::new();
+        let mut busy = 0;
+        for (o, r) in &answers {
+            match r.code {
+                0 => {
+                    ok.insert(body(profile, (*o - 1) as usize));
+                }
+                2 => {
+                    assert_eq!(remark(r), OVERLOAD);
+                    busy += 1;
+                }
+                other => panic!("{profile}: unexpected code {other}: {:?}", r.remark),
+            }
+        }
+        // One running, two queued: at least nine of twelve overflow.
+        assert!(busy >= 9, "{profile}: only {busy} OVERLOAD answers");
+        assert_eq!(stored(&mut c, "Overload").await, ok, "{profile}");
+        let info = c.runtime_info().await;
+        assert_eq!(counter(&info, "flowControlOverloadSend"), busy, "{profile}");
+        assert_eq!(counter(&info, "flowControlTotal"), busy, "{profile}");
+        b.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn reject_request_while_the_page_cache_is_busy() {
+    for profile in PROFILES {
+        let b = TestBroker::start(&[
+            ("brokerVersionProfile", profile),
+            ("sendMessageThreadPoolNums", "2"),
+            ("osPageCacheBusyTimeOutMills", "1000"),
+            ("injectPutStallMillis", "1800"),
+            ("injectPutStallIntervalMillis", "600000"),
+        ])
+        .await;
+        let mut c = b.client().await;
+        c.send(&send_v2(1, "Reject", 0, b"stalled")).await;
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        c.send(&send_v2(2, "Reject", 0, b"rejected")).await;
+        let first = c.read().await;
+        assert_eq!(
+            first.opaque, 2,
+            "{profile}: the reject must not wait for the stall"
+        );
+        assert_eq!((first.code, remark(&first)), (2, REJECT), "{profile}");
+        let stalled = c.read().await;
+        assert_eq!((stalled.opaque, stalled.code), (1, 0), "{profile}");
+        let expected: BTreeSet<Vec<u8>> = [b"stalled".to_vec()].into();
+        assert_eq!(stored(&mut c, "Reject").await, expected);
+        let info = c.runtime_info().await;
+        assert_eq!(counter(&info, "flowControlRejectRequestPageCache"), 1);
+        assert_eq!(counter(&info, "flowControlTotal"), 1);
+        b.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn reject_request_when_the_transient_store_pool_is_exhausted() {
+    let b = TestBroker::start(&[
+        ("transientStorePoolEnable", "true"),
+        ("transientStorePoolSize", "1"),
+        ("mappedFileSizeCommitLog", "1048576"),
+        ("maxMessageSize", "65536"),
+    ])
+    .await;
+    let mut c = b.client().await;
+    let mut ok = BTreeSet::new();
+    let mut rejected = 0;
+    for i in 0..20 {
+        let o = c.opaque();
+        let r = c.call(send_v2(o, "Pool", 0, &body("pool", i))).await;
+        match r.code {
+            0 => {
+                ok.insert(body("pool", i));
+            }
+            2 => {
+                assert_eq!(remark(&r), REJECT);
+                rejected += 1;
+            }
+            other => panic!("unexpected code {other}: {:?}", r.remark),
+        }
+    }
+    assert!(rejected > 0, "the only buffer is lent to the first file");
+    let info = c.runtime_info().await;
+    assert_eq!(info["remainTransientStoreBufferNumbs"], "0");
+    assert_eq!(counter(&info, "flowControlRejectRequestPool"), rejected);
+    assert_eq!(counter(&info, "flowControlTotal"), rejected);
+    assert_eq!(stored(&mut c, "Pool").await, ok);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn pcbusy_clean_queue_drains_the_send_queue() {
+    for profile in PROFILES {
+        let b = TestBroker::start(&[
+            ("brokerVersionProfile", profile),
+            ("sendMessageThreadPoolNums", "1"),
+            ("osPageCacheBusyTimeOutMills", "1000"),
+            ("injectPutStallMillis", "1800"),
+            ("injectPutStallIntervalMillis", "600000"),
+            ("waitTimeMillsInSendQueue", "60000"),
+        ])
+        .await;
+        let mut c = b.client().await;
+        let answers = burst(&mut c, "PcBusy", profile, 4).await;
+        assert_eq!(answers[&1].code, 0, "{profile}: {:?}", answers[&1].remark);
+        let mut sizes = Vec::new();
+        for o in 2..=4 {
+            let r = &answers[&o];
+            assert_eq!(r.code, 2, "{profile}");
+            let (period, size) = period_and_size(remark(r), PCBUSY);
+            assert!(period >= 1000, "{profile}: period {period}");
+            sizes.push(size);
+        }
+        sizes.sort();
+        assert_eq!(
+            sizes,
+            vec![0, 1, 2],
+            "{profile}: queue sizes after each poll"
+        );
+        let expected: BTreeSet<Vec<u8>> = [body(profile, 0)].into();
+        assert_eq!(stored(&mut c, "PcBusy").await, expected);
+        let info = c.runtime_info().await;
+        assert_eq!(counter(&info, "flowControlPcBusyCleanQueue"), 3);
+        assert_eq!(counter(&info, "flowControlTotal"), 3);
+        b.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn timeout_clean_queue_expires_waiting_sends() {
+    for profile in PROFILES {
+        let b = TestBroker::start(&[
+            ("brokerVersionProfile", profile),
+            ("sendMessageThreadPoolNums", "1"),
+            ("injectAppendDelayMicros", "600000"),
+            ("waitTimeMillsInSendQueue", "100"),
+        ])
+        .await;
+        // BrokerFastFailure starts 1000 ms after the broker.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let mut c = b.client().await;
+        let answers = burst(&mut c, "Timeout", profile, 4).await;
+        let mut ok = BTreeSet::new();
+        let mut timed_out = 0;
+        for (o, r) in &answers {
+            match r.code {
+                0 => {
+                    ok.insert(body(profile, (*o - 1) as usize));
+                }
+                2 => {
+                    let (period, _) = period_and_size(remark(r), TIMEOUT);
+                    assert!(
+                        (100..150).contains(&period),
+                        "{profile}: period in queue {period} ms for a 100 ms limit"
+                    );
+                    timed_out += 1;
+                }
+                other => panic!("{profile}: unexpected code {other}: {:?}", r.remark),
+            }
+        }
+        assert_eq!(timed_out, 3, "{profile}: the three queued sends expire");
+        assert_eq!(stored(&mut c, "Timeout").await, ok);
+        let info = c.runtime_info().await;
+        assert_eq!(counter(&info, "flowControlTimeoutCleanQueueSend"), 3);
+        assert_eq!(counter(&info, "flowControlTotal"), 3);
+        b.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn timeout_clean_queue_expires_waiting_pulls() {
+    let b = TestBroker::start(&[
+        ("pullMessageThreadPoolNums", "1"),
+        ("waitTimeMillsInPullQueue", "1"),
+    ])
+    .await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut c = b.client().await;
+    // Enough data that each pull copies ~256 KiB: the single pull thread falls behind.
+    let big = vec![b'p'; 60_000];
+    for i in 0..40 {
+        let o = c.opaque();
+        let mut msg = send_v2(o, "PullTimeout", 0, &big);
+        msg.body = format!("{i:05}")
+            .into_bytes()
+            .into_iter()
+            .chain(big.iter().copied())
+            .collect::<Vec<u8>>()
+            .into();
+        assert_eq!(c.call(msg).await.code, 0);
+    }
+    let mut timed_out = 0u64;
+    for _round in 0..20 {
+        let mut opaques = BTreeSet::new();
+        for _ in 0..400 {
+            let o = c.opaque();
+            opaques.insert(o);
+            let h = remoting::headers::PullMessageRequestHeader {
+                consumer_group: "g".into(),
+                topic: "PullTimeout".into(),
+                queue_id: 0,
+                queue_offset: 0,
+                max_msg_nums: 32,
+                sys_flag: 0,
+                commit_offset: 0,
+                suspend_timeout_millis: 0,
+                subscription: None,
+                sub_version: 0,
+                expression_type: None,
+                max_msg_bytes: None,
+            };
+            c.send(
+                &RemotingCommand::request(remoting::RequestCode::PULL_MESSAGE, o).with_header(&h),
+            )
+            .await;
+        }
+        while !opaques.is_empty() {
+            let r = c.read().await;
+            assert!(opaques.remove(&r.opaque));
+            if r.code == 2 {
+                let (period, _) = period_and_size(remark(&r), TIMEOUT);
+                assert!(
+                    (1..51).contains(&period),
+                    "period {period} ms for a 1 ms limit"
+                );
+                timed_out += 1;
+            } else {
+                assert_eq!(r.code, 0, "{:?}", r.remark);
+            }
+        }
+        if timed_out > 0 {
+            break;
+        }
+    }
+    assert!(timed_out > 0, "no pull waited long enough to expire");
+    let info = c.runtime_info().await;
+    assert_eq!(
+        counter(&info, "flowControlTimeoutCleanQueuePull"),
+        timed_out
+    );
+    assert_eq!(counter(&info, "flowControlTotal"), timed_out);
+    b.stop().await;
+}
