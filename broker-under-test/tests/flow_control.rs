@@ -319,3 +319,45 @@ async fn timeout_clean_queue_expires_waiting_pulls() {
     assert_eq!(counter(&info, "flowControlTotal"), timed_out);
     b.stop().await;
 }
+
+/// §4.2: fast-failure answers are written even for oneway requests in every version;
+/// `[REJECTREQUEST]` is written for oneway requests in 4.x only. Both are counted either way.
+#[tokio::test]
+async fn oneway_busy_answers_follow_the_version() {
+    for (profile, reject_written) in [("4.9", true), ("5.3", false)] {
+        let b = TestBroker::start(&[
+            ("brokerVersionProfile", profile),
+            ("sendMessageThreadPoolNums", "1"),
+            ("osPageCacheBusyTimeOutMills", "1000"),
+            ("injectPutStallMillis", "1800"),
+            ("injectPutStallIntervalMillis", "600000"),
+            ("waitTimeMillsInSendQueue", "60000"),
+        ])
+        .await;
+        let mut c = b.client().await;
+        c.send(&send_v2(1, "Oneway", 0, b"stalled")).await;
+        c.send(&send_v2(2, "Oneway", 0, b"queued").with_oneway())
+            .await;
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        c.send(&send_v2(3, "Oneway", 0, b"rejected oneway").with_oneway())
+            .await;
+        c.send(&send_v2(4, "Oneway", 0, b"rejected")).await;
+        let mut seen = BTreeMap::new();
+        while !seen.contains_key(&1) {
+            let r = c.read().await;
+            seen.insert(r.opaque, r);
+        }
+        let pcbusy = seen.get(&2).expect("PCBUSY answer to a oneway request");
+        assert_eq!(pcbusy.code, 2);
+        period_and_size(remark(pcbusy), PCBUSY);
+        assert_eq!(seen.contains_key(&3), reject_written, "{profile}");
+        assert_eq!(remark(&seen[&4]), REJECT);
+        assert_eq!(seen[&1].code, 0);
+        let info = c.runtime_info().await;
+        assert_eq!(counter(&info, "flowControlPcBusyCleanQueue"), 1);
+        assert_eq!(counter(&info, "flowControlRejectRequestPageCache"), 2);
+        let expected: BTreeSet<Vec<u8>> = [b"stalled".to_vec()].into();
+        assert_eq!(stored(&mut c, "Oneway").await, expected);
+        b.stop().await;
+    }
+}
