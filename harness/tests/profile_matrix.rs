@@ -1,0 +1,196 @@
+//! Profile validation (file, line, fix), matrix order and ids, the CSV contract.
+
+use std::path::Path;
+
+use harness::matrix::{cell_id, expand, schedule, Job};
+use harness::profile::{Order, Profile, ProfileError};
+use harness::recorder::{classify, parse_queue_stats, BusyClass, Outcome};
+use harness::report::{summary_header, TIMESERIES_COLUMNS};
+
+fn parse(text: &str) -> Result<Profile, ProfileError> {
+    Profile::parse(text, "p.toml", Path::new("p.toml"), &[])
+}
+
+fn invalid(text: &str) -> (usize, String, String) {
+    match parse(text) {
+        Err(ProfileError::Invalid { line, message, help, file, .. }) => {
+            assert_eq!(file, "p.toml");
+            (line, message, help.unwrap_or_default())
+        }
+        other => panic!("expected a located error, got {other:?}"),
+    }
+}
+
+const MATRIX: &str = r#"
+name = "m"
+[workload]
+duration = "1s"
+[broker]
+flushDiskType = "ASYNC_FLUSH"
+[matrix]
+"broker.useReentrantLockWhenPutMessage" = [true, false]
+"broker.sendMessageThreadPoolNums" = [1, 2, 4]
+"workload.rate" = [100, 200]
+"#;
+
+#[test]
+fn cross_product_order_is_pinned() {
+    let p = parse(MATRIX).unwrap();
+    let cells = expand(&p).unwrap();
+    assert_eq!(cells.len(), 12);
+    let labels: Vec<&str> = cells.iter().map(|c| c.label.as_str()).collect();
+    // Axes sorted by key; the first varies slowest; values in the order written.
+    assert_eq!(labels[0], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=100");
+    assert_eq!(labels[1], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=200");
+    assert_eq!(labels[2], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=false,rate=100");
+    assert_eq!(labels[11], "sendMessageThreadPoolNums=4,useReentrantLockWhenPutMessage=false,rate=200");
+    assert_eq!(cells[3].workload.rate, 200.0);
+    assert_eq!(cells[3].broker["useReentrantLockWhenPutMessage"], "false");
+    assert_eq!(cells[3].broker["flushDiskType"], "ASYNC_FLUSH");
+    // Ids are stable, distinct and independent of parameter order.
+    let mut ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 12);
+    let a = vec![("x".to_owned(), "1".to_owned()), ("y".to_owned(), "2".to_owned())];
+    let b = vec![("y".to_owned(), "2".to_owned()), ("x".to_owned(), "1".to_owned())];
+    assert_eq!(cell_id(&a), cell_id(&b));
+    assert_eq!(cell_id(&a).len(), 8);
+    assert_eq!(cells[0].id, parse(MATRIX).map(|p| expand(&p).unwrap()[0].id.clone()).unwrap());
+}
+
+#[test]
+fn repetitions_are_interleaved_and_randomized_rounds_are_seeded() {
+    let seq = schedule(3, 2, Order::Sequential, 1);
+    let cells: Vec<(usize, u32)> = seq.iter().map(|j| (j.cell, j.repetition)).collect();
+    assert_eq!(cells, vec![(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]);
+    let r1 = schedule(6, 3, Order::Randomized, 42);
+    assert_eq!(r1, schedule(6, 3, Order::Randomized, 42));
+    assert_ne!(r1, schedule(6, 3, Order::Randomized, 43));
+    for round in 1..=3 {
+        let mut in_round: Vec<usize> = r1.iter().filter(|j| j.repetition == round).map(|j| j.cell).collect();
+        assert_eq!(in_round.len(), 6);
+        in_round.sort();
+        assert_eq!(in_round, (0..6).collect::<Vec<_>>());
+    }
+    assert!(r1.windows(2).all(|w: &[Job]| w[0].repetition <= w[1].repetition));
+}
+
+#[test]
+fn unknown_key_names_line_and_suggests() {
+    let (line, msg, help) = invalid("name = \"x\"\n[workload]\nrate = 5\nmax_inflight = 3\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("max_inflight"), "{msg}");
+    assert!(help.contains("did you mean `max_in_flight`"), "{help}");
+}
+
+#[test]
+fn wrong_type_names_line() {
+    let (line, msg, _) = invalid("name = \"x\"\n\n[workload]\nrate = \"fast\"\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("invalid type") || msg.contains("expected"), "{msg}");
+}
+
+#[test]
+fn empty_axis_and_fixed_plus_axis_are_errors() {
+    let (line, msg, _) = invalid("name = \"x\"\n[matrix]\n\"broker.waitTimeMillsInSendQueue\" = []\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("empty"), "{msg}");
+    let (line, msg, help) = invalid("name = \"x\"\n[broker]\nwaitTimeMillsInSendQueue = 200\n[matrix]\n\"broker.waitTimeMillsInSendQueue\" = [200, 3000]\n");
+    assert_eq!(line, 5);
+    assert!(msg.contains("both fixed"), "{msg}");
+    assert!(help.contains("remove"), "{help}");
+    let (_, msg, _) = invalid("name = \"x\"\n[workload]\nrate = 5\n[matrix]\n\"workload.rate\" = [1, 2]\n");
+    assert!(msg.contains("both fixed"), "{msg}");
+}
+
+#[test]
+fn bad_axis_values_and_keys_are_located() {
+    let (line, msg, help) = invalid("name = \"x\"\n[matrix]\n\"workload.rte\" = [1]\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("rte"), "{msg}");
+    assert!(help.contains("workload.rate"), "{help}");
+    let (line, msg, _) = invalid("name = \"x\"\n[matrix]\n\"workload.model\" = [\"open\", \"sideways\"]\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("sideways"), "{msg}");
+    let (_, msg, _) = invalid("name = \"x\"\n[matrix]\nrate = [1]\n");
+    assert!(msg.contains("must start with"), "{msg}");
+    // `steps` is not written: the error points at the [workload] table.
+    let (line, msg, _) = invalid("name = \"x\"\n[workload]\nmodel = \"steps\"\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("steps"), "{msg}");
+}
+
+#[test]
+fn set_overrides_apply_and_collapse_axes() {
+    let p = Profile::parse(MATRIX, "p.toml", Path::new("p.toml"), &["workload.rate=5000".into(), "broker.sendMessageThreadPoolNums=8".into()]).unwrap();
+    assert_eq!(p.workload.rate, 5000.0);
+    assert_eq!(p.axes.len(), 1);
+    assert_eq!(p.broker["sendMessageThreadPoolNums"], "8");
+    let err = Profile::parse(MATRIX, "p.toml", Path::new("p.toml"), &["workload.rat=1".into()]).unwrap_err();
+    assert!(err.to_string().contains("did you mean `workload.rate`"), "{err}");
+}
+
+#[test]
+fn gate_table_is_accepted_and_shipped_profiles_parse() {
+    parse("name = \"x\"\n[gate]\nmax_p99_regression = 0.1\n[gate.thresholds]\nbusy_rate = 0.01\n").unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            let p = Profile::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!expand(&p).unwrap().is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 8, "profiles found: {n}");
+}
+
+#[test]
+fn every_remark_is_classified() {
+    let cases = [
+        (2, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 12ms, size of queue: 3", Outcome::Busy(BusyClass::PcbusyCleanQueue)),
+        (2, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 207ms, size of queue: 0", Outcome::Busy(BusyClass::TimeoutCleanQueue)),
+        (2, "[REJECTREQUEST]system busy, start flow control for a while", Outcome::Busy(BusyClass::RejectRequest)),
+        (2, "[OVERLOAD]system busy, start flow control for a while", Outcome::Busy(BusyClass::Overload)),
+        (2, "[PC_SYNCHRONIZED]broker busy, start flow control for a while", Outcome::Busy(BusyClass::PcSynchronized)),
+        (1, "[PC_SYNCHRONIZED]broker busy, start flow control for a while", Outcome::Busy(BusyClass::PcSynchronized)),
+        (2, "something else", Outcome::Busy(BusyClass::Other)),
+        (1, "create mapped file failed, server is busy or broken.", Outcome::SystemError),
+        (1, "UNKNOWN_ERROR", Outcome::SystemError),
+        (10, "", Outcome::FlushDiskTimeout),
+        (13, "the message is illegal, maybe msg body or properties length not matched.", Outcome::MessageIllegal),
+        (14, "service not available now.", Outcome::OtherCode(14)),
+        (12, "", Outcome::OtherCode(12)),
+        (0, "", Outcome::Ok),
+    ];
+    for (code, remark, want) in cases {
+        assert_eq!(classify(code, Some(remark)), want, "{code} {remark}");
+    }
+    assert_eq!(classify(2, None), Outcome::Busy(BusyClass::Other));
+    assert_eq!(parse_queue_stats(cases[1].1), Some((207, 0)));
+    assert_eq!(parse_queue_stats(cases[0].1), Some((12, 3)));
+    assert_eq!(parse_queue_stats("[OVERLOAD]system busy"), None);
+}
+
+/// The column contract with `harness compare`.
+#[test]
+fn csv_schema_is_pinned() {
+    let header = summary_header(&["broker.a".into(), "workload.rate".into()]).join(",");
+    assert_eq!(
+        header,
+        "profile,cell_id,repetition,step,param_broker.a,param_workload.rate,target_rate,achieved_rate,ok_rate,duration_s,sent,ok,busy,busy_rate,\
+busy_pcbusy_clean_queue,busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,system_error,\
+flush_disk_timeout,message_illegal,other_codes,timeouts,dropped,connection_errors,attempts,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,\
+service_p50_ms,service_p99_ms,service_max_ms,lag_p50_us,lag_p99_us,lag_max_us,busy_p99_ms,period_in_queue_p50_ms,\
+period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_rss_max_mb,harness_cpu_max,\
+broker_flow_control_total,broker_counters_match,valid,invalid_reason"
+    );
+    assert_eq!(
+        TIMESERIES_COLUMNS.join(","),
+        "profile,cell_id,repetition,step,second,phase,target_rate,achieved_rate,ok,busy,busy_pcbusy_clean_queue,\
+busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
+p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms"
+    );
+}
