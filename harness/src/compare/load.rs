@@ -52,10 +52,24 @@ pub struct CellKey {
 
 impl CellKey {
     /// Compact label: `k=v,k=v[,step=s]`, or `-` for a run with a single unparameterised cell.
+    /// Keys are shortened to their last dotted segment (`broker.x` → `x`) when that stays
+    /// unambiguous among `keys`.
     pub fn label(&self, keys: &[String]) -> String {
+        let short = |k: &str| -> String {
+            let tail = k.rsplit('.').next().unwrap_or(k);
+            let clashes = keys
+                .iter()
+                .filter(|o| o.rsplit('.').next().unwrap_or(o) == tail)
+                .count();
+            if clashes > 1 {
+                k.to_string()
+            } else {
+                tail.to_string()
+            }
+        };
         let mut parts: Vec<String> = keys
             .iter()
-            .filter_map(|k| self.params.get(k).map(|v| format!("{k}={v}")))
+            .filter_map(|k| self.params.get(k).map(|v| format!("{}={v}", short(k))))
             .collect();
         if !self.step.is_empty() {
             parts.push(format!("step={}", self.step));

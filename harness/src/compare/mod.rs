@@ -97,6 +97,9 @@ pub struct CompareArgs {
     /// [default: achieved_rate, ok_rate, p50/p99/p999, busy rates, timeouts, broker CPU]
     #[arg(long = "metric", value_delimiter = ',', value_name = "NAME")]
     pub metrics: Vec<String>,
+    /// Also show metrics that are 0 on both sides (table and markdown hide them).
+    #[arg(long)]
+    pub all: bool,
     #[command(flatten)]
     pub stats: StatArgs,
 }
@@ -180,7 +183,7 @@ fn check_metrics(metrics: &[model::Metric], runs: &[&load::RunData]) -> anyhow::
 
 pub fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let c = build_comparison(args)?;
-    let text = render::render(&c, args.format)?;
+    let text = render::render(&c, args.format, args.all)?;
     print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

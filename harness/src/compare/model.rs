@@ -313,6 +313,9 @@ pub fn decide(
         (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => Verdict::Better,
         _ => Verdict::Worse,
     };
+    // Set when the rank test ran but cannot reach alpha with this few repetitions (3 vs 3):
+    // the per-second bootstrap, pooled over repetitions, is then the only evidence left.
+    let mut why = String::new();
     if base_vals.len() >= 3 && cand_vals.len() >= 3 {
         d.method = Method::MannWhitney;
         let Some(t) = stats::mann_whitney(cand_vals, base_vals) else {
@@ -321,56 +324,59 @@ pub fn decide(
         d.p_value = Some(t.p);
         if t.p < opts.alpha {
             d.verdict = signed(c > b);
-        } else if t.min_p >= opts.alpha {
-            d.verdict = Verdict::Inconclusive;
-            d.note = format!(
-                "{} vs {} repetitions cannot reach p<{} (min p={:.3}); use >=4 per side",
-                cand_vals.len(),
-                base_vals.len(),
-                opts.alpha,
-                t.min_p
-            );
-        } else {
-            d.verdict = Verdict::NoChange;
+            return d;
         }
-        return d;
+        if t.min_p < opts.alpha {
+            d.verdict = Verdict::NoChange;
+            return d;
+        }
+        why = format!(
+            "{} vs {} repetitions cannot reach p<{} (U-test min p={:.3}); ",
+            cand_vals.len(),
+            base_vals.len(),
+            opts.alpha,
+            t.min_p
+        );
     }
-    if matches!(metric.series, SeriesStat::None) {
+    let inconclusive = |mut d: Decision, why: &str, reason: String| {
         d.verdict = Verdict::Inconclusive;
-        d.note = format!(
-            "{} vs {} repetitions and no per-second statistic for {}; use >=4 repetitions",
+        d.note = format!("{why}{reason}");
+        d
+    };
+    if matches!(metric.series, SeriesStat::None) {
+        let reason = format!(
+            "{} vs {} repetitions and no per-second statistic for {}; use >=4 repetitions per side",
             cand_vals.len(),
             base_vals.len(),
             metric.name
         );
-        return d;
+        return inconclusive(d, &why, reason);
     }
     if base_series.is_empty() || cand_series.is_empty() {
-        d.verdict = Verdict::Inconclusive;
-        d.note = format!(
-            "{} vs {} repetitions and no timeseries.csv on the {} side",
-            cand_vals.len(),
-            base_vals.len(),
-            if base_series.is_empty() {
-                "base"
-            } else {
-                "candidate"
-            }
+        let side = if base_series.is_empty() {
+            "base"
+        } else {
+            "candidate"
+        };
+        let reason = format!(
+            "no timeseries.csv on the {side} side for a per-second test; use >=4 repetitions per side"
         );
-        return d;
+        return inconclusive(d, &why, reason);
     }
     let secs = |s: &[&[Second]]| s.iter().map(|x| x.len()).sum::<usize>();
     let min_secs = 2 * opts.block.max(1);
     if secs(base_series) < min_secs || secs(cand_series) < min_secs {
-        d.verdict = Verdict::Inconclusive;
-        d.note = format!(
+        let reason = format!(
             "too few measured seconds ({} vs {}) for {}-s blocks; need >= {}",
             secs(cand_series),
             secs(base_series),
             opts.block,
             min_secs
         );
-        return d;
+        return inconclusive(d, &why, reason);
+    }
+    if !why.is_empty() {
+        d.note = format!("{why}decided by the per-second bootstrap pooled over repetitions");
     }
     d.method = Method::BlockBootstrap;
     let stat = |x: &[&Second]| metric.series.eval(x);

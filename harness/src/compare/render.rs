@@ -25,6 +25,8 @@ pub fn num(v: Option<f64>) -> String {
             }
         }
         Some(0.0) => "0".to_string(),
+        // Counts (sent, busy, ...) read better without decimals.
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Some(x) if x.abs() >= 1000.0 => format!("{x:.0}"),
         Some(x) if x.abs() >= 100.0 => format!("{x:.1}"),
         Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),
@@ -56,10 +58,12 @@ pub fn evidence(r: &MetricComparison, alpha: f64) -> String {
         },
         Method::BlockBootstrap => match (r.ci_low, r.ci_high) {
             (Some(lo), Some(hi)) => format!(
-                "block bootstrap {:.0}% CI of diff [{}, {}]",
+                "block bootstrap {:.0}% CI of diff [{}, {}]{}{}",
                 (1.0 - alpha) * 100.0,
                 num(Some(lo)),
-                num(Some(hi))
+                num(Some(hi)),
+                if r.note.is_empty() { "" } else { "; " },
+                r.note
             ),
             _ => r.note.clone(),
         },
@@ -125,11 +129,34 @@ fn footer_lines(c: &Comparison) -> Vec<String> {
     v
 }
 
-pub fn table(c: &Comparison) -> String {
+/// Rows worth showing to a human: a metric that is 0 on both sides says nothing.
+fn shown(c: &Comparison, all: bool) -> (Vec<[String; 7]>, usize) {
     let body = cells(c);
-    let mut widths = HEADERS.map(str::len);
+    if all {
+        return (body, 0);
+    }
+    let before = body.len();
+    let kept: Vec<[String; 7]> = body
+        .into_iter()
+        .zip(&c.rows)
+        .filter(|(_, r)| !(r.base == Some(0.0) && r.candidate == Some(0.0)))
+        .map(|(row, _)| row)
+        .collect();
+    let hidden = before - kept.len();
+    (kept, hidden)
+}
+
+fn hidden_note(hidden: usize) -> Option<String> {
+    (hidden > 0).then(|| format!("{hidden} rows with 0 on both sides hidden (--all shows them)"))
+}
+
+/// Aligned text, one section per cell.
+pub fn table(c: &Comparison, all: bool) -> String {
+    let (body, hidden) = shown(c, all);
+    // Column 0 (the cell) is a section heading, so widths cover columns 1.. only.
+    let mut widths: Vec<usize> = HEADERS[1..].iter().map(|h| h.len()).collect();
     for row in &body {
-        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+        for (w, cell) in widths.iter_mut().zip(row[1..].iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -137,7 +164,7 @@ pub fn table(c: &Comparison) -> String {
         let mut s = String::new();
         for (i, (cell, w)) in row.iter().zip(widths.iter()).enumerate() {
             // Numbers right-aligned, text left-aligned.
-            if (2..=4).contains(&i) {
+            if (1..=3).contains(&i) {
                 s.push_str(&format!("{cell:>w$}"));
             } else if i + 1 == row.len() {
                 s.push_str(cell);
@@ -151,17 +178,19 @@ pub fn table(c: &Comparison) -> String {
         s.trim_end().to_string()
     };
     let mut out = header_lines(c).join("\n");
-    out.push_str("\n\n");
-    out.push_str(&line(&HEADERS.map(String::from)));
     out.push('\n');
-    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&rule.join("  "));
-    out.push('\n');
+    let mut current: Option<&str> = None;
     for row in &body {
-        out.push_str(&line(row));
+        if current != Some(row[0].as_str()) {
+            current = Some(row[0].as_str());
+            out.push_str(&format!("\n== {}\n", row[0]));
+            out.push_str(&line(&HEADERS.map(String::from)[1..]));
+            out.push('\n');
+        }
+        out.push_str(&line(&row[1..]));
         out.push('\n');
     }
-    for f in footer_lines(c) {
+    for f in footer_lines(c).into_iter().chain(hidden_note(hidden)) {
         out.push('\n');
         out.push_str(&f);
     }
@@ -171,7 +200,8 @@ pub fn table(c: &Comparison) -> String {
     out
 }
 
-pub fn markdown(c: &Comparison) -> String {
+pub fn markdown(c: &Comparison, all: bool) -> String {
+    let (body, hidden) = shown(c, all);
     let esc = |s: &str| s.replace('|', "\\|");
     let mut out = String::new();
     for h in header_lines(c) {
@@ -180,7 +210,7 @@ pub fn markdown(c: &Comparison) -> String {
     out.push('\n');
     out.push_str("| cell | metric | base | candidate | change | verdict | evidence |\n");
     out.push_str("|---|---|---:|---:|---:|---|---|\n");
-    for row in cells(c) {
+    for row in body {
         let verdict = match row[5].as_str() {
             "worse" => "**worse**".to_string(),
             v => v.to_string(),
@@ -196,7 +226,7 @@ pub fn markdown(c: &Comparison) -> String {
             esc(&row[6])
         ));
     }
-    for f in footer_lines(c) {
+    for f in footer_lines(c).into_iter().chain(hidden_note(hidden)) {
         out.push_str(&format!("\n{}\n", esc(&f)));
     }
     out
@@ -259,10 +289,12 @@ pub fn json(c: &Comparison) -> anyhow::Result<String> {
     Ok(s)
 }
 
-pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
+/// Render in `format`; `all` keeps rows that are 0 on both sides in table and markdown
+/// (csv and json always hold every row).
+pub fn render(c: &Comparison, format: Format, all: bool) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Table => table(c),
-        Format::Markdown => markdown(c),
+        Format::Table => table(c, all),
+        Format::Markdown => markdown(c, all),
         Format::Csv => csv(c)?,
         Format::Json => json(c)?,
     })
