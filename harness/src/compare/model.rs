@@ -110,34 +110,53 @@ pub fn metric_named(name: &str) -> Metric {
 }
 
 impl SeriesStat {
-    pub fn eval(&self, secs: &[&Second]) -> Option<f64> {
+    /// Per-second inputs of the statistic, one vector per repetition, extracted once so
+    /// the bootstrap loop touches plain numbers: `(value, 0)` for Mean/Median,
+    /// `(count, attempts)` for ShareOfAttempts. Seconds without the column are skipped.
+    pub fn extract(&self, series: &[&[Second]]) -> Vec<Vec<(f64, f64)>> {
+        series
+            .iter()
+            .map(|rep| {
+                rep.iter()
+                    .filter_map(|s| match *self {
+                        SeriesStat::Mean(c) | SeriesStat::Median(c) => s.get(c).map(|v| (v, 0.0)),
+                        SeriesStat::ShareOfAttempts(c) => s.get(c).map(|v| {
+                            (
+                                v,
+                                ATTEMPT_COLUMNS.iter().filter_map(|a| s.get(a)).sum::<f64>(),
+                            )
+                        }),
+                        SeriesStat::None => None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The statistic over (resampled) per-second inputs from [`SeriesStat::extract`].
+    pub fn reduce(&self, x: &[&(f64, f64)]) -> Option<f64> {
+        if x.is_empty() {
+            return None;
+        }
         match *self {
-            SeriesStat::Mean(c) => {
-                let v: Vec<f64> = secs.iter().filter_map(|s| s.get(c)).collect();
-                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-            }
-            SeriesStat::Median(c) => {
-                let v: Vec<f64> = secs.iter().filter_map(|s| s.get(c)).collect();
-                median(&v)
-            }
-            SeriesStat::ShareOfAttempts(c) => {
-                let mut num = 0.0;
-                let mut den = 0.0;
-                let mut seen = false;
-                for s in secs {
-                    if let Some(x) = s.get(c) {
-                        num += x;
-                        seen = true;
-                    }
-                    den += ATTEMPT_COLUMNS.iter().filter_map(|a| s.get(a)).sum::<f64>();
-                }
-                if !seen {
-                    None
-                } else if den > 0.0 {
-                    Some(num / den)
+            SeriesStat::Mean(_) => Some(x.iter().map(|p| p.0).sum::<f64>() / x.len() as f64),
+            SeriesStat::Median(_) => {
+                let mut v: Vec<f64> = x.iter().map(|p| p.0).collect();
+                let mid = v.len() / 2;
+                let (lower, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+                let m = *m;
+                Some(if x.len() % 2 == 1 {
+                    m
                 } else {
-                    Some(0.0)
-                }
+                    // Even count: average with the largest of the lower half.
+                    let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    (below + m) / 2.0
+                })
+            }
+            SeriesStat::ShareOfAttempts(_) => {
+                let num: f64 = x.iter().map(|p| p.0).sum();
+                let den: f64 = x.iter().map(|p| p.1).sum();
+                Some(if den > 0.0 { num / den } else { 0.0 })
             }
             SeriesStat::None => None,
         }
@@ -363,13 +382,16 @@ pub fn decide(
         );
         return inconclusive(d, &why, reason);
     }
-    let secs = |s: &[&[Second]]| s.iter().map(|x| x.len()).sum::<usize>();
+    let base_x = metric.series.extract(base_series);
+    let cand_x = metric.series.extract(cand_series);
+    let secs = |s: &[Vec<(f64, f64)>]| s.iter().map(Vec::len).sum::<usize>();
     let min_secs = 2 * opts.block.max(1);
-    if secs(base_series) < min_secs || secs(cand_series) < min_secs {
+    if secs(&base_x) < min_secs || secs(&cand_x) < min_secs {
         let reason = format!(
-            "too few measured seconds ({} vs {}) for {}-s blocks; need >= {}",
-            secs(cand_series),
-            secs(base_series),
+            "too few measured seconds with `{}` ({} vs {}) for {}-s blocks; need >= {}",
+            metric.name,
+            secs(&cand_x),
+            secs(&base_x),
             opts.block,
             min_secs
         );
@@ -379,10 +401,12 @@ pub fn decide(
         d.note = format!("{why}decided by the per-second bootstrap pooled over repetitions");
     }
     d.method = Method::BlockBootstrap;
-    let stat = |x: &[&Second]| metric.series.eval(x);
+    let base_ref: Vec<&[(f64, f64)]> = base_x.iter().map(Vec::as_slice).collect();
+    let cand_ref: Vec<&[(f64, f64)]> = cand_x.iter().map(Vec::as_slice).collect();
+    let stat = |x: &[&(f64, f64)]| metric.series.reduce(x);
     match stats::block_bootstrap_diff(
-        base_series,
-        cand_series,
+        &base_ref,
+        &cand_ref,
         &stat,
         opts.block,
         opts.resamples,

@@ -207,34 +207,56 @@ impl BootstrapCi {
     }
 }
 
+/// Start positions of moving blocks over several repetitions of one cell (blocks never
+/// straddle two repetitions), computed once and reused for every resample.
+struct Blocks<'s, 'a, T> {
+    series: &'s [&'a [T]],
+    starts: Vec<(usize, usize)>,
+    total: usize,
+    block: usize,
+}
+
+impl<'s, 'a, T> Blocks<'s, 'a, T> {
+    fn new(series: &'s [&'a [T]], block: usize) -> Self {
+        let block = block.max(1);
+        let starts = series
+            .iter()
+            .enumerate()
+            .flat_map(|(r, s)| {
+                let b = block.min(s.len()).max(1);
+                (0..=s.len().saturating_sub(b)).map(move |st| (r, st))
+            })
+            .filter(|&(r, _)| !series[r].is_empty())
+            .collect();
+        Blocks {
+            series,
+            starts,
+            total: series.iter().map(|s| s.len()).sum(),
+            block,
+        }
+    }
+
+    /// Refill `out` with one resample (reusing its allocation across resamples).
+    fn resample_into(&self, rng: &mut Rng, out: &mut Vec<&'a T>) {
+        out.clear();
+        if self.starts.is_empty() {
+            return;
+        }
+        while out.len() < self.total {
+            let (r, st) = self.starts[rng.below(self.starts.len())];
+            let s = self.series[r];
+            let end = (st + self.block).min(s.len());
+            let take = (end - st).min(self.total - out.len());
+            out.extend(s[st..st + take].iter());
+        }
+    }
+}
+
 /// Draw one moving-block resample of the same total length from `series` (several
 /// repetitions of one cell; blocks never straddle two repetitions).
 pub fn block_resample<'a, T>(series: &[&'a [T]], block: usize, rng: &mut Rng) -> Vec<&'a T> {
-    let total: usize = series.iter().map(|s| s.len()).sum();
-    let mut out = Vec::with_capacity(total);
-    if total == 0 {
-        return out;
-    }
-    // Start positions over all repetitions, weighted by how many blocks each can host.
-    let starts: Vec<(usize, usize)> = series
-        .iter()
-        .enumerate()
-        .flat_map(|(r, s)| {
-            let b = block.min(s.len()).max(1);
-            (0..=s.len().saturating_sub(b)).map(move |st| (r, st))
-        })
-        .collect();
-    while out.len() < total {
-        let (r, st) = starts[rng.below(starts.len())];
-        let s = series[r];
-        let end = (st + block.max(1)).min(s.len());
-        for item in &s[st..end] {
-            if out.len() == total {
-                break;
-            }
-            out.push(item);
-        }
-    }
+    let mut out = Vec::new();
+    Blocks::new(series, block).resample_into(rng, &mut out);
     out
 }
 
@@ -255,9 +277,11 @@ pub fn block_bootstrap_diff<T>(
     stat(&flat_cand)?;
     let mut rng = Rng::new(seed);
     let mut diffs = Vec::with_capacity(resamples);
+    let (base_blocks, cand_blocks) = (Blocks::new(base, block), Blocks::new(cand, block));
+    let (mut b, mut c) = (Vec::new(), Vec::new());
     for _ in 0..resamples {
-        let b = block_resample(base, block, &mut rng);
-        let c = block_resample(cand, block, &mut rng);
+        base_blocks.resample_into(&mut rng, &mut b);
+        cand_blocks.resample_into(&mut rng, &mut c);
         if let (Some(sb), Some(sc)) = (stat(&b), stat(&c)) {
             let d = sc - sb;
             if d.is_finite() {

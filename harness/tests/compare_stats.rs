@@ -1,0 +1,286 @@
+//! Statistics behind `harness compare`/`gate` on synthetic data with known answers.
+
+use harness::compare::load::Second;
+use harness::compare::model::{decide, metric_named, Method, StatOptions, Verdict};
+use harness::compare::stats::{mann_whitney, Rng};
+
+const ALPHA: f64 = 0.05;
+
+/// Options with the noise threshold off, so the tests see the raw test's behaviour.
+fn raw() -> StatOptions {
+    StatOptions {
+        threshold_pct: 0.0,
+        resamples: 1000,
+        ..StatOptions::default()
+    }
+}
+
+fn sample(rng: &mut Rng, n: usize, mean: f64, sd: f64) -> Vec<f64> {
+    (0..n).map(|_| mean + sd * rng.normal()).collect()
+}
+
+/// Per-second p99 around `level` with AR(1) noise (seconds are autocorrelated in real runs).
+fn series(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<Second> {
+    let mut ar = 0.0;
+    (0..n)
+        .map(|s| {
+            ar = 0.5 * ar + rng.normal();
+            let mut sec = Second::default();
+            sec.values.insert("second".into(), Some(s as f64));
+            sec.values
+                .insert("p99_ms".into(), Some(level * (1.0 + cv * ar)));
+            sec.values.insert(
+                "achieved_rate".into(),
+                Some(1000.0 * (1.0 + 0.02 * rng.normal())),
+            );
+            sec
+        })
+        .collect()
+}
+
+#[test]
+fn mann_whitney_false_positive_rate_is_near_alpha() {
+    let mut positives = 0;
+    let seeds = 200;
+    for seed in 0..seeds {
+        let mut rng = Rng::new(seed);
+        let a = sample(&mut rng, 8, 10.0, 1.0);
+        let b = sample(&mut rng, 8, 10.0, 1.0);
+        if mann_whitney(&a, &b).unwrap().p < ALPHA {
+            positives += 1;
+        }
+    }
+    let rate = positives as f64 / seeds as f64;
+    assert!(rate <= 2.0 * ALPHA, "false positive rate {rate}");
+    // A test that never fires would pass the line above too: it must be near alpha.
+    assert!(rate >= 0.01, "suspiciously conservative: {rate}");
+}
+
+#[test]
+fn identical_distributions_give_no_change_with_repetitions() {
+    let metric = metric_named("p99_ms");
+    let mut flagged = 0;
+    for seed in 0..200 {
+        let mut rng = Rng::new(1000 + seed);
+        let a = sample(&mut rng, 5, 12.0, 1.2);
+        let b = sample(&mut rng, 5, 12.0, 1.2);
+        let d = decide(&metric, &a, &b, &[], &[], &raw(), seed);
+        assert_eq!(d.method, Method::MannWhitney);
+        if matches!(d.verdict, Verdict::Better | Verdict::Worse) {
+            flagged += 1;
+        }
+    }
+    assert!(
+        flagged as f64 / 200.0 <= 2.0 * ALPHA,
+        "{flagged}/200 flagged"
+    );
+}
+
+#[test]
+fn block_bootstrap_false_positive_rate_is_near_alpha() {
+    let metric = metric_named("p99_ms");
+    let mut flagged = 0;
+    for seed in 0..200u64 {
+        let mut rng = Rng::new(5000 + seed);
+        let a = series(&mut rng, 60, 12.0, 0.08);
+        let b = series(&mut rng, 60, 12.0, 0.08);
+        let d = decide(&metric, &[12.0], &[12.0 * 1.01], &[&a], &[&b], &raw(), seed);
+        assert_eq!(d.method, Method::BlockBootstrap, "{d:?}");
+        if matches!(d.verdict, Verdict::Better | Verdict::Worse) {
+            flagged += 1;
+        }
+    }
+    let rate = flagged as f64 / 200.0;
+    assert!(rate <= 2.0 * ALPHA, "false positive rate {rate}");
+}
+
+#[test]
+fn twenty_percent_shift_in_noisy_sample_is_worse() {
+    let p99 = metric_named("p99_ms");
+    let rate = metric_named("achieved_rate");
+    let opts = StatOptions::default();
+    let (mut worse, mut better) = (0, 0);
+    let seeds = 50;
+    for seed in 0..seeds {
+        let mut rng = Rng::new(seed);
+        // 10 repetitions per side, 8% noise: the U-test should catch nearly every one.
+        let a = sample(&mut rng, 10, 10.0, 0.8);
+        let b = sample(&mut rng, 10, 12.0, 0.96);
+        match decide(&p99, &a, &b, &[], &[], &opts, seed).verdict {
+            Verdict::Worse => worse += 1,
+            Verdict::Better => better += 1,
+            _ => {}
+        }
+        // Higher is better: a 20% drop in rate is worse, a 20% rise better.
+        let r1 = sample(&mut rng, 10, 1000.0, 50.0);
+        let r2 = sample(&mut rng, 10, 800.0, 40.0);
+        assert_eq!(
+            decide(&rate, &r1, &r2, &[], &[], &opts, seed).verdict,
+            Verdict::Worse
+        );
+        assert_eq!(
+            decide(&rate, &r2, &r1, &[], &[], &opts, seed).verdict,
+            Verdict::Better
+        );
+    }
+    assert_eq!(better, 0);
+    assert!(worse >= seeds * 9 / 10, "only {worse}/{seeds} detected");
+
+    // One repetition each: the per-second series decides.
+    for seed in 0..10 {
+        let mut rng = Rng::new(100 + seed);
+        let sa = series(&mut rng, 60, 10.0, 0.08);
+        let sb = series(&mut rng, 60, 12.0, 0.08);
+        let d = decide(&p99, &[10.0], &[12.0], &[&sa], &[&sb], &opts, seed);
+        assert_eq!(
+            (d.method, d.verdict),
+            (Method::BlockBootstrap, Verdict::Worse),
+            "{d:?}"
+        );
+        let (lo, hi) = d.ci.unwrap();
+        // The interval excludes 0 and has a sane width; it need not cover the true 2.0 in
+        // every seed (a 95% interval misses 1 time in 20).
+        assert!(lo > 0.0 && hi < 4.0 && hi - lo < 2.0, "CI [{lo}, {hi}]");
+    }
+}
+
+#[test]
+fn too_few_samples_are_inconclusive() {
+    let p99 = metric_named("p99_ms");
+    let opts = StatOptions::default();
+    // 3 vs 3, perfectly separated, no per-second data: the U-test cannot reach 0.05.
+    let d = decide(
+        &p99,
+        &[10.0, 10.1, 10.2],
+        &[13.0, 13.1, 13.2],
+        &[],
+        &[],
+        &opts,
+        1,
+    );
+    assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
+    assert!(d.note.contains("cannot reach"), "{}", d.note);
+    // One repetition without timeseries.
+    let d = decide(&p99, &[10.0], &[13.0], &[], &[], &opts, 1);
+    assert_eq!(d.verdict, Verdict::Inconclusive);
+    assert!(d.note.contains("timeseries"), "{}", d.note);
+    // One repetition with 6 seconds: fewer than two 5-s blocks.
+    let mut rng = Rng::new(3);
+    let a = series(&mut rng, 6, 10.0, 0.05);
+    let b = series(&mut rng, 6, 13.0, 0.05);
+    let d = decide(&p99, &[10.0], &[13.0], &[&a], &[&b], &opts, 1);
+    assert_eq!(d.verdict, Verdict::Inconclusive);
+    assert!(d.note.contains("too few measured seconds"), "{}", d.note);
+    // p99.9 has no per-second statistic.
+    let d = decide(
+        &metric_named("p999_ms"),
+        &[10.0],
+        &[13.0],
+        &[&a],
+        &[&b],
+        &opts,
+        1,
+    );
+    assert_eq!(d.verdict, Verdict::Inconclusive);
+    // 4 vs 4 separated can decide.
+    let d = decide(
+        &p99,
+        &[10.0, 10.1, 10.2, 10.3],
+        &[13.0, 13.1, 13.2, 13.3],
+        &[],
+        &[],
+        &opts,
+        1,
+    );
+    assert_eq!(d.verdict, Verdict::Worse);
+}
+
+#[test]
+fn changes_inside_the_noise_threshold_are_never_significant() {
+    let p99 = metric_named("p99_ms");
+    // A perfectly consistent 4% rise over 10 repetitions: significant, but below 5%.
+    let a: Vec<f64> = (0..10).map(|i| 10.0 + 0.001 * i as f64).collect();
+    let b: Vec<f64> = a.iter().map(|x| x * 1.04).collect();
+    let d = decide(&p99, &a, &b, &[], &[], &StatOptions::default(), 1);
+    assert_eq!(
+        (d.method, d.verdict),
+        (Method::Threshold, Verdict::NoChange)
+    );
+    let tight = StatOptions {
+        threshold_pct: 2.0,
+        ..StatOptions::default()
+    };
+    assert_eq!(
+        decide(&p99, &a, &b, &[], &[], &tight, 1).verdict,
+        Verdict::Worse
+    );
+}
+
+#[test]
+fn zero_base_and_missing_values() {
+    let busy = metric_named("busy_rate");
+    let d = decide(
+        &busy,
+        &[0.0; 5],
+        &[0.0; 5],
+        &[],
+        &[],
+        &StatOptions::default(),
+        1,
+    );
+    assert_eq!(d.verdict, Verdict::NoChange);
+    assert_eq!(d.change_pct, Some(0.0));
+    let d = decide(
+        &busy,
+        &[0.0; 5],
+        &[0.01, 0.02, 0.01, 0.015, 0.012],
+        &[],
+        &[],
+        &StatOptions::default(),
+        1,
+    );
+    assert!(d.new_from_zero);
+    assert_eq!(d.verdict, Verdict::Worse);
+    let d = decide(&busy, &[], &[0.01], &[], &[], &StatOptions::default(), 1);
+    assert_eq!(d.verdict, Verdict::Unknown);
+}
+
+#[test]
+fn bootstrap_is_reproducible_for_a_seed() {
+    let p99 = metric_named("p99_ms");
+    let mut rng = Rng::new(9);
+    let a = series(&mut rng, 40, 10.0, 0.1);
+    let b = series(&mut rng, 40, 10.8, 0.1);
+    let one = decide(
+        &p99,
+        &[10.0],
+        &[10.8],
+        &[&a],
+        &[&b],
+        &StatOptions::default(),
+        42,
+    );
+    let two = decide(
+        &p99,
+        &[10.0],
+        &[10.8],
+        &[&a],
+        &[&b],
+        &StatOptions::default(),
+        42,
+    );
+    assert_eq!(one.ci, two.ci);
+    assert!(one.ci.is_some());
+}
+
+#[test]
+fn per_second_statistics() {
+    use harness::compare::model::SeriesStat;
+    let pts = [(4.0, 10.0), (1.0, 10.0), (3.0, 20.0), (2.0, 0.0)];
+    let refs: Vec<&(f64, f64)> = pts.iter().collect();
+    assert_eq!(SeriesStat::Median("x").reduce(&refs), Some(2.5));
+    assert_eq!(SeriesStat::Median("x").reduce(&refs[..3]), Some(3.0));
+    assert_eq!(SeriesStat::Mean("x").reduce(&refs), Some(2.5));
+    assert_eq!(SeriesStat::ShareOfAttempts("x").reduce(&refs), Some(0.25));
+    assert_eq!(SeriesStat::Mean("x").reduce(&[]), None);
+}
