@@ -15,7 +15,11 @@ const REQUIRED_TIMESERIES: &[&str] = &["cell_id", "repetition", "phase"];
 /// Why a result could not be read. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{path}: cannot read: {source} (pass a result folder holding summary.csv, or a summary.csv file)")]
+    #[error("{path}: no such file or folder (pass a result folder holding summary.csv, or a summary.csv file)")]
+    NotFound { path: PathBuf },
+    #[error(
+        "{path}: cannot read (pass a result folder holding summary.csv, or a summary.csv file)"
+    )]
     Io {
         path: PathBuf,
         #[source]
@@ -277,6 +281,11 @@ fn require(path: &Path, header: &[String], cols: &[&str]) -> Result<(), LoadErro
 
 /// Load a result folder or a summary CSV file.
 pub fn load(path: &Path) -> Result<RunData, LoadError> {
+    if !path.exists() {
+        return Err(LoadError::NotFound {
+            path: path.to_path_buf(),
+        });
+    }
     let (summary, ts) = locate(path);
     let (header, records) = open_csv(&summary)?;
     require(&summary, &header, REQUIRED_SUMMARY)?;
