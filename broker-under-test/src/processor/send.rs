@@ -422,7 +422,7 @@ mod tests {
                     ("brokerVersionProfile", profile),
                     ("sendMessageThreadPoolNums", "2"),
                     ("osPageCacheBusyTimeOutMills", "1000"),
-                    ("injectPutStallMillis", "1500"),
+                    ("injectPutStallMillis", "2000"),
                     ("injectPutStallIntervalMillis", "600000"),
                 ],
             )
@@ -465,8 +465,16 @@ mod tests {
             };
             let (b2, first) = (broker.clone(), task(1));
             let stalled = std::thread::spawn(move || process(&b2, first));
-            std::thread::sleep(Duration::from_millis(1250));
-            assert!(broker.store.is_os_page_cache_busy(), "{profile}");
+            // Busy from 1000 ms into the 2000 ms stall; poll rather than sleep a fixed time so
+            // that a slow thread start on a loaded machine cannot move the window.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !broker.store.is_os_page_cache_busy() {
+                assert!(
+                    Instant::now() < deadline,
+                    "{profile}: page cache never busy"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
             process(&broker, task(2));
             let decode = |f: bytes::Bytes| RemotingCommand::decode(f.slice(4..)).unwrap();
             let r = decode(rx.blocking_recv().unwrap());
