@@ -154,6 +154,38 @@ async fn malformed_input_closes_only_its_connection() {
     b.stop().await;
 }
 
+/// A client that sends but never reads fills its outbound queue; the broker closes that
+/// connection instead of buffering without bound, and keeps serving the others.
+#[tokio::test]
+async fn a_client_that_never_reads_is_disconnected() {
+    let b = TestBroker::start(&[]).await;
+    let mut healthy = b.client().await;
+    let mut greedy = b.client().await;
+    let frame = RemotingCommand::request(9999, 1).to_bytes();
+    let batch: Vec<u8> = frame
+        .iter()
+        .copied()
+        .cycle()
+        .take(frame.len() * 1000)
+        .collect();
+    let mut sent = 0;
+    // The outbound queue holds 32768 answers plus what the socket buffers absorb.
+    while sent < 1_000_000 {
+        match tokio::time::timeout(Duration::from_secs(5), greedy.stream.write_all(&batch)).await {
+            Ok(Ok(())) => sent += 1000,
+            // Write error: closed by the broker. Timeout: the broker stopped reading us.
+            _ => break,
+        }
+    }
+    assert!(
+        greedy.is_closed_within(Duration::from_secs(20)).await,
+        "still open after {sent} unread answers"
+    );
+    let r = healthy.call(RemotingCommand::request(9999, 2)).await;
+    assert_eq!(r.code, 3);
+    b.stop().await;
+}
+
 #[tokio::test]
 async fn idle_connections_are_closed() {
     let b = TestBroker::start(&[("serverChannelMaxIdleTimeSeconds", "1")]).await;

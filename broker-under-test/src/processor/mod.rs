@@ -21,7 +21,7 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let reply = match task.processor {
         // The send processor answers from the store's completion callback.
         ProcessorKind::Send => return send::process(broker, task),
-        ProcessorKind::Pull => pull::process(broker, &task.request),
+        ProcessorKind::Pull => pull::process(broker, &task.request, task.responder.peer()),
         ProcessorKind::Heartbeat => heartbeat::process(broker, &task.request),
         ProcessorKind::EndTransaction => end_transaction::process(broker, &task.request),
         ProcessorKind::ConsumerManage => consumer::process(broker, &task.request),

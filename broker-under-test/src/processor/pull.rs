@@ -1,6 +1,8 @@
 //! PULL_MESSAGE (11): PullMessageProcessor without long polling. The body is the concatenated
 //! CommitLog records (reference §7.6), so tests and tools can read back exactly what was stored.
 
+use std::net::SocketAddr;
+
 use remoting::{
     headers::{PullMessageRequestHeader, PullMessageResponseHeader},
     RemotingCommand, ResponseCode,
@@ -9,14 +11,14 @@ use remoting::{
 use crate::{
     broker::{Broker, PERM_READ},
     dispatch::response,
-    processor::header_error,
+    processor::{header_error, send::FAQ_SUFFIX},
     store::GetMessageStatus,
 };
 
 /// MessageStoreConfig.maxTransferBytesOnMessageInMemory: the default byte limit of one pull.
 pub const MAX_TRANSFER_BYTES: i32 = 256 * 1024;
 
-pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
+pub fn process(broker: &Broker, request: &RemotingCommand, peer: SocketAddr) -> RemotingCommand {
     let profile = broker.config.profile;
     let h = match request.header::<PullMessageRequestHeader>() {
         Ok(h) => h,
@@ -28,8 +30,7 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
             request,
             ResponseCode::TOPIC_NOT_EXIST,
             Some(format!(
-                "topic[{}] not exist, apply first please! \
-                 See http://rocketmq.apache.org/docs/faq/ for further details.",
+                "topic[{}] not exist, apply first please! {FAQ_SUFFIX}",
                 h.topic
             )),
         );
@@ -51,12 +52,12 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
             request,
             ResponseCode::SYSTEM_ERROR,
             Some(format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
                 h.queue_id,
                 h.topic,
                 topic.read_queue_nums,
-                // RocketMQ names the consumer's address; the group is what we have here.
-                h.consumer_group
+                // Java prints the channel's SocketAddress, which starts with a slash.
+                peer
             )),
         );
     }

@@ -26,7 +26,8 @@ pub const TOPIC_MAX_LENGTH: usize = 127;
 
 const MSG_REGION: &str = "MSG_REGION";
 const TRACE_ON: &str = "TRACE_ON";
-const FAQ_SUFFIX: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
+/// FAQUrl.suggestTodo(APPLY_TOPIC_URL).
+pub const FAQ_SUFFIX: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
 
 /// TopicValidator.validateTopic: `Err(remark)` when the topic is blank, has characters outside
 /// `^[%|a-zA-Z0-9_-]+$`, or is longer than 127 characters.

@@ -101,28 +101,31 @@ async fn write_loop(
     let mut out = BufWriter::new(writer);
     loop {
         let frame = tokio::select! {
-            _ = abort.cancelled() => break,
+            // Dropped, not flushed: a peer that does not read would block the flush forever.
+            _ = abort.cancelled() => return,
             f = rx.recv() => match f {
                 Some(f) => f,
                 None => break,
             },
         };
-        if out.write_all(&frame).await.is_err() {
-            abort.cancel();
-            break;
-        }
-        // Batch whatever else is ready into the same flush.
-        while let Ok(more) = rx.try_recv() {
-            if out.write_all(&more).await.is_err() {
-                abort.cancel();
-                return;
+        let written = async {
+            out.write_all(&frame).await?;
+            // Batch whatever else is ready into the same flush.
+            while let Ok(more) = rx.try_recv() {
+                out.write_all(&more).await?;
             }
-        }
-        if out.flush().await.is_err() {
+            out.flush().await
+        };
+        let ok = tokio::select! {
+            _ = abort.cancelled() => return,
+            r = written => r.is_ok(),
+        };
+        if !ok {
             abort.cancel();
-            break;
+            return;
         }
         *last_write.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
+    // Every answer producer is gone and everything was flushed: close our side politely.
     let _ = out.shutdown().await;
 }
