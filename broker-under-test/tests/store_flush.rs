@@ -88,6 +88,9 @@ fn sync_success_only_after_force(lock: PutLockKind) {
         assert!(begin.elapsed() >= Duration::from_millis(300));
     }
     let info = store.runtime_info();
+    // Group commit: 40 waiting puts, far fewer forces (each takes ≥ 300 ms here).
+    let forces: u64 = info["storeFlushTimes"].parse().unwrap();
+    assert!((1..=20).contains(&forces), "{forces} forces for 40 puts");
     let max: u64 = info["putMessageEntireTimeMax"].parse().unwrap();
     assert!(max >= 300, "entire time includes the flush wait: {max}");
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,8 @@ pub(crate) struct CommitLog {
     committed_where: AtomicI64,
     /// Serialises flushes (the flush service, group commit and shutdown may all flush).
     flush_lock: Mutex<()>,
+    /// Forces that moved `flushedWhere` (group commit makes this far smaller than the put count).
+    flush_times: AtomicU64,
     commit_lock: Mutex<()>,
     /// Dispatch position (ReputMessageService's `reputFromOffset`); the mutex makes one dispatcher at a time.
     reput_from: Mutex<i64>,
@@ -210,6 +212,7 @@ impl CommitLog {
             flushed_where: AtomicI64::new(0),
             committed_where: AtomicI64::new(0),
             flush_lock: Mutex::new(()),
+            flush_times: AtomicU64::new(0),
             commit_lock: Mutex::new(()),
             reput_from: Mutex::new(0),
             consume_queues,
@@ -273,6 +276,10 @@ impl CommitLog {
 
     pub(crate) fn flushed_where(&self) -> i64 {
         self.flushed_where.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn flush_times(&self) -> u64 {
+        self.flush_times.load(Ordering::Relaxed)
     }
 
     pub(crate) fn committed_where(&self) -> i64 {
@@ -463,6 +470,9 @@ impl CommitLog {
         let flushed = file.flush(least_pages, stall)?;
         let new_where = file.file_from_offset() + flushed as i64;
         self.flushed_where.store(new_where, Ordering::Release);
+        if new_where != where_ {
+            self.flush_times.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(new_where != where_)
     }
 

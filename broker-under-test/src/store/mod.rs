@@ -179,6 +179,9 @@ pub struct MessageStore {
     shut_down: AtomicBool,
 }
 
+/// A callback invocation deferred until the put left the in-flight count.
+type Deferred = Box<dyn FnOnce() + Send + 'static>;
+
 /// Decrements the in-flight count however a put ends.
 struct InFlight<'a>(&'a AtomicUsize);
 impl Drop for InFlight<'_> {
@@ -296,15 +299,30 @@ impl MessageStore {
     }
 
     fn put(&self, msgs: Vec<PutMessage>, done: PutCallback) {
+        let immediate = {
+            self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+            let _in_flight = InFlight(&self.inner.in_flight);
+            self.put_inner(msgs, done)
+        };
+        // Callbacks run after the put left the in-flight count, so a callback may even call
+        // `shutdown` without waiting for itself.
+        if let Some(run) = immediate {
+            run();
+        }
+    }
+
+    /// Returns the callback invocation when the answer is immediate; None when a flush
+    /// service will answer.
+    fn put_inner(&self, msgs: Vec<PutMessage>, done: PutCallback) -> Option<Deferred> {
         let inner = &self.inner;
         let begin = Instant::now();
-        inner.in_flight.fetch_add(1, Ordering::AcqRel);
-        let _in_flight = InFlight(&inner.in_flight);
-        let fail = |status, done: PutCallback| {
-            done(PutResult {
-                status,
-                append: None,
-            })
+        let fail = |status, done: PutCallback| -> Option<Deferred> {
+            Some(Box::new(move || {
+                done(PutResult {
+                    status,
+                    append: None,
+                })
+            }))
         };
         // §7.2: store status first.
         if !inner.running.load(Ordering::Acquire) {
@@ -363,10 +381,12 @@ impl MessageStore {
             Ok(a) => a,
             Err(status) => {
                 inner.stats.put_failed_times.fetch_add(1, Ordering::Relaxed);
-                return finish(PutResult {
-                    status,
-                    append: None,
-                });
+                return Some(Box::new(move || {
+                    finish(PutResult {
+                        status,
+                        append: None,
+                    })
+                }));
             }
         };
         inner
@@ -412,23 +432,28 @@ impl MessageStore {
                 );
                 inner.sync_flush.submit(req);
                 inner.flush_waiter.wakeup();
+                None
             }
             FlushDiskType::SyncFlush => {
                 inner.flush_waiter.wakeup();
-                finish(PutResult {
-                    status: PutMessageStatus::PutOk,
-                    append: Some(result),
-                });
+                Some(Box::new(move || {
+                    finish(PutResult {
+                        status: PutMessageStatus::PutOk,
+                        append: Some(result),
+                    })
+                }))
             }
             FlushDiskType::AsyncFlush => {
                 // 4.x wakes the flush service on every put; it only matters with a wake-able wait.
                 if !pool_on && !inner.config.flush_commit_log_timed {
                     inner.flush_waiter.wakeup();
                 }
-                finish(PutResult {
-                    status: PutMessageStatus::PutOk,
-                    append: Some(result),
-                });
+                Some(Box::new(move || {
+                    finish(PutResult {
+                        status: PutMessageStatus::PutOk,
+                        append: Some(result),
+                    })
+                }))
             }
         }
     }
@@ -630,6 +655,7 @@ impl MessageStore {
             self.lock_time_mills().to_string(),
         );
         m.insert("storeFlushedOffset".into(), log.flushed_where().to_string());
+        m.insert("storeFlushTimes".into(), log.flush_times().to_string());
         m.insert(
             "storeCommittedOffset".into(),
             log.committed_where().to_string(),
@@ -660,24 +686,26 @@ impl MessageStore {
         }
         let mut t = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         inner.commit_waiter.stop();
-        if let Some(h) = t.commit.take() {
-            let _ = h.join();
-        }
+        join(t.commit.take());
         inner.flush_waiter.stop();
-        if let Some(h) = t.flush.take() {
-            let _ = h.join();
-        }
+        join(t.flush.take());
         service::stop_watcher(inner);
-        if let Some(h) = t.watcher.take() {
-            let _ = h.join();
-        }
+        join(t.watcher.take());
         inner.stats_waiter.stop();
-        if let Some(h) = t.stats.take() {
-            let _ = h.join();
-        }
+        join(t.stats.take());
         let stall = Duration::from_millis(inner.config.injection.flush_stall_millis);
         if let Err(e) = inner.commit_log.commit_and_flush_all(stall) {
             eprintln!("store shutdown: final flush failed: {e}");
+        }
+    }
+}
+
+/// Joins a store thread, unless shutdown runs on that very thread (a put callback dropping the
+/// last store handle on the group-commit thread): joining itself would deadlock.
+fn join(handle: Option<JoinHandle<()>>) {
+    if let Some(h) = handle {
+        if h.thread().id() != std::thread::current().id() {
+            let _ = h.join();
         }
     }
 }
