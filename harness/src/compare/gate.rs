@@ -277,7 +277,7 @@ fn check_relative(
         &base.cell_series(key),
         &cand.cell_series(key),
         opts,
-        opts.seed,
+        model::seed_for(opts.seed, key, metric),
     );
     let regression = if d.new_from_zero {
         match m.direction {

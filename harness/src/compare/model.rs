@@ -226,7 +226,7 @@ pub enum Method {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MetricComparison {
     pub cell: String,
-    #[serde(skip)]
+    /// The candidate cell's parameters (without `param_`) and step.
     pub key: CellKey,
     pub metric: String,
     pub direction: Direction,
@@ -277,12 +277,53 @@ pub struct Comparison {
     /// Cells of the base (or, in reference mode, cells lacking a reference) with no partner.
     pub unmatched_base: Vec<String>,
     pub unmatched_candidate: Vec<String>,
+    /// Hints about the inputs, e.g. parameter columns present in only one run.
+    pub notes: Vec<String>,
 }
 
-fn seed_for(seed: u64, cell: &str, metric: &str) -> u64 {
-    // FNV-1a so a verdict does not depend on the order metrics are computed in.
+impl Comparison {
+    /// Count of rows per verdict and the biggest significant regression, for a headline.
+    pub fn headline(&self) -> String {
+        let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
+        let mut s = format!(
+            "{} worse, {} better, {} no change, {} inconclusive",
+            count(Verdict::Worse),
+            count(Verdict::Better),
+            count(Verdict::NoChange),
+            count(Verdict::Inconclusive)
+        );
+        let worst = self
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Worse)
+            .filter_map(|r| r.regression_pct().map(|p| (p, r)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((p, r)) = worst {
+            let amount = if p.is_finite() {
+                format!("{p:+.1}%")
+            } else {
+                "from 0".to_string()
+            };
+            s.push_str(&format!(
+                "; biggest regression: {} {amount} in {}",
+                r.metric, r.cell
+            ));
+        }
+        s
+    }
+}
+
+/// Bootstrap seed of one (cell, metric): FNV-1a of the cell's parameters and the metric, so
+/// a verdict depends neither on the order of computation nor on how the cell is labelled,
+/// and `compare` and `gate` reach the same verdict for the same data.
+pub fn seed_for(seed: u64, cell: &CellKey, metric: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    for b in cell.bytes().chain([0u8]).chain(metric.bytes()) {
+    let parts = cell
+        .params
+        .iter()
+        .flat_map(|(k, v)| [k.as_str(), "=", v.as_str(), ","])
+        .chain(["step=", cell.step.as_str(), ";", metric]);
+    for b in parts.flat_map(str::bytes) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -579,7 +620,7 @@ pub fn build(
         for metric in metrics {
             let bv = cell_values(base_run, &p.base, &metric.name);
             let cv = cell_values(cand_run, &p.candidate, &metric.name);
-            let seed = seed_for(opts.seed, &label, &metric.name);
+            let seed = seed_for(opts.seed, &p.base, &metric.name);
             let d = decide(metric, &bv, &cv, &bs, &cs, opts, seed);
             rows.push(MetricComparison {
                 cell: label.clone(),
@@ -616,5 +657,27 @@ pub fn build(
             .iter()
             .map(|k| k.label(&label_keys))
             .collect(),
+        notes: param_notes(base_run, cand_run),
     }
+}
+
+/// Parameter columns present in only one of the runs: cells can then never match.
+fn param_notes(base: &RunData, cand: &RunData) -> Vec<String> {
+    let only = |a: &RunData, b: &RunData| -> Vec<String> {
+        a.param_keys
+            .iter()
+            .filter(|k| !b.param_keys.contains(k))
+            .map(|k| format!("param_{k}"))
+            .collect()
+    };
+    let mut notes = Vec::new();
+    for (side, cols) in [("base", only(base, cand)), ("candidate", only(cand, base))] {
+        if !cols.is_empty() {
+            notes.push(format!(
+                "only the {side} has {}: cells are matched on all parameters, so none match",
+                cols.join(", ")
+            ));
+        }
+    }
+    notes
 }

@@ -107,6 +107,7 @@ fn header_lines(c: &Comparison) -> Vec<String> {
         "noise threshold: {}%   alpha: {}",
         c.threshold_pct, c.alpha
     ));
+    v.push(c.headline());
     v
 }
 
@@ -115,6 +116,7 @@ fn footer_lines(c: &Comparison) -> Vec<String> {
     if c.rows.is_empty() {
         v.push("no matched cells".to_string());
     }
+    v.extend(c.notes.iter().cloned());
     let (b, cand) = if c.reference.is_some() {
         ("cells without a reference cell", "")
     } else {
