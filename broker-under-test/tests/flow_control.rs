@@ -380,3 +380,56 @@ async fn oneway_busy_answers_follow_the_version() {
         b.stop().await;
     }
 }
+
+fn without_wait(cmd: RemotingCommand) -> RemotingCommand {
+    let mut h = cmd
+        .header::<remoting::headers::SendMessageRequestHeaderV2>()
+        .unwrap();
+    h.i = Some(props(&[("WAIT", "false")]));
+    cmd.with_header(&h)
+}
+
+/// `[PC_SYNCHRONIZED]` on the wire needs a send thread that becomes free during a long put-lock
+/// hold without having waited for the lock itself. 4.3's synchronous send path provides one: a
+/// thread blocked on a sync flush (§4.3). Timeline (ms): X takes the lock and stalls 0–1500, then
+/// waits ~1250 for its flush; A waits for the lock and stalls 1500–3000 (its stall interval has
+/// passed); C, admitted at 0 while nothing was busy, waits in the queue (fast failure off) until
+/// X's thread is free at ~2750, when A has held the lock ~1250 ms > 1000 ms.
+#[tokio::test]
+async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
+    let b = TestBroker::start(&[
+        ("brokerVersionProfile", "4.3"),
+        ("sendMessageThreadPoolNums", "2"),
+        ("brokerFastFailureEnable", "false"),
+        ("flushDiskType", "SYNC_FLUSH"),
+        ("injectFlushStallMillis", "1250"),
+        ("injectPutStallMillis", "1500"),
+        ("injectPutStallIntervalMillis", "1400"),
+        ("osPageCacheBusyTimeOutMills", "1000"),
+    ])
+    .await;
+    let mut c = b.client().await;
+    c.send(&send_v2(1, "PcSync", 0, b"X")).await;
+    c.send(&without_wait(send_v2(2, "PcSync", 0, b"A"))).await;
+    c.send(&without_wait(send_v2(3, "PcSync", 0, b"C"))).await;
+    let mut seen = BTreeMap::new();
+    while seen.len() < 3 {
+        let r = c.read().await;
+        seen.insert(r.opaque, r);
+    }
+    assert_eq!(seen[&1].code, 0, "{:?}", seen[&1].remark);
+    assert_eq!(seen[&2].code, 0, "{:?}", seen[&2].remark);
+    assert_eq!(
+        (seen[&3].code, remark(&seen[&3])),
+        (
+            1,
+            "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+        )
+    );
+    let expected: BTreeSet<Vec<u8>> = [b"X".to_vec(), b"A".to_vec()].into();
+    assert_eq!(stored(&mut c, "PcSync").await, expected);
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "flowControlPcSynchronized"), 1);
+    assert_eq!(counter(&info, "flowControlTotal"), 1);
+    b.stop().await;
+}
