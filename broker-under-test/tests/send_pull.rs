@@ -230,3 +230,31 @@ async fn consumer_offsets_heartbeat_and_end_transaction_are_accepted() {
     assert_eq!(info["sendThreadPoolQueueCapacity"], "10000");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_slave_refuses_sends_per_version() {
+    let b = TestBroker::start(&[("brokerVersionProfile", "5.3"), ("brokerRole", "SLAVE")]).await;
+    let mut c = b.client().await;
+    let r = c.call(send_v2(1, "SlaveTopic", 0, b"x")).await;
+    assert_eq!(
+        (r.code, remark(&r)),
+        (
+            2,
+            "[REJECTREQUEST]system busy, start flow control for a while"
+        )
+    );
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "flowControlRejectRequestSlave"), 1);
+    b.stop().await;
+
+    let b = TestBroker::start(&[("brokerVersionProfile", "4.9"), ("brokerRole", "SLAVE")]).await;
+    let mut c = b.client().await;
+    let r = c.call(send_v2(1, "SlaveTopic", 0, b"x")).await;
+    assert_eq!(r.code, 14);
+    assert!(remark(&r).starts_with(
+        "service not available now. It may be caused by one of the following reasons: \
+         the broker's disk is full [CL: "
+    ));
+    assert!(c.pull_all("SlaveTopic", 0).await.is_empty());
+    b.stop().await;
+}
