@@ -278,12 +278,24 @@ fn size_checks(lock: PutLockKind, inside: bool) {
     );
     let bad_topic = put(&store, message("../etc", 0, vec![1]));
     assert_eq!(bad_topic.status, PutMessageStatus::MessageIllegal);
-    // Body at the limit fits (record = 16 KiB + header < maxMessageSize + 64 KiB, and < one file).
-    assert_eq!(
-        put(&store, message("S", 0, vec![1; 16 * 1024])).status,
-        PutMessageStatus::PutOk
-    );
-    assert_eq!(store.max_offset_in_queue("S", 0), 1);
+    // A body at the limit: the 4.9.1+ encoder allows records up to maxMessageSize + 64 KiB, the
+    // 4.3 in-lock append callback only up to maxMessageSize (§7.2).
+    let at_limit = put(&store, message("S", 0, vec![1; 16 * 1024])).status;
+    let fail_counted: u64 = store.runtime_info()["putMessageFailedTimes"]
+        .parse()
+        .unwrap();
+    if inside {
+        assert_eq!(at_limit, PutMessageStatus::MessageIllegal);
+        assert_eq!(store.max_offset_in_queue("S", 0), 0);
+        // Both oversized bodies were refused inside the lock; the properties and topic checks
+        // came before the CommitLog and are not counted.
+        assert_eq!(fail_counted, 2);
+    } else {
+        assert_eq!(at_limit, PutMessageStatus::PutOk);
+        assert_eq!(store.max_offset_in_queue("S", 0), 1);
+        // The encoder rejections (body, properties) count as failed puts; the topic check does not.
+        assert_eq!(fail_counted, 2);
+    }
 }
 
 fn concurrent_appends_are_complete(lock: PutLockKind, inside: bool) {
@@ -420,12 +432,16 @@ fn runtime_info_has_rocketmq_keys() {
         "commitLogMinOffset",
         "commitLogMaxOffset",
         "pageCacheLockTimeMills",
+        "commitLogDirCapacity",
+        "dispatchBehindBytes",
     ] {
         assert!(info.contains_key(key), "missing {key}");
     }
     assert!(!info.contains_key("remainHowManyDataToCommit"));
     assert_eq!(info["remainTransientStoreBufferNumbs"], "2147483647");
     assert_eq!(info["pageCacheLockTimeMills"], "0");
+    assert_eq!(info["dispatchBehindBytes"], "0");
+    assert!(info["commitLogDirCapacity"].starts_with("Total : "));
     assert_eq!(info["putMessageDistributeTime"], "null");
     assert_eq!(
         info["commitLogMaxOffset"],

@@ -437,6 +437,16 @@ impl CommitLog {
         }
     }
 
+    /// Readable bytes not yet dispatched to the consume queues (`dispatchBehindBytes`).
+    pub(crate) fn dispatch_behind_bytes(&self) -> i64 {
+        let reput = *self.reput_from.lock().unwrap_or_else(|e| e.into_inner());
+        (self.max_offset() - reput).max(0)
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Reads `size` bytes at CommitLog `offset` if readable.
     pub(crate) fn read(&self, offset: i64, size: usize, out: &mut Vec<u8>) -> bool {
         match self.find_file(offset) {

@@ -316,25 +316,55 @@ impl MessageStore {
     fn put_inner(&self, msgs: Vec<PutMessage>, done: PutCallback) -> Option<Deferred> {
         let inner = &self.inner;
         let begin = Instant::now();
-        let fail = |status, done: PutCallback| -> Option<Deferred> {
-            Some(Box::new(move || {
-                done(PutResult {
-                    status,
-                    append: None,
-                })
-            }))
+        let stats_inner = Arc::clone(inner);
+        // `counted`: the put reached the CommitLog. RocketMQ measures the whole put time and counts
+        // failures only from there (the store-status and topic checks return before).
+        let finish = move |result: PutResult, counted: bool| {
+            if counted {
+                let ms = begin.elapsed().as_millis() as u64;
+                if ms > 500 {
+                    eprintln!("putMessage not in lock elapsed time(ms)={ms}");
+                }
+                stats_inner.stats.record_entire_time(ms);
+                if result.append.is_none() {
+                    stats_inner
+                        .stats
+                        .put_failed_times
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            done(result)
+        };
+        let failed = |status| PutResult {
+            status,
+            append: None,
         };
         // §7.2: store status first.
         if !inner.running.load(Ordering::Acquire) {
-            return fail(PutMessageStatus::ServiceNotAvailable, done);
+            return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
         }
         if self.is_os_page_cache_busy() {
-            return fail(PutMessageStatus::OsPageCacheBusy, done);
+            return defer(finish, failed(PutMessageStatus::OsPageCacheBusy), false);
         }
-        for m in &msgs {
-            if let Err(status) = check_message(&inner.config, m) {
-                return fail(status, done);
+        if let Some(status) = msgs.iter().find_map(|m| check_topic(m).err()) {
+            return defer(finish, failed(status), false);
+        }
+        if inner.config.encode_inside_lock {
+            // 4.3 – 4.9.0: DefaultMessageStore.checkMessage refuses long properties up front; the
+            // record length is checked inside the lock.
+            if msgs.iter().any(|m| m.properties.len() > MAX_PROPERTIES_LEN) {
+                return defer(
+                    finish,
+                    failed(PutMessageStatus::PropertiesSizeExceeded),
+                    false,
+                );
             }
+        } else if let Some(status) = msgs
+            .iter()
+            .find_map(|m| check_sizes(&inner.config, m).err())
+        {
+            // The 4.9.1+ encoder runs inside CommitLog.asyncPutMessage: counted as a failed put.
+            return defer(finish, failed(status), true);
         }
         let encode_all = |store_timestamp: i64| -> Vec<EncodedMessage> {
             msgs.iter()
@@ -348,7 +378,7 @@ impl MessageStore {
         };
         if !inner.config.encode_inside_lock {
             if let Err(status) = check_encoded(&inner.config, &encoded) {
-                return fail(status, done);
+                return defer(finish, failed(status), true);
             }
         }
         let wait_store_ok = msgs[0].wait_store_ok;
@@ -368,26 +398,9 @@ impl MessageStore {
                 appended.as_ref().map(|a| a.wrote_bytes).ok()
             );
         }
-        let stats_inner = Arc::clone(inner);
-        let finish = move |result: PutResult| {
-            let ms = begin.elapsed().as_millis() as u64;
-            if ms > 500 {
-                eprintln!("putMessage not in lock elapsed time(ms)={ms}");
-            }
-            stats_inner.stats.record_entire_time(ms);
-            done(result)
-        };
         let appended = match appended {
             Ok(a) => a,
-            Err(status) => {
-                inner.stats.put_failed_times.fetch_add(1, Ordering::Relaxed);
-                return Some(Box::new(move || {
-                    finish(PutResult {
-                        status,
-                        append: None,
-                    })
-                }));
-            }
+            Err(status) => return defer(finish, failed(status), true),
         };
         inner
             .stats
@@ -424,10 +437,13 @@ impl MessageStore {
                     next_offset,
                     Duration::from_millis(inner.config.sync_flush_timeout),
                     Box::new(move |status| {
-                        finish(PutResult {
-                            status,
-                            append: Some(result),
-                        })
+                        finish(
+                            PutResult {
+                                status,
+                                append: Some(result),
+                            },
+                            true,
+                        )
                     }),
                 );
                 inner.sync_flush.submit(req);
@@ -436,24 +452,28 @@ impl MessageStore {
             }
             FlushDiskType::SyncFlush => {
                 inner.flush_waiter.wakeup();
-                Some(Box::new(move || {
-                    finish(PutResult {
+                defer(
+                    finish,
+                    PutResult {
                         status: PutMessageStatus::PutOk,
                         append: Some(result),
-                    })
-                }))
+                    },
+                    true,
+                )
             }
             FlushDiskType::AsyncFlush => {
                 // 4.x wakes the flush service on every put; it only matters with a wake-able wait.
                 if !pool_on && !inner.config.flush_commit_log_timed {
                     inner.flush_waiter.wakeup();
                 }
-                Some(Box::new(move || {
-                    finish(PutResult {
+                defer(
+                    finish,
+                    PutResult {
                         status: PutMessageStatus::PutOk,
                         append: Some(result),
-                    })
-                }))
+                    },
+                    true,
+                )
             }
         }
     }
@@ -649,6 +669,21 @@ impl MessageStore {
             human_readable_bytes(log.remain_to_flush()),
         );
         m.insert("commitLogMinOffset".into(), log.min_offset().to_string());
+        m.insert(
+            "dispatchBehindBytes".into(),
+            log.dispatch_behind_bytes().to_string(),
+        );
+        if let Some((total, free)) = disk_space(log.dir()) {
+            // 5.x format (free space; 4.9.8 reports usable space).
+            m.insert(
+                "commitLogDirCapacity".into(),
+                format!(
+                    "Total : {}, Free : {}.",
+                    human_readable_bytes(total as i64),
+                    human_readable_bytes(free as i64)
+                ),
+            );
+        }
         m.insert("commitLogMaxOffset".into(), log.max_offset().to_string());
         m.insert(
             "pageCacheLockTimeMills".into(),
@@ -700,6 +735,20 @@ impl MessageStore {
     }
 }
 
+/// Total and free bytes of the file system holding `path`.
+fn disk_space(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; zeroed is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    Some((st.f_blocks as u64 * frsize, st.f_bfree as u64 * frsize))
+}
+
 /// Joins a store thread, unless shutdown runs on that very thread (a put callback dropping the
 /// last store handle on the group-commit thread): joining itself would deadlock.
 fn join(handle: Option<JoinHandle<()>>) {
@@ -716,10 +765,10 @@ impl Drop for MessageStore {
     }
 }
 
-/// Checks done before encoding (§7.2 and the encoder's limits).
-fn check_message(config: &StoreConfig, m: &PutMessage) -> Result<(), PutMessageStatus> {
+/// The topic checks of §7.2 (the topic is also a consume-queue directory name).
+fn check_topic(m: &PutMessage) -> Result<(), PutMessageStatus> {
     let t = m.topic.as_bytes();
-    // 5.3: > 127 bytes only for retry topics, never > 255; the topic is also a directory name.
+    // 5.3: > 127 bytes only for retry topics, never > 255.
     let too_long = t.len() > 255 || (t.len() > 127 && !m.topic.starts_with("%RETRY%"));
     if t.is_empty()
         || too_long
@@ -729,6 +778,11 @@ fn check_message(config: &StoreConfig, m: &PutMessage) -> Result<(), PutMessageS
     {
         return Err(PutMessageStatus::MessageIllegal);
     }
+    Ok(())
+}
+
+/// The encoder's body and properties limits.
+fn check_sizes(config: &StoreConfig, m: &PutMessage) -> Result<(), PutMessageStatus> {
     if m.properties.len() > MAX_PROPERTIES_LEN {
         return Err(PutMessageStatus::PropertiesSizeExceeded);
     }
@@ -738,10 +792,23 @@ fn check_message(config: &StoreConfig, m: &PutMessage) -> Result<(), PutMessageS
     Ok(())
 }
 
-/// Record-length limits: `maxMessageSize` + 64 KiB per batch, and whatever fits in one file.
+fn defer<F>(finish: F, result: PutResult, counted: bool) -> Option<Deferred>
+where
+    F: FnOnce(PutResult, bool) + Send + 'static,
+{
+    Some(Box::new(move || finish(result, counted)))
+}
+
+/// Record-length limits: `maxMessageSize` + 64 KiB per batch for the 4.9.1+ encoder, plain
+/// `maxMessageSize` for the 4.3 – 4.9.0 in-lock append callback, and whatever fits in one file.
 fn check_encoded(config: &StoreConfig, encoded: &[EncodedMessage]) -> Result<(), PutMessageStatus> {
     let total: usize = encoded.iter().map(|e| e.bytes.len()).sum();
-    if total > config.max_message_size + RECORD_SLACK
+    let slack = if config.encode_inside_lock {
+        0
+    } else {
+        RECORD_SLACK
+    };
+    if total > config.max_message_size + slack
         || total + remoting::message::BLANK_MARKER_LEN > config.mapped_file_size_commit_log
     {
         return Err(PutMessageStatus::MessageIllegal);
