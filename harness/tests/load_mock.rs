@@ -206,3 +206,52 @@ fn retry_policy_reports_attempts() {
     );
     assert!(s.counts.ok > 400, "{:?}", s.counts);
 }
+
+/// Generator precision at 100 k msgs/s against the fake (no broker work). Prints the lag
+/// histogram; run with `cargo test --release -p harness --test load_mock -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, not a check: timing depends on the machine"]
+fn lag_at_100k_per_second() {
+    // The encode cost alone, to separate generator work from scheduling noise.
+    let b = harness::runner::client::SendBuilder::new(&Workload {
+        message_size: 128,
+        ..Workload::default()
+    });
+    let mut buf = bytes::BytesMut::new();
+    let t = std::time::Instant::now();
+    for i in 0..100_000 {
+        b.encode(i, i as i32, &mut buf);
+    }
+    println!(
+        "encode: {:.2} µs per send",
+        t.elapsed().as_secs_f64() * 10.0
+    );
+    let fake = FakeBroker::start(FakeConfig::default()).unwrap();
+    let rate: f64 = std::env::var("LAG_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(100_000.0);
+    let w = Workload {
+        connections: 4,
+        message_size: 128,
+        ..workload(Model::Open, rate, 5.0)
+    };
+    let s = run(&fake, &w);
+    let q = |p: f64| s.lag.value_at_quantile(p);
+    println!(
+        "rate {rate}/s: sent {} ok {} dropped {} | lag µs p50 {} p90 {} p99 {} p99.9 {} max {} | latency µs p50 {} p99 {} | service µs p50 {} p99 {}",
+        s.sent,
+        s.counts.ok,
+        s.counts.dropped,
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(0.999),
+        s.lag.max(),
+        s.latency.value_at_quantile(0.5),
+        s.latency.value_at_quantile(0.99),
+        s.service.value_at_quantile(0.5),
+        s.service.value_at_quantile(0.99)
+    );
+    assert_eq!(s.sent, s.counts.total());
+}

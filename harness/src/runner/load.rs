@@ -258,6 +258,9 @@ struct Conn {
     last_attempt: Option<Instant>,
     opaque: i32,
     recorder: Arc<Mutex<Recorder>>,
+    /// Encoded sends not yet written, and their (opaque, segment, intended time).
+    out: BytesMut,
+    batch: Vec<(i32, usize, Instant)>,
 }
 
 /// A running load. Dropping it without [`LoadHandle::join`] stops and joins the threads.
@@ -302,6 +305,8 @@ impl LoadHandle {
                 last_attempt: None,
                 opaque: 0,
                 recorder: rec,
+                out: BytesMut::new(),
+                batch: Vec::new(),
             };
             if let Err(e) = connect(&mut c, cfg.addr, &common, conns.len()) {
                 last_err = Some(e);
@@ -405,7 +410,15 @@ fn connect(
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(common.send_timeout))?;
     let read_half = stream.try_clone()?;
-    // A fresh map: whatever was in flight on the old socket was already accounted for.
+    // Sends enqueued after the reader failed the old socket are still in its map: end them
+    // here so every scheduled send keeps exactly one outcome.
+    let now = Instant::now();
+    let stale: Vec<InFlight> = lock(&c.shared.inflight).drain().map(|(_, e)| e).collect();
+    for e in stale {
+        common.finish(&c.recorder, e, Outcome::ConnectionError, None, now, false);
+    }
+    c.out.clear();
+    c.batch.clear();
     c.shared = Arc::new(Shared::default());
     let ctx = ReaderCtx {
         shared: c.shared.clone(),
@@ -442,16 +455,25 @@ fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
             }
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
+                let mut frames = Vec::new();
+                let mut corrupt = false;
                 loop {
                     match decode_frame(&mut buf, MAX_FRAME_LEN) {
-                        Ok(Some(cmd)) => handle_response(&ctx, cmd),
+                        // Broker-initiated requests (CHECK_TRANSACTION_STATE, ...) are not ours.
+                        Ok(Some(cmd)) if cmd.is_response() => frames.push(cmd),
+                        Ok(Some(_)) => {}
                         Ok(None) => break,
                         Err(_) => {
-                            fail(&ctx);
-                            let _ = stream.shutdown(Shutdown::Both);
-                            return;
+                            corrupt = true;
+                            break;
                         }
                     }
+                }
+                handle_responses(&ctx, frames);
+                if corrupt {
+                    fail(&ctx);
+                    let _ = stream.shutdown(Shutdown::Both);
+                    return;
                 }
             }
             Err(e)
@@ -474,31 +496,34 @@ fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
     }
 }
 
-fn handle_response(ctx: &ReaderCtx, cmd: remoting::RemotingCommand) {
-    // Broker-initiated requests (CHECK_TRANSACTION_STATE, ...) are not ours to answer.
-    if !cmd.is_response() {
+/// Matches a read's worth of responses under one lock of the in-flight map, so the pacer
+/// (which inserts into it) waits at most once per read.
+fn handle_responses(ctx: &ReaderCtx, frames: Vec<remoting::RemotingCommand>) {
+    if frames.is_empty() {
         return;
     }
     let now = Instant::now();
-    let entry = {
+    let entries: Vec<Option<InFlight>> = {
         let mut map = lock(&ctx.shared.inflight);
-        map.remove(&cmd.opaque)
+        frames.iter().map(|cmd| map.remove(&cmd.opaque)).collect()
     };
-    let remark = cmd.remark.as_deref();
-    let outcome = classify(cmd.code, remark);
-    match entry {
-        Some(e) => {
-            ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-            lock(&ctx.recorder).attempt_answer(e.segment, cmd.code, remark);
-            ctx.common
-                .finish(&ctx.recorder, e, outcome, Some(cmd.code), now, true);
-        }
-        None => {
-            let seg = ctx.common.current_segment.load(Ordering::Relaxed);
-            let mut rec = lock(&ctx.recorder);
-            rec.late_answer(seg, cmd.code, remark);
-            if ctx.common.oneway {
-                rec.reclassify_oneway(seg, outcome);
+    for (cmd, entry) in frames.into_iter().zip(entries) {
+        let remark = cmd.remark.as_deref();
+        let outcome = classify(cmd.code, remark);
+        match entry {
+            Some(e) => {
+                ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
+                lock(&ctx.recorder).attempt_answer(e.segment, cmd.code, remark);
+                ctx.common
+                    .finish(&ctx.recorder, e, outcome, Some(cmd.code), now, true);
+            }
+            None => {
+                let seg = ctx.common.current_segment.load(Ordering::Relaxed);
+                let mut rec = lock(&ctx.recorder);
+                rec.late_answer(seg, cmd.code, remark);
+                if ctx.common.oneway {
+                    rec.reclassify_oneway(seg, outcome);
+                }
             }
         }
     }
@@ -678,6 +703,7 @@ impl Pacer {
                             }
                         }
                     }
+                    self.flush_conns();
                 }
             }
             // Wait: for the next due send, or (slots exhausted / closed loop) for a completion.
@@ -727,6 +753,7 @@ impl Pacer {
                 }
             }
         }
+        self.flush_conns();
     }
 
     fn drain_retries(&mut self) {
@@ -755,7 +782,10 @@ impl Pacer {
                         }
                     }
                 },
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
+                    self.flush_conns();
+                    return;
+                }
             }
         }
     }
@@ -796,6 +826,8 @@ impl Pacer {
         }
     }
 
+    /// Encodes one attempt into the connection's output buffer; [`Pacer::flush_conns`] writes
+    /// it. Sends due together (a catch-up after a late wake-up) go out in one `write`.
     fn write(
         &mut self,
         c: usize,
@@ -809,61 +841,79 @@ impl Pacer {
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
         self.builder.encode(seq, opaque, &mut self.buf);
-        let written = Instant::now();
+        conn.out.extend_from_slice(&self.buf);
         if !self.common.oneway {
+            let now = Instant::now();
             let e = InFlight {
                 seq,
                 intended,
-                written,
-                first_written: first_written.unwrap_or(written),
+                written: now,
+                first_written: first_written.unwrap_or(now),
                 segment,
                 attempt,
             };
             lock(&conn.shared.inflight).insert(opaque, e);
             conn.shared.len.fetch_add(1, Ordering::AcqRel);
         }
-        let result = match conn.stream.as_mut() {
-            Some(s) => s.write_all(&self.buf),
-            None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
-        };
-        let lag = us(written.saturating_duration_since(intended));
-        match result {
-            Ok(()) => {
-                let mut rec = lock(&self.rec);
-                rec.written(segment, lag);
-                if self.common.oneway {
-                    rec.outcome(segment, Outcome::Ok, Some(lag), None);
-                }
+        conn.batch.push((opaque, segment, intended));
+    }
+
+    /// Writes every connection's pending sends; lag is measured at the `write` call.
+    fn flush_conns(&mut self) {
+        for conn in &mut self.conns {
+            if conn.batch.is_empty() {
+                continue;
             }
-            Err(_) => {
-                conn.shared.broken.store(true, Ordering::Release);
-                if let Some(s) = conn.stream.as_ref() {
-                    let _ = s.shutdown(Shutdown::Both);
+            let written = Instant::now();
+            let result = match conn.stream.as_mut() {
+                Some(s) => s.write_all(&conn.out),
+                None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
+            };
+            conn.out.clear();
+            let batch = std::mem::take(&mut conn.batch);
+            match result {
+                Ok(()) => {
+                    let mut rec = lock(&self.rec);
+                    for (_, segment, intended) in batch {
+                        let lag = us(written.saturating_duration_since(intended));
+                        rec.written(segment, lag);
+                        if self.common.oneway {
+                            rec.outcome(segment, Outcome::Ok, Some(lag), None);
+                        }
+                    }
                 }
-                let entry = lock(&conn.shared.inflight).remove(&opaque);
-                let now = Instant::now();
-                match entry {
-                    Some(e) => {
-                        conn.shared.len.fetch_sub(1, Ordering::AcqRel);
-                        self.common.finish(
-                            &self.rec,
-                            e,
-                            Outcome::ConnectionError,
-                            None,
-                            now,
-                            false,
-                        );
+                Err(_) => {
+                    conn.shared.broken.store(true, Ordering::Release);
+                    if let Some(s) = conn.stream.as_ref() {
+                        let _ = s.shutdown(Shutdown::Both);
                     }
-                    None if self.common.oneway => {
-                        lock(&self.rec).outcome(
-                            segment,
-                            Outcome::ConnectionError,
-                            Some(us(now - intended)),
-                            None,
-                        );
+                    let now = Instant::now();
+                    for (opaque, segment, intended) in batch {
+                        let entry = lock(&conn.shared.inflight).remove(&opaque);
+                        match entry {
+                            Some(e) => {
+                                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
+                                self.common.finish(
+                                    &self.rec,
+                                    e,
+                                    Outcome::ConnectionError,
+                                    None,
+                                    now,
+                                    false,
+                                );
+                            }
+                            None if self.common.oneway => {
+                                lock(&self.rec).outcome(
+                                    segment,
+                                    Outcome::ConnectionError,
+                                    Some(us(now - intended)),
+                                    None,
+                                );
+                            }
+                            // The reader already failed this send.
+                            None => {}
+                        }
                     }
-                    // The reader already failed this send.
-                    None => {}
                 }
             }
         }
