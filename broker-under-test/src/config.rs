@@ -434,6 +434,7 @@ impl BrokerConfig {
         }
         let config = Self::from_effective(profile, effective)?;
         config.validate()?;
+        warnings.extend(config.sanitize());
         Ok(Loaded { config, warnings })
     }
 
@@ -524,6 +525,38 @@ impl BrokerConfig {
             store,
             effective,
         })
+    }
+
+    /// Settings that are legal but do not do what they seem to: one warning each.
+    pub fn sanitize(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self
+            .effective
+            .get("transientStorePoolEnable")
+            .map(String::as_str)
+            == Some("true")
+            && !self.store.transient_store_pool_in_effect
+        {
+            w.push(format!(
+                "transientStorePoolEnable=true has no effect with brokerVersionProfile={} here: \
+                 the pool needs {} (reference §5)",
+                self.profile,
+                if self.profile.is_4x() {
+                    "flushDiskType=ASYNC_FLUSH and brokerRole != SLAVE"
+                } else {
+                    "brokerRole != SLAVE"
+                }
+            ));
+        }
+        // isOSPageCacheBusy only counts lock holds shorter than 10^7 ms.
+        if self.store.os_page_cache_busy_timeout_mills >= 10_000_000 {
+            w.push(format!(
+                "osPageCacheBusyTimeOutMills={} disables the page-cache-busy check \
+                 (RocketMQ's formula ignores holds of 10,000,000 ms or more)",
+                self.store.os_page_cache_busy_timeout_mills
+            ));
+        }
+        w
     }
 
     /// Fails on contradictions a real broker would only discover at run time.
@@ -709,6 +742,22 @@ mod tests {
         assert!(!on("4.9", "SYNC_FLUSH", "ASYNC_MASTER"));
         assert!(on("5.3", "SYNC_FLUSH", "SYNC_MASTER"));
         assert!(!on("5.3", "ASYNC_FLUSH", "SLAVE"));
+    }
+
+    #[test]
+    fn ineffective_settings_warn() {
+        let l = load(&[
+            ("brokerVersionProfile", "4.9"),
+            ("transientStorePoolEnable", "true"),
+            ("flushDiskType", "SYNC_FLUSH"),
+        ])
+        .unwrap();
+        assert!(
+            l.warnings.iter().any(|w| w.contains("no effect")),
+            "{:?}",
+            l.warnings
+        );
+        assert!(load(&[]).unwrap().warnings.is_empty());
     }
 
     #[test]
