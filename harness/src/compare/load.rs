@@ -111,7 +111,8 @@ pub struct Row {
 
 impl Row {
     /// Value of a column, also answering derived per-class busy rates
-    /// (`busy_<class>_rate` = `busy_<class>` / `sent`). `Err` if no such column exists.
+    /// (`busy_<class>_rate` = `busy_<class>` / (`sent` − `dropped`), the denominator of
+    /// `busy_rate`). `Err` if no such column exists.
     pub fn get(&self, name: &str) -> Result<Option<f64>, NoSuchColumn> {
         if let Some(v) = self.values.get(name) {
             return Ok(*v);
@@ -119,7 +120,13 @@ impl Row {
         if let Some(class) = name.strip_suffix("_rate") {
             if class.starts_with("busy_") && self.values.contains_key(class) {
                 let count = self.values.get(class).copied().flatten();
-                let sent = self.values.get("sent").copied().flatten();
+                let dropped = self.values.get("dropped").copied().flatten().unwrap_or(0.0);
+                let sent = self
+                    .values
+                    .get("sent")
+                    .copied()
+                    .flatten()
+                    .map(|s| s - dropped);
                 return Ok(match (count, sent) {
                     (Some(c), Some(s)) if s > 0.0 => Some(c / s),
                     (Some(_), Some(_)) => Some(0.0),

@@ -28,8 +28,9 @@ pub enum SeriesStat {
     None,
 }
 
-/// Columns of timeseries.csv whose sum is the number of answered-or-abandoned attempts.
-const ATTEMPT_COLUMNS: &[&str] = &["ok", "busy", "errors", "timeouts", "dropped"];
+/// Columns of timeseries.csv whose sum is the sends that went on the wire (every outcome
+/// but `dropped`), the denominator of summary.csv's `busy_rate` = busy / (sent − dropped).
+const ATTEMPT_COLUMNS: &[&str] = &["ok", "busy", "errors", "timeouts"];
 
 #[derive(Debug, Clone)]
 pub struct Metric {
@@ -429,7 +430,7 @@ pub fn decide(
     let min_secs = 2 * opts.block.max(1);
     if secs(&base_x) < min_secs || secs(&cand_x) < min_secs {
         let reason = format!(
-            "too few measured seconds with `{}` ({} vs {}) for {}-s blocks; need >= {}",
+            "too few measured seconds with `{}` ({} vs {}) for {}-s blocks; need >= {} (measure longer or use >=4 repetitions per side)",
             metric.name,
             secs(&cand_x),
             secs(&base_x),

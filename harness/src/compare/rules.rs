@@ -20,6 +20,27 @@
 //! `PARAM` may be written with or without `param_`, quoted or bare; `step` is allowed.
 //! Absolute rules are checked on every repetition of every cell in scope; a value that is
 //! unknown (empty column) makes the rule inconclusive for that cell.
+//!
+//! A relative rule compares each candidate cell with the baseline cell of equal parameters
+//! using the statistics of `harness compare` (model.rs): it fails (exit 1) only when the
+//! change is significant and worse than the limit; a point change beyond the limit that
+//! the test cannot confirm — too noisy, too few repetitions or seconds — is inconclusive
+//! (exit 2); a change within the limit passes without a test.
+//!
+//! The rules file is TOML: a profile's `[gate]` table, or the same keys at the top level.
+//!
+//! ```toml
+//! [gate]
+//! threshold = 10          # noise threshold in percent for relative rules. Default: 5
+//! alpha = 0.05            # significance level. Default: 0.05
+//! allow_invalid = false   # or true, or a list of scopes: [{ "param_x" = "y" }]. Default: false
+//! rules = ["valid == true", "p99_ms: regression <= 50%"]     # apply to every cell
+//! [[gate.rule]]                                            # scoped to some cells
+//! expr = "busy > 0"
+//! where = { "param_broker.waitTimeMillsInSendQueue" = 200 }  # also `step`, `cell_id`
+//! ```
+//! A scope key that is not a parameter of the candidate, or a scope matching no cell, is an
+//! error (exit 3) rather than a silently skipped rule.
 
 use std::collections::BTreeMap;
 use std::fmt;
