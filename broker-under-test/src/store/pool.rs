@@ -18,6 +18,20 @@ impl PoolBuffer {
     }
 }
 
+fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages <= 0 || page <= 0 {
+        return None;
+    }
+    (pages as usize).checked_mul(page as usize)
+}
+
 /// The pool. A buffer is out while a mapped file holds it, back once that file is wholly committed.
 pub(crate) struct TransientStorePool {
     free: Mutex<Vec<Arc<PoolBuffer>>>,
@@ -28,6 +42,15 @@ static MLOCK_WARNED: AtomicBool = AtomicBool::new(false);
 impl TransientStorePool {
     pub(crate) fn new(size: usize, buffer_len: usize) -> Result<Self, StoreError> {
         let mut free = Vec::with_capacity(size);
+        // RocketMQ mlocks every buffer. As root, mlock ignores RLIMIT_MEMLOCK, so a default pool
+        // (5 × 1 GiB) would pin 5 GiB; refuse to pin more than half the machine's memory.
+        let total = size.saturating_mul(buffer_len);
+        let lock_allowed = physical_memory().is_none_or(|phys| total <= phys / 2);
+        if !lock_allowed {
+            eprintln!(
+                "TransientStorePool: not locking {total} bytes of buffers in memory (more than half of RAM)"
+            );
+        }
         for _ in 0..size {
             let map: MmapRaw = MmapOptions::new()
                 .len(buffer_len)
@@ -38,7 +61,11 @@ impl TransientStorePool {
                 })?
                 .into();
             // SAFETY: the range is exactly the anonymous mapping just created.
-            let rc = unsafe { libc::mlock(map.as_ptr() as *const libc::c_void, buffer_len) };
+            let rc = if lock_allowed {
+                unsafe { libc::mlock(map.as_ptr() as *const libc::c_void, buffer_len) }
+            } else {
+                0
+            };
             if rc != 0 && !MLOCK_WARNED.swap(true, Ordering::Relaxed) {
                 eprintln!(
                     "TransientStorePool: mlock of {buffer_len} bytes failed ({}); buffers stay pageable",
