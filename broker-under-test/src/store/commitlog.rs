@@ -356,7 +356,6 @@ impl CommitLog {
         let mut offsets = Vec::with_capacity(msgs.len());
         let mut first_queue_offset = -1;
         let mut pos = wrote_offset;
-        let mut batch = Vec::with_capacity(total);
         for m in msgs.iter_mut() {
             let key = (m.topic.clone(), m.queue_id);
             let next = guard.queue_offsets.entry(key).or_insert(0);
@@ -376,9 +375,15 @@ impl CommitLog {
                 .copy_from_slice(&store_timestamp.to_be_bytes());
             offsets.push(pos);
             pos += m.bytes.len() as i64;
-            batch.extend_from_slice(&m.bytes);
         }
-        file.append(&batch);
+        // One append for the whole batch, so readers never see part of it.
+        if let [single] = &msgs[..] {
+            file.append(&single.bytes);
+        } else {
+            let parts: Vec<&[u8]> = msgs.iter().map(|m| m.bytes.as_slice()).collect();
+            let batch = parts.concat();
+            file.append(&batch);
+        }
         Ok(Appended {
             wrote_offset,
             wrote_bytes: total,

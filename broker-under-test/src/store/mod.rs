@@ -836,7 +836,7 @@ fn encode(config: &StoreConfig, m: &PutMessage, store_timestamp: i64) -> Encoded
     let mut buf = BytesMut::with_capacity(record.encoded_len());
     record.encode(&mut buf);
     EncodedMessage {
-        bytes: buf.to_vec(),
+        bytes: buf.into(),
         topic: m.topic.clone(),
         queue_id: m.queue_id,
         sys_flag: record.effective_sys_flag(),
