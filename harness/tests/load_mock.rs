@@ -180,7 +180,7 @@ fn scripted_answers_are_accounted() {
 #[test]
 fn retry_policy_reports_attempts() {
     let script = Arc::new(|n: u64| {
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             (2, Some("[OVERLOAD]system busy".to_owned()))
         } else {
             (0, None)

@@ -310,6 +310,8 @@ fn effective_conf(cell: &Cell, store: &Path) -> BTreeMap<String, String> {
 }
 
 struct Sample {
+    /// When the interval ended.
+    at: Instant,
     second: u64,
     interval: Interval,
     segment: Option<usize>,
@@ -365,7 +367,15 @@ fn run_job(
                     cpus,
                     Duration::from_secs(20),
                 )
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| {
+                    // The broker's last words are usually the reason (a config error).
+                    let log =
+                        std::fs::read_to_string(job_dir.join("broker.log")).unwrap_or_default();
+                    match log.lines().rev().find(|l| !l.trim().is_empty()) {
+                        Some(last) => format!("{e}: {}", last.trim()),
+                        None => e.to_string(),
+                    }
+                })?;
                 let (addr, pid) = (p.addr, p.pid);
                 (addr, Some(p), Some(pid))
             }
@@ -465,8 +475,7 @@ fn run_job(
         row.push(info_ms("sendThreadPoolQueueHeadWaitTimeMills"));
         row.push(info_ms("pageCacheLockTimeMills"));
         series.push(row);
-        let start =
-            ctx.run_start.elapsed().as_secs_f64() - (samples.len() as f64 - s.second as f64 + 1.0);
+        let start = s.at.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
         for (name, h) in [
             ("latency", &i.latency),
             ("service", &i.service),
@@ -658,6 +667,7 @@ fn drive(
                 .line(&format!("  [{} r{repetition} {second}s] {msg}", cell.id)),
         }
         samples.push(Sample {
+            at: now,
             second,
             interval,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),

@@ -1,0 +1,199 @@
+//! End to end against the real `broker-under-test` binary.
+//!
+//! The binary is `$BROKER_UNDER_TEST_BIN` if set, else the tests run
+//! `cargo build -p broker-under-test` once into their own target dir (a no-op when it is
+//! fresh), so `cargo test -p harness` alone works and never picks up a stale binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use harness::profile::Profile;
+use harness::runner::{run_profile, RunOptions};
+use tokio_util::sync::CancellationToken;
+
+fn broker_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
+            return PathBuf::from(p);
+        }
+        // Always ask cargo: it is a no-op when the binary is fresh and rebuilds a stale one.
+        let exe = std::env::current_exe().expect("test executable path");
+        // <target>/<profile>/deps/<test> → <target>
+        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "broker-under-test"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .expect("running cargo build -p broker-under-test");
+        assert!(status.success(), "cargo build -p broker-under-test failed");
+        target.join("debug/broker-under-test")
+    })
+    .clone()
+}
+
+fn options(out: &Path) -> RunOptions {
+    RunOptions {
+        target: None,
+        out: Some(out.to_owned()),
+        broker_pid: None,
+        broker_bin: Some(broker_bin()),
+        command_line: "e2e test".into(),
+        cancel: CancellationToken::new(),
+        stop_after_jobs: None,
+        quiet: true,
+    }
+}
+
+const STALL_MATRIX: &str = r#"
+name = "e2e"
+[workload]
+rate = 800
+warmup = "0.5s"
+duration = "2.5s"
+connections = 2
+message_size = 128
+[broker]
+mappedFileSizeCommitLog = 16777216
+injectPutStallMillis = 400
+injectPutStallIntervalMillis = 1000
+[matrix]
+"broker.waitTimeMillsInSendQueue" = [200, 3000]
+"broker.sendMessageThreadPoolNums" = [1, 2]
+"#;
+
+/// A 2×2 matrix with an injected put stall: 4 rows with the right parameters, busy answers
+/// only at 200 ms, and per-class counts equal to the broker's own counters.
+#[test]
+fn stall_matrix_matches_broker_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(STALL_MATRIX, "e2e.toml", Path::new("e2e.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.rows.len(), 4);
+    let mut seen = Vec::new();
+    for row in &outcome.rows {
+        // params are in axis order: sendMessageThreadPoolNums, waitTimeMillsInSendQueue.
+        let (threads, wait) = (row.params[0].clone(), row.params[1].clone());
+        seen.push((threads.clone(), wait.clone()));
+        let s = &row.seg;
+        let total = s.ok
+            + s.busy_total()
+            + s.system_error
+            + s.flush_disk_timeout
+            + s.message_illegal
+            + s.other_codes
+            + s.timeouts
+            + s.dropped
+            + s.connection_errors;
+        assert_eq!(s.sent, total, "{row:?}");
+        assert_eq!(
+            row.res.broker_counters_match,
+            Some(true),
+            "harness and broker busy counts differ: {row:?}"
+        );
+        if wait == "200" {
+            assert!(
+                s.busy[1] > 0,
+                "expected [TIMEOUT_CLEAN_QUEUE] at wait 200: {row:?}"
+            );
+        } else {
+            assert_eq!(
+                s.busy_total(),
+                0,
+                "no busy answers expected at wait 3000: {row:?}"
+            );
+        }
+    }
+    seen.sort();
+    let want: Vec<(String, String)> = [("1", "200"), ("1", "3000"), ("2", "200"), ("2", "3000")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(seen, want);
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 5);
+    assert!(summary
+        .lines()
+        .next()
+        .unwrap()
+        .contains("param_broker.sendMessageThreadPoolNums,param_broker.waitTimeMillsInSendQueue"));
+    for f in ["timeseries.csv", "latency.hlog", "run.json"] {
+        assert!(dir.path().join(f).is_file(), "{f} missing");
+    }
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["cells"].as_array().map(Vec::len), Some(4));
+}
+
+/// An interrupted matrix keeps the rows of the cells that finished.
+#[test]
+fn interrupted_matrix_keeps_finished_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "e2e-interrupt"
+[workload]
+rate = 300
+warmup = "0.2s"
+duration = "1s"
+connections = 1
+[broker]
+mappedFileSizeCommitLog = 16777216
+[validity]
+# Debug build on a shared machine: generator precision is not what this test checks.
+max_lag_p99_us = 1e9
+max_harness_cpu = 1000
+[matrix]
+"broker.sendMessageThreadPoolNums" = [1, 2, 3]
+"#;
+    let profile = Profile::parse(text, "i.toml", Path::new("i.toml"), &[]).unwrap();
+    let opts = RunOptions {
+        stop_after_jobs: Some(1),
+        ..options(dir.path())
+    };
+    let outcome = run_profile(&profile, &opts).unwrap();
+    assert!(outcome.interrupted);
+    assert_eq!(outcome.rows.len(), 1);
+    assert!(outcome.rows[0].valid, "{:?}", outcome.rows[0]);
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 2, "{summary}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["interrupted"], serde_json::Value::Bool(true));
+}
+
+/// A broker that cannot start makes an invalid row, and the matrix goes on.
+#[test]
+fn broker_start_failure_is_an_invalid_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "e2e-bad"
+[workload]
+rate = 200
+warmup = "0s"
+duration = "0.5s"
+[broker]
+mappedFileSizeCommitLog = 16777216
+[validity]
+max_lag_p99_us = 1e9
+max_harness_cpu = 1000
+[matrix]
+"broker.sendMessageThreadPoolNums" = ["not-a-number", 1]
+"#;
+    let profile = Profile::parse(text, "b.toml", Path::new("b.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    assert_eq!(outcome.rows.len(), 2);
+    let bad = outcome
+        .rows
+        .iter()
+        .find(|r| r.params[0] == "not-a-number")
+        .unwrap();
+    assert!(!bad.valid);
+    assert!(!bad.invalid_reason.is_empty());
+    let good = outcome.rows.iter().find(|r| r.params[0] == "1").unwrap();
+    assert!(good.valid, "{good:?}");
+}
