@@ -35,6 +35,7 @@ fn physical_memory() -> Option<usize> {
 /// The pool. A buffer is out while a mapped file holds it, back once that file is wholly committed.
 pub(crate) struct TransientStorePool {
     free: Mutex<Vec<Arc<PoolBuffer>>>,
+    size: usize,
 }
 
 static MLOCK_WARNED: AtomicBool = AtomicBool::new(false);
@@ -76,13 +77,18 @@ impl TransientStorePool {
         }
         Ok(TransientStorePool {
             free: Mutex::new(free),
+            size,
         })
     }
 
     /// `borrowBuffer`: None when every buffer is lent out.
     pub(crate) fn borrow(&self) -> Option<Arc<PoolBuffer>> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.pop()
+        let buffer = free.pop();
+        if (free.len() as f64) < self.size as f64 * 0.4 {
+            eprintln!("TransientStorePool only remain {} sheets.", free.len());
+        }
+        buffer
     }
 
     /// `returnBuffer`.
