@@ -20,6 +20,7 @@ fn config(dir: &Path, pool_size: usize) -> StoreConfig {
         transient_store_pool_in_effect: true,
         transient_store_pool_size: pool_size,
         flush_interval_commit_log: 20,
+        flush_commit_log_thorough_interval: 100,
         commit_interval_commit_log: 20,
         commit_commit_log_thorough_interval: 50,
         ..StoreConfig::default()
@@ -213,6 +214,9 @@ fn graceful_restart_loses_nothing() {
             if flush == FlushDiskType::AsyncFlush {
                 cfg.commit_interval_commit_log = 500;
                 cfg.commit_commit_log_thorough_interval = 10_000;
+            } else {
+                // Commit on every wake-up, so waiting puts are not held up by the least-pages rule.
+                cfg.commit_commit_log_thorough_interval = 0;
             }
             {
                 let store = MessageStore::open(cfg.clone()).unwrap();
