@@ -54,6 +54,10 @@ pub(crate) struct Appended {
     pub(crate) store_timestamp: i64,
 }
 
+/// Lock order (never taken the other way round): put lock → `files` (write, to add a file) →
+/// pool free list. `commit_lock` → a file's write-buffer mutex → pool free list. `reput_from` →
+/// `files` (read) → consume-queue maps. The put path releases the put lock before dispatching,
+/// and no service thread ever takes the put lock.
 pub(crate) struct CommitLog {
     dir: PathBuf,
     file_size: usize,
@@ -69,6 +73,7 @@ pub(crate) struct CommitLog {
     flush_lock: Mutex<()>,
     /// Forces that moved `flushedWhere` (group commit makes this far smaller than the put count).
     flush_times: AtomicU64,
+    /// Serialises commits (the commit service and shutdown).
     commit_lock: Mutex<()>,
     /// Dispatch position (ReputMessageService's `reputFromOffset`); the mutex makes one dispatcher at a time.
     reput_from: Mutex<i64>,

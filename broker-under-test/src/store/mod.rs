@@ -4,6 +4,23 @@
 //! Threads, all named and joined by [`MessageStore::shutdown`]:
 //! `FlushRealTimeService` (ASYNC_FLUSH) or `GroupCommitService` + `FlushDiskWatcher` (SYNC_FLUSH),
 //! `CommitRealTimeService` (pool in effect), `StoreStatsService`.
+//!
+//! A put: status checks (shut down, page cache busy, §7.2) → size checks and encoding (outside the
+//! lock from 4.9.1, inside for 4.3 via `encode_inside_lock`) → the put lock (`beginTimeInLock`
+//! stamped) → append to the last mapped file, rolling with a blank marker → lock released →
+//! dispatch to the consume queue (the commit thread dispatches instead when the pool is on,
+//! because readers see committed bytes only) → the answer: at once (ASYNC_FLUSH, WAIT=false,
+//! failures) or from group commit / the flush-disk watcher (SYNC_FLUSH).
+//!
+//! Differences from RocketMQ worth knowing: files are created inside the put lock (no
+//! AllocateMappedFileService pre-creating the next file, so the next file borrows no pool buffer
+//! in advance); consume queues are rebuilt from the CommitLog on every open and never deleted;
+//! nothing is ever expired or deleted; ordinary messages only (no delay levels, no HA).
+//!
+//! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
+//! stall holds the put lock for `put_stall_millis` on the first append and then at most once per
+//! `put_stall_interval_millis`; `append_delay_micros` stretches every lock hold to at least that;
+//! `flush_stall_millis` is added to every force.
 
 mod commitlog;
 mod config;
