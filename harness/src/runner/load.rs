@@ -157,14 +157,19 @@ struct InFlight {
     attempt: u32,
 }
 
-/// A connection slot's state shared between the pacer and its reader.
+/// A connection slot's state shared between the pacer and its reader. The in-flight map
+/// itself is owned by the reader: the pacer hands entries over a channel, so it never waits on a
+/// lock held by a reader that the scheduler has preempted.
 #[derive(Default)]
 struct Shared {
-    // Held only for insert/remove/sweep; never across I/O.
-    inflight: Mutex<HashMap<i32, InFlight>>,
     len: AtomicUsize,
     broken: AtomicBool,
 }
+
+type Handoff = (i32, InFlight);
+
+/// What a reader leaves behind: entries nobody answered yet.
+type Leftover = (Receiver<Handoff>, HashMap<i32, InFlight>);
 
 struct Retry {
     seq: u64,
@@ -254,7 +259,9 @@ fn us(d: Duration) -> u64 {
 struct Conn {
     shared: Arc<Shared>,
     stream: Option<TcpStream>,
-    reader: Option<JoinHandle<()>>,
+    /// Hands in-flight entries to this connection's reader.
+    tx: Option<std::sync::mpsc::Sender<Handoff>>,
+    reader: Option<JoinHandle<Leftover>>,
     last_attempt: Option<Instant>,
     opaque: i32,
     recorder: Arc<Mutex<Recorder>>,
@@ -301,6 +308,7 @@ impl LoadHandle {
             let mut c = Conn {
                 shared: Arc::new(Shared::default()),
                 stream: None,
+                tx: None,
                 reader: None,
                 last_attempt: None,
                 opaque: 0,
@@ -403,31 +411,37 @@ fn connect(
     index: usize,
 ) -> std::io::Result<()> {
     c.last_attempt = Some(Instant::now());
+    // Sends handed to the old reader after it failed the socket: end them here so every
+    // scheduled send keeps exactly one outcome.
+    c.tx = None;
     if let Some(old) = c.reader.take() {
-        let _ = old.join();
+        if let Ok((rx, map)) = old.join() {
+            let now = Instant::now();
+            for (_, e) in map.into_iter().chain(rx.try_iter()) {
+                c.shared.len.fetch_sub(1, Ordering::AcqRel);
+                common.finish(&c.recorder, e, Outcome::ConnectionError, None, now, false);
+            }
+        }
     }
     let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(common.send_timeout))?;
     let read_half = stream.try_clone()?;
-    // Sends enqueued after the reader failed the old socket are still in its map: end them
-    // here so every scheduled send keeps exactly one outcome.
-    let now = Instant::now();
-    let stale: Vec<InFlight> = lock(&c.shared.inflight).drain().map(|(_, e)| e).collect();
-    for e in stale {
-        common.finish(&c.recorder, e, Outcome::ConnectionError, None, now, false);
-    }
     c.out.clear();
     c.batch.clear();
     c.shared = Arc::new(Shared::default());
+    let (tx, rx) = std::sync::mpsc::channel();
     let ctx = ReaderCtx {
         shared: c.shared.clone(),
         recorder: c.recorder.clone(),
         common: common.clone(),
+        rx,
+        map: HashMap::new(),
     };
     let reader = thread::Builder::new()
         .name(format!("harness-reader-{index}"))
         .spawn(move || reader_loop(read_half, ctx))?;
+    c.tx = Some(tx);
     c.reader = Some(reader);
     c.stream = Some(stream);
     Ok(())
@@ -437,12 +451,23 @@ struct ReaderCtx {
     shared: Arc<Shared>,
     recorder: Arc<Mutex<Recorder>>,
     common: Arc<Common>,
+    /// Entries handed over by the pacer, moved into `map` before responses are matched.
+    rx: Receiver<Handoff>,
+    map: HashMap<i32, InFlight>,
 }
 
-fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
+impl ReaderCtx {
+    fn take_handoffs(&mut self) {
+        for (k, e) in self.rx.try_iter() {
+            self.map.insert(k, e);
+        }
+    }
+}
+
+fn reader_loop(mut stream: TcpStream, mut ctx: ReaderCtx) -> Leftover {
     if stream.set_read_timeout(Some(SWEEP)).is_err() {
-        fail(&ctx);
-        return;
+        fail(&mut ctx);
+        return (ctx.rx, ctx.map);
     }
     let mut buf = BytesMut::with_capacity(256 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -450,8 +475,8 @@ fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
     loop {
         match stream.read(&mut chunk) {
             Ok(0) => {
-                fail(&ctx);
-                return;
+                fail(&mut ctx);
+                return (ctx.rx, ctx.map);
             }
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
@@ -469,11 +494,11 @@ fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
                         }
                     }
                 }
-                handle_responses(&ctx, frames);
+                handle_responses(&mut ctx, frames);
                 if corrupt {
-                    fail(&ctx);
+                    fail(&mut ctx);
                     let _ = stream.shutdown(Shutdown::Both);
-                    return;
+                    return (ctx.rx, ctx.map);
                 }
             }
             Err(e)
@@ -484,29 +509,29 @@ fn reader_loop(mut stream: TcpStream, ctx: ReaderCtx) {
                         | std::io::ErrorKind::Interrupted
                 ) => {}
             Err(_) => {
-                fail(&ctx);
-                return;
+                fail(&mut ctx);
+                return (ctx.rx, ctx.map);
             }
         }
         let now = Instant::now();
         if now - last_sweep >= SWEEP {
             last_sweep = now;
-            sweep(&ctx, now, false);
+            sweep(&mut ctx, now, false);
         }
     }
 }
 
-/// Matches a read's worth of responses under one lock of the in-flight map, so the pacer
-/// (which inserts into it) waits at most once per read.
-fn handle_responses(ctx: &ReaderCtx, frames: Vec<remoting::RemotingCommand>) {
+/// Matches a read's worth of responses against the reader's in-flight map.
+fn handle_responses(ctx: &mut ReaderCtx, frames: Vec<remoting::RemotingCommand>) {
     if frames.is_empty() {
         return;
     }
     let now = Instant::now();
-    let entries: Vec<Option<InFlight>> = {
-        let mut map = lock(&ctx.shared.inflight);
-        frames.iter().map(|cmd| map.remove(&cmd.opaque)).collect()
-    };
+    ctx.take_handoffs();
+    let entries: Vec<Option<InFlight>> = frames
+        .iter()
+        .map(|cmd| ctx.map.remove(&cmd.opaque))
+        .collect();
     for (cmd, entry) in frames.into_iter().zip(entries) {
         let remark = cmd.remark.as_deref();
         let outcome = classify(cmd.code, remark);
@@ -530,9 +555,10 @@ fn handle_responses(ctx: &ReaderCtx, frames: Vec<remoting::RemotingCommand>) {
 }
 
 /// Times out sends past their budget; with `all`, every remaining send.
-fn sweep(ctx: &ReaderCtx, now: Instant, all: bool) {
+fn sweep(ctx: &mut ReaderCtx, now: Instant, all: bool) {
+    ctx.take_handoffs();
     let expired: Vec<InFlight> = {
-        let mut map = lock(&ctx.shared.inflight);
+        let map = &mut ctx.map;
         let keys: Vec<i32> = map
             .iter()
             .filter(|(_, e)| all || now >= e.first_written + ctx.common.send_timeout)
@@ -547,13 +573,14 @@ fn sweep(ctx: &ReaderCtx, now: Instant, all: bool) {
     }
 }
 
-fn fail(ctx: &ReaderCtx) {
+fn fail(ctx: &mut ReaderCtx) {
     ctx.shared.broken.store(true, Ordering::Release);
     if ctx.common.closing.load(Ordering::Acquire) {
         return;
     }
     let now = Instant::now();
-    let lost: Vec<InFlight> = lock(&ctx.shared.inflight).drain().map(|(_, e)| e).collect();
+    ctx.take_handoffs();
+    let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
     for e in lost {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
         ctx.common
@@ -852,8 +879,25 @@ impl Pacer {
                 segment,
                 attempt,
             };
-            lock(&conn.shared.inflight).insert(opaque, e);
             conn.shared.len.fetch_add(1, Ordering::AcqRel);
+            let handed = match conn.tx.as_ref() {
+                Some(tx) => tx.send((opaque, e)).map_err(|err| err.0 .1),
+                None => Err(e),
+            };
+            if let Err(e) = handed {
+                // The reader is gone: this send cannot be answered.
+                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
+                self.common.finish(
+                    &self.rec,
+                    e,
+                    Outcome::ConnectionError,
+                    None,
+                    Instant::now(),
+                    false,
+                );
+                conn.out.truncate(conn.out.len() - self.buf.len());
+                return;
+            }
         }
         conn.batch.push((opaque, segment, intended));
     }
@@ -887,31 +931,18 @@ impl Pacer {
                     if let Some(s) = conn.stream.as_ref() {
                         let _ = s.shutdown(Shutdown::Both);
                     }
-                    let now = Instant::now();
-                    for (opaque, segment, intended) in batch {
-                        let entry = lock(&conn.shared.inflight).remove(&opaque);
-                        match entry {
-                            Some(e) => {
-                                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
-                                self.common.finish(
-                                    &self.rec,
-                                    e,
-                                    Outcome::ConnectionError,
-                                    None,
-                                    now,
-                                    false,
-                                );
-                            }
-                            None if self.common.oneway => {
-                                lock(&self.rec).outcome(
-                                    segment,
-                                    Outcome::ConnectionError,
-                                    Some(us(now - intended)),
-                                    None,
-                                );
-                            }
-                            // The reader already failed this send.
-                            None => {}
+                    // Answered sends were handed to the reader, which fails them when it sees
+                    // the shut-down socket; oneway sends are ended here.
+                    if self.common.oneway {
+                        let now = Instant::now();
+                        let mut rec = lock(&self.rec);
+                        for (_, segment, intended) in batch {
+                            rec.outcome(
+                                segment,
+                                Outcome::ConnectionError,
+                                Some(us(now - intended)),
+                                None,
+                            );
                         }
                     }
                 }
@@ -958,21 +989,23 @@ impl Pacer {
         self.common.closing.store(true, Ordering::Release);
         let now = Instant::now();
         for c in &mut self.conns {
-            let lost: Vec<InFlight> = lock(&c.shared.inflight).drain().map(|(_, e)| e).collect();
-            for e in lost {
-                c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                lock(&c.recorder).outcome(
-                    e.segment,
-                    Outcome::Timeout,
-                    Some(us(now - e.intended)),
-                    None,
-                );
-            }
+            c.tx = None;
             if let Some(s) = c.stream.take() {
                 let _ = s.shutdown(Shutdown::Both);
             }
             if let Some(r) = c.reader.take() {
-                let _ = r.join();
+                if let Ok((rx, map)) = r.join() {
+                    let mut rec = lock(&c.recorder);
+                    for (_, e) in map.into_iter().chain(rx.try_iter()) {
+                        c.shared.len.fetch_sub(1, Ordering::AcqRel);
+                        rec.outcome(
+                            e.segment,
+                            Outcome::Timeout,
+                            Some(us(now - e.intended)),
+                            None,
+                        );
+                    }
+                }
             }
         }
         while let Ok(r) = self.retry_rx.try_recv() {
