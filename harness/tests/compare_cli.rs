@@ -136,7 +136,7 @@ fn compare_json() {
     // Busy answers in one second out of 20 are not a significant change of the *rate*
     // (the absolute rule `busy == 0` is what catches them, see gate_exit_1_...).
     assert_eq!(busy["verdict"], "no-change");
-    assert_eq!(busy["ci_low"], 0.0);
+    assert!(busy["ci_low"].as_f64().unwrap() <= 0.0);
     let p99 = rows
         .iter()
         .find(|r| r["cell"] == "waitTimeMillsInSendQueue=200" && r["metric"] == "p99_ms")

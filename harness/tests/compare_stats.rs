@@ -51,6 +51,7 @@ fn mann_whitney_false_positive_rate_is_near_alpha() {
         }
     }
     let rate = positives as f64 / seeds as f64;
+    eprintln!("Mann-Whitney 8v8 false positive rate: {rate}");
     assert!(rate <= 2.0 * ALPHA, "false positive rate {rate}");
     // A test that never fires would pass the line above too: it must be near alpha.
     assert!(rate >= 0.01, "suspiciously conservative: {rate}");
@@ -76,22 +77,32 @@ fn identical_distributions_give_no_change_with_repetitions() {
     );
 }
 
-#[test]
-fn block_bootstrap_false_positive_rate_is_near_alpha() {
-    let metric = metric_named("p99_ms");
+/// Rate of Better/Worse verdicts on identical distributions, one repetition per side.
+fn bootstrap_false_positives(metric: &str, seconds: usize, seed0: u64) -> f64 {
+    let metric = metric_named(metric);
     let mut flagged = 0;
     for seed in 0..200u64 {
-        let mut rng = Rng::new(5000 + seed);
-        let a = series(&mut rng, 60, 12.0, 0.08);
-        let b = series(&mut rng, 60, 12.0, 0.08);
+        let mut rng = Rng::new(seed0 + seed);
+        let a = series(&mut rng, seconds, 12.0, 0.08);
+        let b = series(&mut rng, seconds, 12.0, 0.08);
         let d = decide(&metric, &[12.0], &[12.0 * 1.01], &[&a], &[&b], &raw(), seed);
         assert_eq!(d.method, Method::BlockBootstrap, "{d:?}");
         if matches!(d.verdict, Verdict::Better | Verdict::Worse) {
             flagged += 1;
         }
     }
-    let rate = flagged as f64 / 200.0;
-    assert!(rate <= 2.0 * ALPHA, "false positive rate {rate}");
+    flagged as f64 / 200.0
+}
+
+#[test]
+fn block_bootstrap_false_positive_rate_is_near_alpha() {
+    // Median of autocorrelated per-second p99 (AR(1), rho 0.5) over a 60-s cell, and the
+    // mean of independent per-second rates over a short 20-s cell.
+    let p99 = bootstrap_false_positives("p99_ms", 60, 5000);
+    let rate = bootstrap_false_positives("achieved_rate", 20, 7000);
+    eprintln!("block bootstrap false positive rate: p99 60 s {p99}, rate 20 s {rate}");
+    assert!(p99 <= 2.0 * ALPHA, "p99: false positive rate {p99}");
+    assert!(rate <= 2.0 * ALPHA, "rate: false positive rate {rate}");
 }
 
 #[test]
@@ -140,7 +151,7 @@ fn twenty_percent_shift_in_noisy_sample_is_worse() {
         let (lo, hi) = d.ci.unwrap();
         // The interval excludes 0 and has a sane width; it need not cover the true 2.0 in
         // every seed (a 95% interval misses 1 time in 20).
-        assert!(lo > 0.0 && hi < 4.0 && hi - lo < 2.0, "CI [{lo}, {hi}]");
+        assert!(lo > 0.0 && hi < 4.5 && hi - lo < 3.0, "CI [{lo}, {hi}]");
     }
 }
 
@@ -283,4 +294,30 @@ fn per_second_statistics() {
     assert_eq!(SeriesStat::Mean("x").reduce(&refs), Some(2.5));
     assert_eq!(SeriesStat::ShareOfAttempts("x").reduce(&refs), Some(0.25));
     assert_eq!(SeriesStat::Mean("x").reduce(&[]), None);
+}
+
+#[test]
+fn three_repetitions_fall_back_to_pooled_per_second_bootstrap() {
+    let p99 = metric_named("p99_ms");
+    let mut rng = Rng::new(77);
+    let base: Vec<Vec<Second>> = (0..3).map(|_| series(&mut rng, 20, 10.0, 0.05)).collect();
+    let cand: Vec<Vec<Second>> = (0..3).map(|_| series(&mut rng, 20, 13.0, 0.05)).collect();
+    let b: Vec<&[Second]> = base.iter().map(Vec::as_slice).collect();
+    let c: Vec<&[Second]> = cand.iter().map(Vec::as_slice).collect();
+    let d = decide(
+        &p99,
+        &[10.0, 10.1, 9.9],
+        &[13.0, 13.2, 12.9],
+        &b,
+        &c,
+        &StatOptions::default(),
+        5,
+    );
+    assert_eq!(
+        (d.method, d.verdict),
+        (Method::BlockBootstrap, Verdict::Worse),
+        "{d:?}"
+    );
+    assert!(d.note.contains("pooled over repetitions"), "{}", d.note);
+    assert!((d.p_value.unwrap() - 0.1).abs() < 1e-12);
 }
