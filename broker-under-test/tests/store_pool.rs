@@ -115,7 +115,8 @@ fn buffers_are_lent_and_returned_after_full_commit() {
     let store = MessageStore::open(config(dir.path(), 3)).unwrap();
     assert_eq!(store.remain_transient_store_buffer_numbs(), 3);
     put(&store, message(0, 100));
-    assert_eq!(store.remain_transient_store_buffer_numbs(), 2);
+    // The active file and the one pre-created for the next roll each hold a buffer.
+    assert_eq!(store.remain_transient_store_buffer_numbs(), 1);
     assert!(!store.is_transient_store_pool_deficient());
     // Fill several files; committed files give their buffer back.
     for i in 0..200 {
@@ -125,10 +126,11 @@ fn buffers_are_lent_and_returned_after_full_commit() {
         );
     }
     assert!(store.commit_log_file_offsets().len() >= 3);
-    // Every full file gives its buffer back once committed; only the active file may keep one
-    // (if the pool ran dry while files rolled quickly, the active file was created unbuffered).
+    // Every full file gives its buffer back once committed; only the active and the pre-created
+    // file may keep one (if the pool ran dry while files rolled quickly, they were created
+    // unbuffered and hold none).
     wait_for("buffers back", || {
-        store.remain_transient_store_buffer_numbs() >= 2
+        store.remain_transient_store_buffer_numbs() >= 1
     });
     wait_for("all visible", || store.max_offset_in_queue("P", 0) == 201);
 }
@@ -143,6 +145,17 @@ fn pool_of_one_is_always_deficient() {
     assert_eq!(store.remain_transient_store_buffer_numbs(), 0);
     assert!(store.is_transient_store_pool_deficient());
     assert_eq!(store.runtime_info()["remainTransientStoreBufferNumbs"], "0");
+}
+
+#[test]
+fn pool_of_two_is_deficient_after_the_first_put() {
+    // Active file + pre-created next file: both buffers are out, so every send is rejected
+    // ([REJECTREQUEST]) until the first file is full and committed.
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), 2)).unwrap();
+    put(&store, message(0, 100));
+    assert_eq!(store.remain_transient_store_buffer_numbs(), 0);
+    assert!(store.is_transient_store_pool_deficient());
 }
 
 #[test]

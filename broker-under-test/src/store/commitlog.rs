@@ -25,6 +25,8 @@ pub(crate) struct AppendState {
     pub(crate) queue_offsets: HashMap<(String, i32), i64>,
     /// When the last injected put stall happened (epoch ms).
     pub(crate) last_stall_millis: i64,
+    /// The pre-created next file (AllocateMappedFileService's `nextNextFilePath`), not yet in use.
+    pub(crate) standby: Option<Arc<MappedFile>>,
 }
 
 /// Why an append failed inside the lock.
@@ -211,6 +213,7 @@ impl CommitLog {
                 AppendState {
                     queue_offsets: HashMap::new(),
                     last_stall_millis: 0,
+                    standby: None,
                 },
             ),
             files: RwLock::new(files),
@@ -291,8 +294,9 @@ impl CommitLog {
         self.committed_where.load(Ordering::Acquire)
     }
 
-    /// Creates the next file (under the put lock), borrowing a pool buffer when the pool is on.
-    fn create_file(&self, file_from_offset: i64) -> Result<Arc<MappedFile>, AppendError> {
+    /// Maps the file starting at `file_from_offset`, borrowing a pool buffer when the pool is on.
+    /// With `fastFailIfNoBufferInStorePool` and no free buffer it fails like RocketMQ's allocator.
+    fn map_file(&self, file_from_offset: i64) -> Result<MappedFile, AppendError> {
         let buffer = match &self.pool {
             Some(pool) => match pool.borrow() {
                 Some(b) => Some(b),
@@ -310,28 +314,61 @@ impl CommitLog {
             None => None,
         };
         let path = self.dir.join(file_name(file_from_offset));
-        match MappedFile::open(
+        MappedFile::open(
             path.clone(),
             file_from_offset,
             self.file_size,
             buffer.clone(),
-        ) {
-            Ok(f) => {
-                let f = Arc::new(f);
-                self.files
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(Arc::clone(&f));
-                Ok(f)
+        )
+        .map_err(|e| {
+            eprintln!("create mapped file failed: {}: {e}", path.display());
+            if let (Some(pool), Some(b)) = (&self.pool, buffer) {
+                pool.give_back(b);
             }
-            Err(e) => {
-                eprintln!("create mapped file failed: {}: {e}", path.display());
-                if let (Some(pool), Some(b)) = (&self.pool, buffer) {
-                    pool.give_back(b);
+            AppendError::CreateMappedFileFailed
+        })
+    }
+
+    /// Makes the file at `file_from_offset` the active one (under the put lock), taking the
+    /// pre-created file when there is one, then pre-creates the file after it, as
+    /// AllocateMappedFileService does (`putRequestAndReturnMappedFile(next, nextNext)`). The
+    /// pre-created file holds a pool buffer of its own, so in steady state two buffers are out.
+    fn next_file(
+        &self,
+        state: &mut AppendState,
+        file_from_offset: i64,
+    ) -> Result<Arc<MappedFile>, AppendError> {
+        let file = match state.standby.take() {
+            Some(f) if f.file_from_offset() == file_from_offset => f,
+            stale => {
+                if let (Some(f), Some(pool)) = (stale, &self.pool) {
+                    if let Some(b) = f.take_write_buffer() {
+                        pool.give_back(b);
+                    }
                 }
-                Err(AppendError::CreateMappedFileFailed)
+                Arc::new(self.map_file(file_from_offset)?)
             }
+        };
+        self.files
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&file));
+        let next = file_from_offset + self.file_size as i64;
+        let skip = match &self.pool {
+            // RocketMQ skips the pre-allocation when fast-fail is on and no buffer is free.
+            Some(pool) if self.fast_fail_if_no_buffer && pool.available() == 0 => {
+                eprintln!(
+                    "[NOTIFYME]TransientStorePool is not enough, so skip preallocate mapped file, \
+                     RequestQueueSize : 0, StorePoolSize: 0"
+                );
+                true
+            }
+            _ => false,
+        };
+        if !skip {
+            state.standby = self.map_file(next).ok().map(Arc::new);
         }
+        Ok(file)
     }
 
     /// Appends a batch (one message or many) under an already held put lock: every message of
@@ -343,10 +380,11 @@ impl CommitLog {
     ) -> Result<Appended, AppendError> {
         let total: usize = msgs.iter().map(|m| m.bytes.len()).sum();
         let store_timestamp = guard.begin_millis();
+        let state: &mut AppendState = guard;
         let mut file = match self.last_file() {
             Some(f) if !f.is_full() => f,
-            Some(f) => self.create_file(f.file_from_offset() + self.file_size as i64)?,
-            None => self.create_file(0)?,
+            Some(f) => self.next_file(state, f.file_from_offset() + self.file_size as i64)?,
+            None => self.next_file(state, 0)?,
         };
         // A record is only appended if record + 8 ≤ remaining; otherwise the blank marker ends the file.
         let remaining = self.file_size - file.wrote();
@@ -355,7 +393,7 @@ impl CommitLog {
             marker[0..4].copy_from_slice(&(remaining as i32).to_be_bytes());
             marker[4..8].copy_from_slice(&MAGIC_BLANK.to_be_bytes());
             file.append_blank(&marker);
-            file = self.create_file(file.file_from_offset() + self.file_size as i64)?;
+            file = self.next_file(state, file.file_from_offset() + self.file_size as i64)?;
         }
         let wrote_offset = file.file_from_offset() + file.wrote() as i64;
         let mut offsets = Vec::with_capacity(msgs.len());

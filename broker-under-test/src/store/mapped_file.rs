@@ -269,4 +269,12 @@ impl MappedFile {
         }
         Ok(self.flushed())
     }
+
+    /// Takes the write buffer out (a pre-created file that will not be used).
+    pub(crate) fn take_write_buffer(&self) -> Option<Arc<PoolBuffer>> {
+        self.write_buffer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
 }

@@ -12,10 +12,11 @@
 //! because readers see committed bytes only) → the answer: at once (ASYNC_FLUSH, WAIT=false,
 //! failures) or from group commit / the flush-disk watcher (SYNC_FLUSH).
 //!
-//! Differences from RocketMQ worth knowing: files are created inside the put lock (no
-//! AllocateMappedFileService pre-creating the next file, so the next file borrows no pool buffer
-//! in advance); consume queues are rebuilt from the CommitLog on every open and never deleted;
-//! nothing is ever expired or deleted; ordinary messages only (no delay levels, no HA).
+//! Differences from RocketMQ worth knowing: the file after the active one is pre-created (with
+//! its own pool buffer, as AllocateMappedFileService does) but synchronously, inside the put
+//! lock at the roll, not by a background thread; consume queues are rebuilt from the CommitLog
+//! on every open and never deleted; nothing is ever expired or deleted; ordinary messages only
+//! (no delay levels, no HA).
 //!
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
 //! stall holds the put lock for `put_stall_millis` on the first append and then at most once per
