@@ -197,3 +197,50 @@ max_harness_cpu = 1000
     let good = outcome.rows.iter().find(|r| r.params[0] == "1").unwrap();
     assert!(good.valid, "{good:?}");
 }
+
+/// `--target` against a fake broker: the topic is created, steps give one row per stair, and
+/// broker axes are refused.
+#[test]
+fn target_mode_with_steps_reports_each_stair() {
+    use harness::testkit::{FakeBroker, FakeConfig};
+    let fake = FakeBroker::start(FakeConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "steps"
+[workload]
+model = "steps"
+steps = [{ rate = 200, duration = "1s" }, { rate = 400, duration = "1s" }]
+warmup = "0.2s"
+[validity]
+max_lag_p99_us = 1e9
+max_harness_cpu = 1000
+"#;
+    let profile = Profile::parse(text, "s.toml", Path::new("s.toml"), &[]).unwrap();
+    let opts = RunOptions {
+        target: Some(fake.addr),
+        broker_bin: None,
+        ..options(dir.path())
+    };
+    let outcome = run_profile(&profile, &opts).unwrap();
+    assert_eq!(outcome.rows.len(), 2);
+    assert_eq!(outcome.rows[0].step, Some(0));
+    assert_eq!(outcome.rows[1].step, Some(1));
+    assert_eq!(outcome.rows[0].seg.sent, 200);
+    assert_eq!(outcome.rows[1].seg.sent, 400);
+    assert_eq!(outcome.rows[1].target_rate, Some(400.0));
+    assert!(
+        outcome
+            .rows
+            .iter()
+            .all(|r| r.valid && r.seg.ok == r.seg.sent),
+        "{:?}",
+        outcome.rows
+    );
+    // The fake reports no flow-control counters: unknown, not false.
+    assert_eq!(outcome.rows[0].res.broker_counters_match, None);
+
+    let with_axis = format!("{text}\n[matrix]\n\"broker.sendMessageThreadPoolNums\" = [1, 2]\n");
+    let profile = Profile::parse(&with_axis, "s.toml", Path::new("s.toml"), &[]).unwrap();
+    let err = run_profile(&profile, &opts).unwrap_err().to_string();
+    assert!(err.contains("broker axes"), "{err}");
+}

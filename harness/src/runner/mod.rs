@@ -650,12 +650,17 @@ fn drive(
             interval.latency.value_at_quantile(0.99) as f64 / 1000.0
         };
         let msg = format!(
-            "rate {}/s ok {} busy {} tmo {} drop {} p99 {p99:.3} ms",
+            "rate {}/s ok {} busy {} tmo {} drop {} p99 {p99:.3} ms lag p99 {} µs",
             interval.written,
             interval.counts.ok,
             interval.counts.busy_total(),
             interval.counts.timeouts,
-            interval.counts.dropped
+            interval.counts.dropped,
+            if interval.lag.is_empty() {
+                0
+            } else {
+                interval.lag.value_at_quantile(0.99)
+            }
         );
         match &bar {
             Some(b) => {
