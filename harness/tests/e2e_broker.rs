@@ -244,3 +244,59 @@ max_harness_cpu = 1000
     let err = run_profile(&profile, &opts).unwrap_err().to_string();
     assert!(err.contains("broker axes"), "{err}");
 }
+
+/// Every request shape against one real broker (`--target` mode): JSON and ROCKETMQ headers,
+/// SEND_MESSAGE and SEND_MESSAGE_V2, batches, oneway. Every send must succeed.
+#[test]
+fn request_variants_are_accepted_by_the_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("broker.conf");
+    let store = dir.path().join("store");
+    std::fs::write(
+        &conf,
+        format!(
+            "listenPort=0\nstorePathRootDir={}\nmappedFileSizeCommitLog=16777216\n",
+            store.display()
+        ),
+    )
+    .unwrap();
+    let broker = harness::broker::BrokerProcess::start(
+        &broker_bin(),
+        &conf,
+        &dir.path().join("broker.log"),
+        None,
+        std::time::Duration::from_secs(20),
+    )
+    .unwrap();
+    let text = r#"
+name = "variants"
+[workload]
+rate = 300
+warmup = "0.1s"
+duration = "0.5s"
+connections = 1
+message_size = 64
+[validity]
+max_lag_p99_us = 1e9
+max_harness_cpu = 1000
+[matrix]
+"workload.header" = ["json", "rocketmq"]
+"workload.code" = ["v1", "v2"]
+"workload.batch" = [1, 4]
+"workload.oneway" = [false, true]
+"#;
+    let profile = Profile::parse(text, "v.toml", Path::new("v.toml"), &[]).unwrap();
+    let opts = RunOptions {
+        target: Some(broker.addr),
+        broker_pid: Some(broker.pid),
+        broker_bin: None,
+        ..options(&dir.path().join("out"))
+    };
+    let outcome = run_profile(&profile, &opts).unwrap();
+    assert_eq!(outcome.rows.len(), 16);
+    for r in &outcome.rows {
+        assert_eq!(r.seg.sent, 150, "{}: {:?}", r.label, r.seg);
+        assert_eq!(r.seg.ok, r.seg.sent, "{}: {:?}", r.label, r.seg);
+    }
+    broker.stop(std::time::Duration::from_secs(10));
+}
