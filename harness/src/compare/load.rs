@@ -404,9 +404,23 @@ fn load_series(path: &Path) -> Result<BTreeMap<SeriesId, Vec<Second>>, LoadError
         .into_iter()
         .map(|(k, mut v)| {
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
-            (k, v.into_iter().map(|(_, s)| s).collect())
+            let mut secs: Vec<Second> = v.into_iter().map(|(_, s)| s).collect();
+            trim_drain(&mut secs);
+            (k, secs)
         })
         .collect())
+}
+
+/// Drop trailing seconds in which nothing was sent although a rate was targeted: they are
+/// the drain after the schedule (answers still arriving), not intervals of the load, and
+/// would drag per-second means down. Such a second in the middle of a run is kept — there
+/// it means the generator stalled, which is data.
+fn trim_drain(secs: &mut Vec<Second>) {
+    while secs.last().is_some_and(|s| {
+        s.get("achieved_rate") == Some(0.0) && s.get("target_rate").is_some_and(|t| t > 0.0)
+    }) {
+        secs.pop();
+    }
 }
 
 /// Numeric columns of the summary contract: a non-number there is an error, not text.
@@ -483,3 +497,31 @@ const KNOWN_SERIES_NUMERIC: &[&str] = &[
     "send_queue_head_wait_ms",
     "page_cache_lock_ms",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sec(target: f64, achieved: f64) -> Second {
+        let mut s = Second::default();
+        s.values.insert("target_rate".into(), Some(target));
+        s.values.insert("achieved_rate".into(), Some(achieved));
+        s
+    }
+
+    #[test]
+    fn trailing_drain_seconds_are_dropped() {
+        let mut v = vec![
+            sec(10.0, 10.0),
+            sec(10.0, 0.0),
+            sec(10.0, 9.0),
+            sec(10.0, 0.0),
+            sec(10.0, 0.0),
+        ];
+        trim_drain(&mut v);
+        assert_eq!(v.len(), 3, "only the trailing zero-send seconds go");
+        let mut v = vec![sec(0.0, 0.0)];
+        trim_drain(&mut v);
+        assert_eq!(v.len(), 1, "no target rate: nothing to judge");
+    }
+}

@@ -45,6 +45,15 @@ pub fn change(r: &MetricComparison) -> String {
     }
 }
 
+/// "no change" when inside the noise threshold, "not significant" when a test ran and could
+/// not tell the difference from noise; the model (and JSON) call both `no-change`.
+pub fn verdict_label(r: &MetricComparison) -> &'static str {
+    match (r.verdict, r.method) {
+        (Verdict::NoChange, Method::MannWhitney | Method::BlockBootstrap) => "not significant",
+        (v, _) => v.label(),
+    }
+}
+
 /// One human-readable phrase with the evidence behind the verdict.
 pub fn evidence(r: &MetricComparison, alpha: f64) -> String {
     match r.method {
@@ -91,7 +100,7 @@ fn cells(c: &Comparison) -> Vec<[String; 7]> {
                 num(r.base),
                 num(r.candidate),
                 change(r),
-                r.verdict.label().to_string(),
+                verdict_label(r).to_string(),
                 evidence(r, c.alpha),
             ]
         })
@@ -278,7 +287,7 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
             opt(r.p_value),
             opt(r.ci_low),
             opt(r.ci_high),
-            r.verdict.label().to_string(),
+            verdict_label(r).to_string(),
             r.note.clone(),
         ])?;
     }
