@@ -175,10 +175,10 @@ fn too_few_samples_are_inconclusive() {
     let d = decide(&p99, &[10.0], &[13.0], &[], &[], &opts, 1);
     assert_eq!(d.verdict, Verdict::Inconclusive);
     assert!(d.note.contains("timeseries"), "{}", d.note);
-    // One repetition with 8 seconds: fewer than three 3-s blocks.
+    // One repetition with 5 seconds: fewer than two 3-s blocks.
     let mut rng = Rng::new(3);
-    let a = series(&mut rng, 8, 10.0, 0.05);
-    let b = series(&mut rng, 8, 13.0, 0.05);
+    let a = series(&mut rng, 5, 10.0, 0.05);
+    let b = series(&mut rng, 5, 13.0, 0.05);
     let d = decide(&p99, &[10.0], &[13.0], &[&a], &[&b], &opts, 1);
     assert_eq!(d.verdict, Verdict::Inconclusive);
     assert!(d.note.contains("too few measured seconds"), "{}", d.note);
@@ -326,12 +326,12 @@ fn three_repetitions_fall_back_to_pooled_per_second_bootstrap() {
 fn short_cells_get_shorter_blocks() {
     let p99 = metric_named("p99_ms");
     let mut rng = Rng::new(11);
-    let a = series(&mut rng, 9, 10.0, 0.05);
-    let b = series(&mut rng, 9, 14.0, 0.05);
+    let a = series(&mut rng, 8, 10.0, 0.05);
+    let b = series(&mut rng, 8, 15.0, 0.05);
     let d = decide(
         &p99,
         &[10.0],
-        &[14.0],
+        &[15.0],
         &[&a],
         &[&b],
         &StatOptions::default(),
@@ -342,5 +342,5 @@ fn short_cells_get_shorter_blocks() {
         (Method::BlockBootstrap, Verdict::Worse),
         "{d:?}"
     );
-    assert_eq!(d.note, "3-s blocks (9 s measured)");
+    assert_eq!(d.note, "3-s blocks (8 s measured)");
 }
