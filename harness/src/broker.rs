@@ -69,6 +69,42 @@ pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, BrokerError> {
     })
 }
 
+/// Like [`locate`], but when the harness runs under cargo (`cargo run -p harness`, which sets
+/// `$CARGO`) and no binary was named, first runs `cargo build -p broker-under-test` for the same
+/// target dir and profile: a no-op when the binary is fresh, and no stale broker is ever used.
+pub fn locate_or_build(explicit: Option<&Path>) -> Result<PathBuf, BrokerError> {
+    if explicit.is_some() || std::env::var_os("BROKER_UNDER_TEST_BIN").is_some() {
+        return locate(explicit);
+    }
+    let (Some(cargo), Ok(exe)) = (std::env::var_os("CARGO"), std::env::current_exe()) else {
+        return locate(None);
+    };
+    // <target>/<profile>/harness
+    let (Some(profile_dir), Some(target)) = (exe.parent(), exe.parent().and_then(Path::parent))
+    else {
+        return locate(None);
+    };
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "broker-under-test"])
+        .env("CARGO_TARGET_DIR", target);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    match cmd.current_dir(workspace).status() {
+        Ok(st) if st.success() => {
+            let bin = profile_dir.join("broker-under-test");
+            if bin.is_file() {
+                return Ok(bin);
+            }
+            locate(None)
+        }
+        _ => locate(None),
+    }
+}
+
 /// CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]

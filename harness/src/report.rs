@@ -413,9 +413,16 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
                 .map(|r| (r.cell_id.clone(), r.repetition, r.step))
         })
         .flatten();
+    // Wide enough for every label, so cells that differ only in their last value stay apart.
+    let w = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 100);
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<2} {:<44} {:>3} {:>4} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}  {}\n",
+        "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}  {}\n",
         "", "cell", "rep", "step", "target/s", "achieved", "ok/s", "busy", "busy%", "p50 ms", "p99 ms", "max ms", "tmo", "drop", "brkCPU%", "valid"
     ));
     for r in order {
@@ -428,11 +435,11 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
             ""
         };
         let mut label = r.label.clone();
-        if label.chars().count() > 44 {
-            label = label.chars().take(43).collect::<String>() + "…";
+        if label.chars().count() > w {
+            label = label.chars().take(w - 1).collect::<String>() + "…";
         }
         out.push_str(&format!(
-            "{:<2} {:<44} {:>3} {:>4} {:>9} {:>9.0} {:>9.0} {:>7} {:>6.2}% {:>8.3} {:>8.3} {:>9.3} {:>6} {:>6} {:>7}  {}\n",
+            "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9.0} {:>9.0} {:>7} {:>6.2}% {:>8.3} {:>8.3} {:>9.3} {:>6} {:>6} {:>7}  {}\n",
             mark,
             label,
             r.repetition,

@@ -197,7 +197,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     }
     let broker_bin = match opts.target {
         Some(_) => None,
-        None => Some(broker::locate(opts.broker_bin.as_deref())?),
+        None => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
     };
     let mut ctx = Ctx {
         profile,
