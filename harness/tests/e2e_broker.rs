@@ -127,6 +127,29 @@ fn stall_matrix_matches_broker_counters() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
             .unwrap();
     assert_eq!(run["cells"].as_array().map(Vec::len), Some(4));
+    // The interval log parses, with a latency and a lag histogram per second of every cell.
+    let hlog = std::fs::read(dir.path().join("latency.hlog")).unwrap();
+    let mut tags = std::collections::BTreeMap::<String, usize>::new();
+    for item in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&hlog) {
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(h) =
+            item.expect("well-formed hlog")
+        {
+            let tag = h
+                .tag()
+                .expect("every interval is tagged")
+                .as_str()
+                .to_owned();
+            *tags
+                .entry(tag.rsplit('/').next().unwrap().to_owned())
+                .or_default() += 1;
+        }
+    }
+    assert!(
+        tags.get("latency").copied().unwrap_or(0) >= 4 * 3,
+        "{tags:?}"
+    );
+    assert!(tags.get("lag").copied().unwrap_or(0) >= 4 * 3, "{tags:?}");
+    assert!(tags.contains_key("busy_latency"), "{tags:?}");
 }
 
 /// An interrupted matrix keeps the rows of the cells that finished.
