@@ -279,19 +279,8 @@ fn check_relative(
         opts,
         model::seed_for(opts.seed, key, metric),
     );
-    let regression = if d.new_from_zero {
-        match m.direction {
-            model::Direction::LowerIsBetter => f64::INFINITY,
-            model::Direction::HigherIsBetter => f64::NEG_INFINITY,
-        }
-    } else {
-        d.change_pct
-            .map(|c| match m.direction {
-                model::Direction::LowerIsBetter => c,
-                model::Direction::HigherIsBetter => -c,
-            })
-            .unwrap_or(0.0)
-    };
+    let regression =
+        model::regression_pct(m.direction, d.change_pct, d.new_from_zero).unwrap_or(0.0);
     let exceeds = if *strict {
         regression >= *limit_pct
     } else {

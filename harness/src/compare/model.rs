@@ -250,19 +250,29 @@ pub struct MetricComparison {
     pub note: String,
 }
 
+/// Change in the "worse" direction, in percent (negative if it improved); ±infinity for a
+/// change from 0.
+pub fn regression_pct(
+    direction: Direction,
+    change_pct: Option<f64>,
+    new_from_zero: bool,
+) -> Option<f64> {
+    if new_from_zero {
+        return Some(match direction {
+            Direction::LowerIsBetter => f64::INFINITY,
+            Direction::HigherIsBetter => f64::NEG_INFINITY,
+        });
+    }
+    change_pct.map(|c| match direction {
+        Direction::LowerIsBetter => c,
+        Direction::HigherIsBetter => -c,
+    })
+}
+
 impl MetricComparison {
     /// Change in the "worse" direction, in percent (negative if it improved).
     pub fn regression_pct(&self) -> Option<f64> {
-        if self.new_from_zero {
-            return Some(match self.direction {
-                Direction::LowerIsBetter => f64::INFINITY,
-                Direction::HigherIsBetter => f64::NEG_INFINITY,
-            });
-        }
-        self.change_pct.map(|c| match self.direction {
-            Direction::LowerIsBetter => c,
-            Direction::HigherIsBetter => -c,
-        })
+        regression_pct(self.direction, self.change_pct, self.new_from_zero)
     }
 }
 
