@@ -235,8 +235,9 @@ fn parse_value(path: &Path, line: u64, column: &str, raw: &str) -> Result<Option
         "false" => return Ok(Some(0.0)),
         _ => {}
     }
+    // "NaN" parses as a float but carries no value: treat it like an empty cell.
     v.parse::<f64>()
-        .map(Some)
+        .map(|x| (!x.is_nan()).then_some(x))
         .map_err(|_| LoadError::NotNumeric {
             path: path.to_path_buf(),
             line,
