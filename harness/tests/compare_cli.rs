@@ -167,6 +167,10 @@ fn compare_all_shows_zero_rows_and_unmatched_cells_are_listed() {
     assert!(hidden.stdout.contains("rows with 0 on both sides hidden"));
     assert!(all.stdout.lines().count() > hidden.stdout.lines().count());
     assert!(all.stdout.contains("busy_overload_rate"));
+    let o = harness(&["compare", &fixture("base"), &fixture("cand-invalid")]);
+    assert!(o
+        .stdout
+        .contains("rows with valid=false are included (0 in base, 1 in candidate)"));
     let o = harness(&["compare", &fixture("base"), &fixture("smoke-base")]);
     assert_eq!(o.code, 0);
     assert!(o.stdout.contains("no matched cells"));

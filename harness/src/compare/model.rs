@@ -694,6 +694,18 @@ fn param_notes(base: &RunData, cand: &RunData) -> Vec<String> {
             .collect()
     };
     let mut notes = Vec::new();
+    let invalid = |r: &RunData| r.rows.iter().filter(|x| x.valid() == Some(false)).count();
+    let (ib, ic) = (invalid(base), invalid(cand));
+    if ib + ic > 0 {
+        let counts = if std::ptr::eq(base, cand) {
+            format!("{ib}")
+        } else {
+            format!("{ib} in base, {ic} in candidate")
+        };
+        notes.push(format!(
+            "rows with valid=false are included ({counts}): read their numbers with care"
+        ));
+    }
     for (side, cols) in [("base", only(base, cand)), ("candidate", only(cand, base))] {
         if !cols.is_empty() {
             notes.push(format!(
