@@ -213,7 +213,7 @@ fn retry_policy_reports_attempts() {
 #[ignore = "measurement, not a check: timing depends on the machine"]
 fn lag_at_100k_per_second() {
     // The encode cost alone, to separate generator work from scheduling noise.
-    let b = harness::runner::client::SendBuilder::new(&Workload {
+    let mut b = harness::runner::client::SendBuilder::new(&Workload {
         message_size: 128,
         ..Workload::default()
     });
@@ -254,4 +254,56 @@ fn lag_at_100k_per_second() {
         s.service.value_at_quantile(0.99)
     );
     assert_eq!(s.sent, s.counts.total());
+}
+
+/// The in-place template produces what the typed headers would: same properties string
+/// (§3.4), per-send queue id and UNIQ_KEY, both header generations.
+#[test]
+fn send_encoding_matches_the_typed_headers() {
+    use harness::profile::SendCode;
+    use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
+    for code in [SendCode::V2, SendCode::V1] {
+        let mut b = harness::runner::client::SendBuilder::new(&Workload {
+            code,
+            queues: 3,
+            ..Workload::default()
+        });
+        let mut buf = bytes::BytesMut::new();
+        let mut keys = Vec::new();
+        for seq in 0..5u64 {
+            b.encode(seq, 100 + seq as i32, &mut buf);
+            let cmd = remoting::decode_frame(&mut buf, remoting::MAX_FRAME_LEN)
+                .unwrap()
+                .unwrap();
+            assert_eq!(cmd.opaque, 100 + seq as i32);
+            let (queue, props) = match code {
+                SendCode::V2 => {
+                    assert_eq!(cmd.code, 310);
+                    let h: SendMessageRequestHeaderV2 = cmd.header().unwrap();
+                    (h.e, h.i.unwrap())
+                }
+                SendCode::V1 => {
+                    assert_eq!(cmd.code, 10);
+                    let h: SendMessageRequestHeader = cmd.header().unwrap();
+                    (h.queue_id, h.properties.unwrap())
+                }
+            };
+            assert_eq!(queue, (seq % 3) as i32);
+            let key = remoting::message::property(&props, "UNIQ_KEY")
+                .unwrap()
+                .to_owned();
+            assert_eq!(key.len(), 32);
+            assert_eq!(
+                props,
+                remoting::message::encode_properties([
+                    ("WAIT", "true"),
+                    ("UNIQ_KEY", key.as_str())
+                ])
+            );
+            keys.push(key);
+            assert_eq!(cmd.body.len(), 1024);
+        }
+        keys.dedup();
+        assert_eq!(keys.len(), 5);
+    }
 }
