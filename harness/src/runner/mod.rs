@@ -516,7 +516,7 @@ fn run_job(
             target_rate,
             duration_s: ph.duration.as_secs_f64(),
             seg: figs,
-            res: res.clone(),
+            res: segment_resources(&samples, ph.segment, &res),
             valid: true,
             invalid_reason: String::new(),
         };
@@ -541,6 +541,27 @@ fn run_job(
         ));
     }
     (rows, series, interrupted)
+}
+
+/// Broker and harness figures over the seconds of one measured segment (a stair in steps
+/// mode); the counter comparison stays cell-wide.
+fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -> Resources {
+    let seconds: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.segment == Some(segment))
+        .collect();
+    let cpus: Vec<f64> = seconds
+        .iter()
+        .filter_map(|s| s.broker.map(|b| b.0))
+        .collect();
+    let mut res = cell.clone();
+    if !seconds.is_empty() {
+        res.broker_cpu_avg =
+            (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
+        res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
+        res.harness_cpu_max = seconds.iter().map(|s| s.harness_cpu).reduce(f64::max);
+    }
+    res
 }
 
 fn validity_problem(profile: &Profile, row: &SummaryRow) -> Option<String> {
