@@ -171,6 +171,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             );
         }
     }
+    if opts.target.is_some() && !profile.broker.is_empty() && !opts.quiet {
+        eprintln!(
+            "warning: --target drives an existing broker; the profile's [broker] keys ({}) are recorded in run.json but not applied",
+            profile.broker.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
     let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
     let jobs = matrix::schedule(
         cells.len(),
