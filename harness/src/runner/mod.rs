@@ -318,6 +318,8 @@ fn effective_conf(cell: &Cell, store: &Path) -> BTreeMap<String, String> {
 struct Sample {
     /// When the interval ended.
     at: Instant,
+    /// A short last interval (the drain after the schedule): too short for CPU figures.
+    partial: bool,
     second: u64,
     interval: Interval,
     segment: Option<usize>,
@@ -554,7 +556,7 @@ fn run_job(
 fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -> Resources {
     let seconds: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.segment == Some(segment))
+        .filter(|s| s.segment == Some(segment) && !s.partial)
         .collect();
     let cpus: Vec<f64> = seconds
         .iter()
@@ -700,6 +702,7 @@ fn drive(
         }
         samples.push(Sample {
             at: now,
+            partial: wall < 0.5,
             second,
             interval,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
@@ -719,7 +722,7 @@ fn drive(
     // Resources over the measured seconds.
     let measured: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.segment.is_some_and(|g| g > 0))
+        .filter(|s| s.segment.is_some_and(|g| g > 0) && !s.partial)
         .collect();
     let cpus: Vec<f64> = measured
         .iter()
