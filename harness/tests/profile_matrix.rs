@@ -13,7 +13,13 @@ fn parse(text: &str) -> Result<Profile, ProfileError> {
 
 fn invalid(text: &str) -> (usize, String, String) {
     match parse(text) {
-        Err(ProfileError::Invalid { line, message, help, file, .. }) => {
+        Err(ProfileError::Invalid {
+            line,
+            message,
+            help,
+            file,
+            ..
+        }) => {
             assert_eq!(file, "p.toml");
             (line, message, help.unwrap_or_default())
         }
@@ -40,10 +46,22 @@ fn cross_product_order_is_pinned() {
     assert_eq!(cells.len(), 12);
     let labels: Vec<&str> = cells.iter().map(|c| c.label.as_str()).collect();
     // Axes sorted by key; the first varies slowest; values in the order written.
-    assert_eq!(labels[0], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=100");
-    assert_eq!(labels[1], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=200");
-    assert_eq!(labels[2], "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=false,rate=100");
-    assert_eq!(labels[11], "sendMessageThreadPoolNums=4,useReentrantLockWhenPutMessage=false,rate=200");
+    assert_eq!(
+        labels[0],
+        "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=100"
+    );
+    assert_eq!(
+        labels[1],
+        "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=true,rate=200"
+    );
+    assert_eq!(
+        labels[2],
+        "sendMessageThreadPoolNums=1,useReentrantLockWhenPutMessage=false,rate=100"
+    );
+    assert_eq!(
+        labels[11],
+        "sendMessageThreadPoolNums=4,useReentrantLockWhenPutMessage=false,rate=200"
+    );
     assert_eq!(cells[3].workload.rate, 200.0);
     assert_eq!(cells[3].broker["useReentrantLockWhenPutMessage"], "false");
     assert_eq!(cells[3].broker["flushDiskType"], "ASYNC_FLUSH");
@@ -52,11 +70,22 @@ fn cross_product_order_is_pinned() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 12);
-    let a = vec![("x".to_owned(), "1".to_owned()), ("y".to_owned(), "2".to_owned())];
-    let b = vec![("y".to_owned(), "2".to_owned()), ("x".to_owned(), "1".to_owned())];
+    let a = vec![
+        ("x".to_owned(), "1".to_owned()),
+        ("y".to_owned(), "2".to_owned()),
+    ];
+    let b = vec![
+        ("y".to_owned(), "2".to_owned()),
+        ("x".to_owned(), "1".to_owned()),
+    ];
     assert_eq!(cell_id(&a), cell_id(&b));
     assert_eq!(cell_id(&a).len(), 8);
-    assert_eq!(cells[0].id, parse(MATRIX).map(|p| expand(&p).unwrap()[0].id.clone()).unwrap());
+    assert_eq!(
+        cells[0].id,
+        parse(MATRIX)
+            .map(|p| expand(&p).unwrap()[0].id.clone())
+            .unwrap()
+    );
 }
 
 #[test]
@@ -68,12 +97,18 @@ fn repetitions_are_interleaved_and_randomized_rounds_are_seeded() {
     assert_eq!(r1, schedule(6, 3, Order::Randomized, 42));
     assert_ne!(r1, schedule(6, 3, Order::Randomized, 43));
     for round in 1..=3 {
-        let mut in_round: Vec<usize> = r1.iter().filter(|j| j.repetition == round).map(|j| j.cell).collect();
+        let mut in_round: Vec<usize> = r1
+            .iter()
+            .filter(|j| j.repetition == round)
+            .map(|j| j.cell)
+            .collect();
         assert_eq!(in_round.len(), 6);
         in_round.sort();
         assert_eq!(in_round, (0..6).collect::<Vec<_>>());
     }
-    assert!(r1.windows(2).all(|w: &[Job]| w[0].repetition <= w[1].repetition));
+    assert!(r1
+        .windows(2)
+        .all(|w: &[Job]| w[0].repetition <= w[1].repetition));
 }
 
 #[test]
@@ -88,19 +123,24 @@ fn unknown_key_names_line_and_suggests() {
 fn wrong_type_names_line() {
     let (line, msg, _) = invalid("name = \"x\"\n\n[workload]\nrate = \"fast\"\n");
     assert_eq!(line, 4);
-    assert!(msg.contains("invalid type") || msg.contains("expected"), "{msg}");
+    assert!(
+        msg.contains("invalid type") || msg.contains("expected"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn empty_axis_and_fixed_plus_axis_are_errors() {
-    let (line, msg, _) = invalid("name = \"x\"\n[matrix]\n\"broker.waitTimeMillsInSendQueue\" = []\n");
+    let (line, msg, _) =
+        invalid("name = \"x\"\n[matrix]\n\"broker.waitTimeMillsInSendQueue\" = []\n");
     assert_eq!(line, 3);
     assert!(msg.contains("empty"), "{msg}");
     let (line, msg, help) = invalid("name = \"x\"\n[broker]\nwaitTimeMillsInSendQueue = 200\n[matrix]\n\"broker.waitTimeMillsInSendQueue\" = [200, 3000]\n");
     assert_eq!(line, 5);
     assert!(msg.contains("both fixed"), "{msg}");
     assert!(help.contains("remove"), "{help}");
-    let (_, msg, _) = invalid("name = \"x\"\n[workload]\nrate = 5\n[matrix]\n\"workload.rate\" = [1, 2]\n");
+    let (_, msg, _) =
+        invalid("name = \"x\"\n[workload]\nrate = 5\n[matrix]\n\"workload.rate\" = [1, 2]\n");
     assert!(msg.contains("both fixed"), "{msg}");
 }
 
@@ -110,7 +150,8 @@ fn bad_axis_values_and_keys_are_located() {
     assert_eq!(line, 3);
     assert!(msg.contains("rte"), "{msg}");
     assert!(help.contains("workload.rate"), "{help}");
-    let (line, msg, _) = invalid("name = \"x\"\n[matrix]\n\"workload.model\" = [\"open\", \"sideways\"]\n");
+    let (line, msg, _) =
+        invalid("name = \"x\"\n[matrix]\n\"workload.model\" = [\"open\", \"sideways\"]\n");
     assert_eq!(line, 3);
     assert!(msg.contains("sideways"), "{msg}");
     let (_, msg, _) = invalid("name = \"x\"\n[matrix]\nrate = [1]\n");
@@ -123,17 +164,36 @@ fn bad_axis_values_and_keys_are_located() {
 
 #[test]
 fn set_overrides_apply_and_collapse_axes() {
-    let p = Profile::parse(MATRIX, "p.toml", Path::new("p.toml"), &["workload.rate=5000".into(), "broker.sendMessageThreadPoolNums=8".into()]).unwrap();
+    let p = Profile::parse(
+        MATRIX,
+        "p.toml",
+        Path::new("p.toml"),
+        &[
+            "workload.rate=5000".into(),
+            "broker.sendMessageThreadPoolNums=8".into(),
+        ],
+    )
+    .unwrap();
     assert_eq!(p.workload.rate, 5000.0);
     assert_eq!(p.axes.len(), 1);
     assert_eq!(p.broker["sendMessageThreadPoolNums"], "8");
-    let err = Profile::parse(MATRIX, "p.toml", Path::new("p.toml"), &["workload.rat=1".into()]).unwrap_err();
-    assert!(err.to_string().contains("did you mean `workload.rate`"), "{err}");
+    let err = Profile::parse(
+        MATRIX,
+        "p.toml",
+        Path::new("p.toml"),
+        &["workload.rat=1".into()],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("did you mean `workload.rate`"),
+        "{err}"
+    );
 }
 
 #[test]
 fn gate_table_is_accepted_and_shipped_profiles_parse() {
-    parse("name = \"x\"\n[gate]\nmax_p99_regression = 0.1\n[gate.thresholds]\nbusy_rate = 0.01\n").unwrap();
+    parse("name = \"x\"\n[gate]\nmax_p99_regression = 0.1\n[gate.thresholds]\nbusy_rate = 0.01\n")
+        .unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles");
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
