@@ -323,3 +323,56 @@ max_harness_cpu = 1000
     }
     broker.stop(std::time::Duration::from_secs(10));
 }
+
+/// Ctrl-C on the `harness` binary: the load stops, finished and partial rows are written, the
+/// partial one marked `interrupted`, and the exit code is 130.
+#[test]
+fn sigint_keeps_results_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("sigint.toml");
+    std::fs::write(
+        &profile,
+        r#"
+name = "sigint"
+[workload]
+rate = 300
+warmup = "0.2s"
+duration = "1.5s"
+connections = 1
+[broker]
+mappedFileSizeCommitLog = 16777216
+[matrix]
+"broker.sendMessageThreadPoolNums" = [1, 2, 3]
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("run")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&out)
+        .arg("--broker-bin")
+        .arg(broker_bin())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first cell's row is on disk, then interrupt the second cell.
+    let summary = out.join("summary.csv");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !summary.is_file() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    // SAFETY: signalling our own child by pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let text = std::fs::read_to_string(&summary).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[1].ends_with(",false,interrupted"), "{text}");
+}
