@@ -52,6 +52,7 @@ compare: ## Compare two runs: make compare BASE=results/a CANDIDATE=results/b (d
 baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.csv) from a fresh smoke run
 	mkdir -p $(dir $(BASELINE))
 	cp $(SMOKE_OUT)/summary.csv $(BASELINE)
+	cp $(SMOKE_OUT)/timeseries.csv $(BASELINE:.csv=.timeseries.csv)
 	@echo "baseline refreshed: review 'git diff $(BASELINE)' and commit it"
 
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
