@@ -123,6 +123,43 @@ fn stall_matrix_matches_broker_counters() {
     for f in ["timeseries.csv", "latency.hlog", "run.json"] {
         assert!(dir.path().join(f).is_file(), "{f} missing");
     }
+    // Per cell the phases run warmup, then measure, then at most one drain second: per-second
+    // statistics read only `measure`, so the drain must never be tagged as a measured second.
+    let series = std::fs::read_to_string(dir.path().join("timeseries.csv")).unwrap();
+    let phase_col = series
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "phase")
+        .unwrap();
+    let mut phases = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for line in series.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        phases
+            .entry(fields[1].to_owned())
+            .or_default()
+            .push(fields[phase_col].to_owned());
+    }
+    assert_eq!(phases.len(), 4);
+    for (cell, seq) in &phases {
+        let rank = |p: &str| match p {
+            "warmup" => 0,
+            "measure" => 1,
+            "drain" => 2,
+            other => panic!("unknown phase {other} in cell {cell}"),
+        };
+        let ranks: Vec<i32> = seq.iter().map(|p| rank(p)).collect();
+        assert!(
+            ranks.windows(2).all(|w| w[0] <= w[1]),
+            "phases out of order in {cell}: {seq:?}"
+        );
+        assert!(
+            seq.iter().filter(|p| *p == "drain").count() <= 1,
+            "{cell}: {seq:?}"
+        );
+        assert!(seq.iter().any(|p| p == "measure"), "{cell}: {seq:?}");
+    }
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
             .unwrap();

@@ -332,7 +332,7 @@ pub fn load(path: &Path) -> Result<RunData, LoadError> {
                         values.insert(col.clone(), v);
                     }
                     // Unknown extra columns may legitimately hold text: keep them as text.
-                    Err(_) if !KNOWN_NUMERIC.contains(&col.as_str()) => {
+                    Err(_) if !is_summary_numeric(col) => {
                         text.insert(col.clone(), raw.to_string());
                     }
                     Err(e) => return Err(e),
@@ -394,7 +394,7 @@ fn load_series(path: &Path) -> Result<BTreeMap<SeriesId, Vec<Second>>, LoadError
                 Ok(v) => {
                     sec.values.insert(col.clone(), v);
                 }
-                Err(_) if !KNOWN_SERIES_NUMERIC.contains(&col.as_str()) => {}
+                Err(_) if !is_series_numeric(col) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -424,80 +424,16 @@ fn trim_drain(secs: &mut Vec<Second>) {
     }
 }
 
-/// Numeric columns of the summary contract: a non-number there is an error, not text.
-const KNOWN_NUMERIC: &[&str] = &[
-    "target_rate",
-    "achieved_rate",
-    "ok_rate",
-    "duration_s",
-    "sent",
-    "ok",
-    "busy",
-    "busy_rate",
-    "busy_pcbusy_clean_queue",
-    "busy_timeout_clean_queue",
-    "busy_rejectrequest",
-    "busy_overload",
-    "busy_pc_synchronized",
-    "busy_other",
-    "system_error",
-    "flush_disk_timeout",
-    "message_illegal",
-    "other_codes",
-    "timeouts",
-    "dropped",
-    "connection_errors",
-    "attempts",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "p999_ms",
-    "max_ms",
-    "service_p50_ms",
-    "service_p99_ms",
-    "service_max_ms",
-    "lag_p50_us",
-    "lag_p99_us",
-    "lag_max_us",
-    "busy_p99_ms",
-    "period_in_queue_p50_ms",
-    "period_in_queue_max_ms",
-    "size_of_queue_max",
-    "broker_cpu_avg",
-    "broker_cpu_max",
-    "broker_rss_max_mb",
-    "harness_cpu_max",
-    "broker_flow_control_total",
-    "broker_counters_match",
-    "valid",
-];
+/// Whether `col` is a numeric column of the `summary.csv` contract written by
+/// [`crate::report`]: a non-number there is an error, not text.
+fn is_summary_numeric(col: &str) -> bool {
+    crate::report::SUMMARY_METRICS.contains(&col) && !TEXT_COLUMNS.contains(&col)
+}
 
-/// Numeric columns of the timeseries contract.
-const KNOWN_SERIES_NUMERIC: &[&str] = &[
-    "second",
-    "target_rate",
-    "achieved_rate",
-    "ok",
-    "busy",
-    "busy_pcbusy_clean_queue",
-    "busy_timeout_clean_queue",
-    "busy_rejectrequest",
-    "busy_overload",
-    "busy_pc_synchronized",
-    "busy_other",
-    "errors",
-    "timeouts",
-    "dropped",
-    "p50_ms",
-    "p99_ms",
-    "max_ms",
-    "broker_cpu",
-    "broker_rss_mb",
-    "harness_cpu",
-    "send_queue_size",
-    "send_queue_head_wait_ms",
-    "page_cache_lock_ms",
-];
+/// Whether `col` is a numeric column of the `timeseries.csv` contract.
+fn is_series_numeric(col: &str) -> bool {
+    crate::report::TIMESERIES_COLUMNS.contains(&col) && !TEXT_COLUMNS.contains(&col)
+}
 
 #[cfg(test)]
 mod tests {

@@ -320,6 +320,9 @@ struct Sample {
     at: Instant,
     /// A short last interval (the drain after the schedule): too short for CPU figures.
     partial: bool,
+    /// Taken after the schedule ended: only answers to sends already written arrive. Kept
+    /// apart in timeseries.csv so per-second statistics never read it as a measured second.
+    drain: bool,
     second: u64,
     interval: Interval,
     segment: Option<usize>,
@@ -425,6 +428,7 @@ fn run_job(
     let mut series = Vec::new();
     for s in &samples {
         let phase = match s.segment {
+            _ if s.drain => "drain",
             Some(0) | None => "warmup",
             _ => "measure",
         };
@@ -663,6 +667,7 @@ fn drive(
         let busy_cpu =
             (cpu.saturating_sub(last_cpu).as_secs_f64() - (spin - last_spin) as f64 / 1e9).max(0.0);
         let harness_cpu = busy_cpu / wall / harness_cpus * 100.0;
+        let interval_start = last_t;
         (last_cpu, last_spin, last_t) = (cpu, spin, now);
         let elapsed = now
             .saturating_duration_since(load.start)
@@ -703,6 +708,7 @@ fn drive(
         samples.push(Sample {
             at: now,
             partial: wall < 0.5,
+            drain: finished && interval_start >= load.start + cfg.total(),
             second,
             interval,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
