@@ -13,6 +13,12 @@ use common::*;
 use remoting::RemotingCommand;
 
 const PROFILES: [&str; 3] = ["4.3", "4.9", "5.3"];
+
+/// The tests of this file run one at a time: several of them hold the put lock for seconds with
+/// the 4.3 profile's spin lock, whose waiters keep a core busy, and the timeout test asserts a
+/// `period in queue` within 50 ms of its limit. On a 2-core CI machine a spinning neighbour could
+/// delay the BrokerFastFailure thread past that bound.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const OVERLOAD: &str = "[OVERLOAD]system busy, start flow control for a while";
 const REJECT: &str = "[REJECTREQUEST]system busy, start flow control for a while";
 const PCBUSY: &str =
@@ -51,6 +57,19 @@ async fn burst(c: &mut Client, topic: &str, tag: &str, n: usize) -> BTreeMap<i32
     answers
 }
 
+/// Waits (on its own connection) until some put holds the put lock.
+async fn wait_lock_held(b: &TestBroker) {
+    let mut probe = b.client().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while counter(&probe.runtime_info().await, "pageCacheLockTimeMills") == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the put lock was never taken"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Waits (on its own connection) until the put lock has been held for more than
 /// `osPageCacheBusyTimeOutMills` = 1000 ms, i.e. the page cache is busy.
 async fn wait_page_cache_busy(b: &TestBroker) {
@@ -82,6 +101,7 @@ async fn stored(c: &mut Client, topic: &str) -> BTreeSet<Vec<u8>> {
 
 #[tokio::test]
 async fn overload_when_the_send_queue_is_full() {
+    let _serial = SERIAL.lock().await;
     for profile in ["4.3", "5.3"] {
         let b = TestBroker::start(&[
             ("brokerVersionProfile", profile),
@@ -120,6 +140,7 @@ async fn overload_when_the_send_queue_is_full() {
 
 #[tokio::test]
 async fn reject_request_while_the_page_cache_is_busy() {
+    let _serial = SERIAL.lock().await;
     for profile in PROFILES {
         let b = TestBroker::start(&[
             ("brokerVersionProfile", profile),
@@ -152,6 +173,7 @@ async fn reject_request_while_the_page_cache_is_busy() {
 
 #[tokio::test]
 async fn reject_request_when_the_transient_store_pool_is_exhausted() {
+    let _serial = SERIAL.lock().await;
     let b = TestBroker::start(&[
         ("transientStorePoolEnable", "true"),
         ("transientStorePoolSize", "1"),
@@ -187,6 +209,7 @@ async fn reject_request_when_the_transient_store_pool_is_exhausted() {
 
 #[tokio::test]
 async fn pcbusy_clean_queue_drains_the_send_queue() {
+    let _serial = SERIAL.lock().await;
     for profile in PROFILES {
         let b = TestBroker::start(&[
             ("brokerVersionProfile", profile),
@@ -225,6 +248,7 @@ async fn pcbusy_clean_queue_drains_the_send_queue() {
 
 #[tokio::test]
 async fn timeout_clean_queue_expires_waiting_sends() {
+    let _serial = SERIAL.lock().await;
     for profile in PROFILES {
         let b = TestBroker::start(&[
             ("brokerVersionProfile", profile),
@@ -266,6 +290,7 @@ async fn timeout_clean_queue_expires_waiting_sends() {
 
 #[tokio::test]
 async fn timeout_clean_queue_expires_waiting_pulls() {
+    let _serial = SERIAL.lock().await;
     let b = TestBroker::start(&[
         ("pullMessageThreadPoolNums", "1"),
         ("waitTimeMillsInPullQueue", "1"),
@@ -343,6 +368,7 @@ async fn timeout_clean_queue_expires_waiting_pulls() {
 /// `[REJECTREQUEST]` is written for oneway requests in 4.x only. Both are counted either way.
 #[tokio::test]
 async fn oneway_busy_answers_follow_the_version() {
+    let _serial = SERIAL.lock().await;
     for (profile, reject_written) in [("4.9", true), ("5.3", false)] {
         let b = TestBroker::start(&[
             ("brokerVersionProfile", profile),
@@ -397,6 +423,7 @@ fn without_wait(cmd: RemotingCommand) -> RemotingCommand {
 /// X's thread is free at ~2750, when A has held the lock ~1250 ms > 1000 ms.
 #[tokio::test]
 async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
+    let _serial = SERIAL.lock().await;
     let b = TestBroker::start(&[
         ("brokerVersionProfile", "4.3"),
         ("sendMessageThreadPoolNums", "2"),
@@ -410,6 +437,9 @@ async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
     .await;
     let mut c = b.client().await;
     c.send(&send_v2(1, "PcSync", 0, b"X")).await;
+    // X must be the first to take the put lock: sent together, A's thread can win the race for
+    // it, and then no thread is ever blocked on a flush while another put stalls.
+    wait_lock_held(&b).await;
     c.send(&without_wait(send_v2(2, "PcSync", 0, b"A"))).await;
     c.send(&without_wait(send_v2(3, "PcSync", 0, b"C"))).await;
     let mut seen = BTreeMap::new();
