@@ -665,6 +665,8 @@ pub fn build(
             });
         }
     }
+    let mut notes = param_notes(base_run, cand_run);
+    notes.extend(drift_note(reference.is_some(), &rows));
     Comparison {
         base: base_run.source.display().to_string(),
         candidate: cand_run.source.display().to_string(),
@@ -680,8 +682,36 @@ pub fn build(
             .iter()
             .map(|k| k.label(&label_keys))
             .collect(),
-        notes: param_notes(base_run, cand_run),
+        notes,
     }
+}
+
+/// Two separate runs judged by the per-second bootstrap: its interval reflects the noise within
+/// each run, not the drift of the machine between the runs (two identical `make bench` runs on
+/// a shared 2-core machine differed by +42% and +52% in broker CPU at 10-17% utilisation). Say
+/// so whenever such a verdict is a significant change, so nobody reads it as a regression of
+/// the broker without repeating the runs.
+fn drift_note(within_one_run: bool, rows: &[MetricComparison]) -> Option<String> {
+    if within_one_run {
+        return None;
+    }
+    let decided_per_second = rows.iter().filter(|r| {
+        r.method == Method::BlockBootstrap
+            && matches!(r.verdict, Verdict::Worse | Verdict::Better)
+            && r.n_base.min(r.n_candidate) < 4
+    });
+    let metrics: std::collections::BTreeSet<&str> =
+        decided_per_second.map(|r| r.metric.as_str()).collect();
+    if metrics.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "note: {} decided by the per-second bootstrap with fewer than 4 repetitions per side: it \
+         sees the noise within each run, not drift of the machine between the runs (broker CPU \
+         is the most sensitive); repeat with repetitions >= 4 and order = \"randomized\" \
+         before calling it a regression",
+        metrics.into_iter().collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// Parameter columns present in only one of the runs: cells can then never match.
