@@ -746,3 +746,68 @@ fn param_notes(base: &RunData, cand: &RunData) -> Vec<String> {
     }
     notes
 }
+
+#[cfg(test)]
+mod drift_note_tests {
+    use super::*;
+
+    fn row(metric: &str, method: Method, verdict: Verdict, reps: usize) -> MetricComparison {
+        MetricComparison {
+            cell: "c".into(),
+            key: CellKey {
+                params: Default::default(),
+                step: String::new(),
+            },
+            metric: metric.into(),
+            direction: Direction::LowerIsBetter,
+            base: Some(1.0),
+            candidate: Some(2.0),
+            change_pct: Some(100.0),
+            new_from_zero: false,
+            n_base: reps,
+            n_candidate: reps,
+            method,
+            p_value: None,
+            ci_low: None,
+            ci_high: None,
+            verdict,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn only_cross_run_per_second_verdicts_with_few_repetitions_get_the_note() {
+        let worse = [row(
+            "broker_cpu_avg",
+            Method::BlockBootstrap,
+            Verdict::Worse,
+            1,
+        )];
+        let note = drift_note(false, &worse).expect("a note");
+        assert!(note.contains("broker_cpu_avg"), "{note}");
+        // Within one run the cells share the machine's state.
+        assert_eq!(drift_note(true, &worse), None);
+        // Decided by the rank test on enough repetitions, or not significant: nothing to say.
+        assert_eq!(
+            drift_note(
+                false,
+                &[row("p99_ms", Method::MannWhitney, Verdict::Worse, 5)]
+            ),
+            None
+        );
+        assert_eq!(
+            drift_note(
+                false,
+                &[row("p99_ms", Method::BlockBootstrap, Verdict::NoChange, 1)]
+            ),
+            None
+        );
+        assert_eq!(
+            drift_note(
+                false,
+                &[row("p99_ms", Method::BlockBootstrap, Verdict::Better, 4)]
+            ),
+            None
+        );
+    }
+}
