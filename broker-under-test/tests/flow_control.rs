@@ -57,35 +57,25 @@ async fn burst(c: &mut Client, topic: &str, tag: &str, n: usize) -> BTreeMap<i32
     answers
 }
 
-/// Waits (on its own connection) until some put holds the put lock.
-async fn wait_lock_held(b: &TestBroker) {
+/// Waits (on its own connection) until the current put-lock holder has held it longer than
+/// `held_ms` (`pageCacheLockTimeMills`; 0 while the lock is free).
+async fn wait_lock_held_longer_than(b: &TestBroker, held_ms: u64) {
     let mut probe = b.client().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while counter(&probe.runtime_info().await, "pageCacheLockTimeMills") == 0 {
+    while counter(&probe.runtime_info().await, "pageCacheLockTimeMills") <= held_ms {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the put lock was never taken"
+            "the put lock was never held for more than {held_ms} ms"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
-/// Waits (on its own connection) until the put lock has been held for more than
-/// `osPageCacheBusyTimeOutMills` = 1000 ms, i.e. the page cache is busy.
+/// Waits until the page cache is busy: the lock held for more than
+/// `osPageCacheBusyTimeOutMills` = 1000 ms, with a 50 ms margin so the broker still finds it
+/// busy when the next request arrives.
 async fn wait_page_cache_busy(b: &TestBroker) {
-    let mut probe = b.client().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = probe.runtime_info().await;
-        if counter(&info, "pageCacheLockTimeMills") > 1050 {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "page cache never busy"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_lock_held_longer_than(b, 1050).await;
 }
 
 /// The stored bodies of a queue (pull waits a little: with the transient pool on, only
@@ -439,7 +429,7 @@ async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
     c.send(&send_v2(1, "PcSync", 0, b"X")).await;
     // X must be the first to take the put lock: sent together, A's thread can win the race for
     // it, and then no thread is ever blocked on a flush while another put stalls.
-    wait_lock_held(&b).await;
+    wait_lock_held_longer_than(&b, 0).await;
     c.send(&without_wait(send_v2(2, "PcSync", 0, b"A"))).await;
     c.send(&without_wait(send_v2(3, "PcSync", 0, b"C"))).await;
     let mut seen = BTreeMap::new();

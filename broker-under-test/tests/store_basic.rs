@@ -3,18 +3,18 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use broker_under_test::store::{
-    GetMessageStatus, MessageStore, PutLockKind, PutMessage, PutMessageStatus, PutResult,
-    StoreConfig,
+    GetMessageStatus, MessageStore, PutLockKind, PutMessage, PutMessageStatus, StoreConfig,
 };
 use bytes::Bytes;
 use remoting::message::{
     decode_record, decode_records, encode_properties, offset_msg_id, RecordAt, MAGIC_BLANK,
 };
+
+mod store_util;
+use store_util::{put, put_batch};
 
 const FILE_SIZE: usize = 64 * 1024;
 
@@ -47,30 +47,6 @@ fn message(topic: &str, queue_id: i32, body: Vec<u8>) -> PutMessage {
 
 fn body(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i * 31 + j) as u8).collect()
-}
-
-fn put(store: &MessageStore, msg: PutMessage) -> PutResult {
-    let (tx, rx) = mpsc::channel();
-    store.put_message(
-        msg,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("callback ran")
-}
-
-fn put_batch(store: &MessageStore, msgs: Vec<PutMessage>) -> PutResult {
-    let (tx, rx) = mpsc::channel();
-    store.put_messages(
-        msgs,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("callback ran")
 }
 
 fn commitlog_files(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -10,7 +10,9 @@ use broker_under_test::store::{
     FaultInjection, FlushDiskType, MessageStore, PutLockKind, PutMessage, PutMessageStatus,
     PutResult, StoreConfig,
 };
-use bytes::Bytes;
+
+mod store_util;
+use store_util::plain_message;
 
 fn config(dir: &Path, lock: PutLockKind, flush: FlushDiskType) -> StoreConfig {
     StoreConfig {
@@ -23,18 +25,7 @@ fn config(dir: &Path, lock: PutLockKind, flush: FlushDiskType) -> StoreConfig {
 }
 
 fn message(i: usize, wait: bool) -> PutMessage {
-    PutMessage {
-        topic: "F".into(),
-        queue_id: 0,
-        flag: 0,
-        body: Bytes::from(vec![i as u8; 300]),
-        properties: String::new(),
-        sys_flag: 0,
-        born_timestamp: 0,
-        born_host: "127.0.0.1:1".parse().unwrap(),
-        reconsume_times: 0,
-        wait_store_ok: wait,
-    }
+    plain_message("F", 0, vec![i as u8; 300], wait)
 }
 
 /// Puts and reports the result together with the flushed offset seen when the callback ran.

@@ -1,15 +1,16 @@
 //! The transient store pool (§9.4): commit visibility, deficiency, fast-fail and restart.
 
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use broker_under_test::store::{
     FlushDiskType, GetMessageStatus, MessageStore, PutLockKind, PutMessage, PutMessageStatus,
-    PutResult, StoreConfig,
+    StoreConfig,
 };
-use bytes::Bytes;
 use remoting::message::decode_records;
+
+mod store_util;
+use store_util::{plain_message, put};
 
 const FILE_SIZE: usize = 64 * 1024;
 
@@ -28,29 +29,7 @@ fn config(dir: &Path, pool_size: usize) -> StoreConfig {
 }
 
 fn message(i: usize, len: usize) -> PutMessage {
-    PutMessage {
-        topic: "P".into(),
-        queue_id: 0,
-        flag: 0,
-        body: Bytes::from(vec![i as u8; len]),
-        properties: String::new(),
-        sys_flag: 0,
-        born_timestamp: 0,
-        born_host: "127.0.0.1:1".parse().unwrap(),
-        reconsume_times: 0,
-        wait_store_ok: true,
-    }
-}
-
-fn put(store: &MessageStore, msg: PutMessage) -> PutResult {
-    let (tx, rx) = mpsc::channel();
-    store.put_message(
-        msg,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    rx.recv_timeout(Duration::from_secs(30)).unwrap()
+    plain_message("P", 0, vec![i as u8; len], true)
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {

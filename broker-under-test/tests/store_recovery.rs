@@ -3,15 +3,15 @@
 //! appends after the surviving prefix.
 
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use broker_under_test::store::{
-    GetMessageStatus, MessageStore, PutMessage, PutMessageStatus, PutResult, StoreConfig,
+    GetMessageStatus, MessageStore, PutMessage, PutMessageStatus, StoreConfig,
 };
-use bytes::Bytes;
 use proptest::prelude::*;
 use remoting::message::decode_records;
+
+mod store_util;
+use store_util::{plain_message, put};
 
 const FILE_SIZE: usize = 16 * 1024;
 
@@ -25,29 +25,7 @@ fn config(dir: &Path) -> StoreConfig {
 }
 
 fn message(i: usize) -> PutMessage {
-    PutMessage {
-        topic: "Rec".into(),
-        queue_id: 1,
-        flag: 0,
-        body: Bytes::from(vec![i as u8; 200 + i % 50]),
-        properties: String::new(),
-        sys_flag: 0,
-        born_timestamp: 0,
-        born_host: "127.0.0.1:1".parse().unwrap(),
-        reconsume_times: 0,
-        wait_store_ok: true,
-    }
-}
-
-fn put(store: &MessageStore, msg: PutMessage) -> PutResult {
-    let (tx, rx) = mpsc::channel();
-    store.put_message(
-        msg,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    rx.recv_timeout(Duration::from_secs(30)).unwrap()
+    plain_message("Rec", 1, vec![i as u8; 200 + i % 50], true)
 }
 
 proptest! {
