@@ -466,34 +466,25 @@ impl MessageStore {
                 );
                 inner.sync_flush.submit(req);
                 inner.flush_waiter.wakeup();
-                None
+                return None;
             }
-            FlushDiskType::SyncFlush => {
-                inner.flush_waiter.wakeup();
-                defer(
-                    finish,
-                    PutResult {
-                        status: PutMessageStatus::PutOk,
-                        append: Some(result),
-                    },
-                    true,
-                )
-            }
+            // WAIT=false under SYNC_FLUSH only wakes the group-commit service.
+            FlushDiskType::SyncFlush => inner.flush_waiter.wakeup(),
+            // 4.x wakes the flush service on every put; it only matters with a wake-able wait.
             FlushDiskType::AsyncFlush => {
-                // 4.x wakes the flush service on every put; it only matters with a wake-able wait.
                 if !pool_on && !inner.config.flush_commit_log_timed {
                     inner.flush_waiter.wakeup();
                 }
-                defer(
-                    finish,
-                    PutResult {
-                        status: PutMessageStatus::PutOk,
-                        append: Some(result),
-                    },
-                    true,
-                )
             }
         }
+        defer(
+            finish,
+            PutResult {
+                status: PutMessageStatus::PutOk,
+                append: Some(result),
+            },
+            true,
+        )
     }
 
     /// The part of a put that runs under the put lock.
