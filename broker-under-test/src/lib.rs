@@ -5,6 +5,7 @@
 //! one in-process (tests, the harness).
 
 pub mod broker;
+pub mod clock;
 pub mod config;
 pub mod counters;
 pub mod dispatch;

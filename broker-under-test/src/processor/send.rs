@@ -72,8 +72,9 @@ fn disk_used_ratio(path: &Path) -> f64 {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return -1.0;
     };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
+    // SAFETY: statvfs is a plain C struct of integers, for which all-zero bytes are valid.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return -1.0;
     }

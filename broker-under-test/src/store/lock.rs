@@ -22,6 +22,7 @@ pub(crate) struct PutLock<T> {
 // SAFETY: `data` is only reachable through a `PutLockGuard`, and a guard exists only while either
 // `spin_held` was won by compare-and-set or `mutex` is held, so access is exclusive.
 unsafe impl<T: Send> Sync for PutLock<T> {}
+// SAFETY: the lock owns its `T`; moving it to another thread moves the `T`, which is `Send`.
 unsafe impl<T: Send> Send for PutLock<T> {}
 
 impl<T> PutLock<T> {

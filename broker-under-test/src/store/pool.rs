@@ -61,8 +61,8 @@ impl TransientStorePool {
                     source,
                 })?
                 .into();
-            // SAFETY: the range is exactly the anonymous mapping just created.
             let rc = if lock_allowed {
+                // SAFETY: the range is exactly the anonymous mapping just created.
                 unsafe { libc::mlock(map.as_ptr() as *const libc::c_void, buffer_len) }
             } else {
                 0
