@@ -5,6 +5,7 @@
 
 pub mod broker;
 pub mod compare;
+pub mod fnv;
 pub mod matrix;
 pub mod profile;
 pub mod recorder;
