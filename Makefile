@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -57,6 +57,9 @@ baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.cs
 
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
 	$(CARGO) bench -p broker-under-test $(EXTRA_CARGO_ARGS)
+
+floor: build ## The generator's own ceiling: minimal sender vs harness against the null responder, pinned; prints both rates and the ratio
+	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
 
 ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
 

@@ -1,0 +1,19 @@
+//! What the load generator costs, measured against the cheapest possible peers.
+//!
+//! A generator that cannot outrun the broker measures itself. To know how much headroom the
+//! harness has, `make floor` runs two senders, one after the other, against the same
+//! [`responder`] on the same pinned cores:
+//!
+//! - [`sender`]: a minimal pipelined sender. It writes one pre-encoded SEND_MESSAGE_V2 frame again
+//!   and again, keeps a fixed number in flight, and only counts response frames by their length
+//!   prefix: no histograms, no header parsing, no schedule. This is the floor of what one core
+//!   can push through one connection.
+//! - the harness in closed loop, with every histogram and classification on.
+//!
+//! The ratio of the two rates is the harness's efficiency. The responder must therefore be much
+//! faster than either sender: it answers send requests from a fixed template and reads only the
+//! fields it must echo (`code`, `opaque`, `flag`), so one responder core outruns one sender core.
+
+pub mod request;
+pub mod responder;
+pub mod sender;
