@@ -18,9 +18,9 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use remoting::{RemotingCommand, RequestCode, ResponseCode, MAX_FRAME_LEN};
-
-use crate::request::{peek, Peek};
+use remoting::{
+    peek_frame, HeaderPeek, RemotingCommand, RequestCode, ResponseCode, FLAG_ONEWAY, MAX_FRAME_LEN,
+};
 
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -184,18 +184,10 @@ fn answer_all(
         }
         let frame = &inbox[pos + 4..pos + 4 + len];
         pos += 4 + len;
-        let mark = u32::from_be_bytes(frame[..4].try_into().expect("4 bytes"));
-        let header_len = (mark & 0x00FF_FFFF) as usize;
-        let Some(header) = frame.get(4..4 + header_len) else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "header longer than its frame",
-            ));
-        };
-        match peek((mark >> 24) as u8, header) {
+        match peek_frame(frame) {
             Some(p) if is_send(p.code) => {
                 *offset += 1;
-                if !p.oneway {
+                if p.flag & FLAG_ONEWAY == 0 {
                     write_send_ok(out, p, *offset);
                     count += 1;
                 }
@@ -223,7 +215,7 @@ fn is_send(code: i32) -> bool {
 }
 
 /// The success answer to a send, as a 5.3 broker serializes it (JSON, keys in order).
-fn write_send_ok(out: &mut Vec<u8>, p: Peek, offset: u64) {
+fn write_send_ok(out: &mut Vec<u8>, p: HeaderPeek, offset: u64) {
     use std::io::Write as _;
     let start = out.len();
     out.extend_from_slice(&[0u8; 8]);

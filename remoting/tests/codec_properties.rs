@@ -84,3 +84,22 @@ proptest! {
         prop_assert_eq!(decode_batch(&encode_batch(&entries)).unwrap(), entries);
     }
 }
+
+proptest! {
+    /// The peek and the full decoder agree on every command either serialization can carry,
+    /// including ext fields named like the top-level keys and remarks full of quotes and braces.
+    #[test]
+    fn peek_agrees_with_decode(cmd in arb_command(), shadow in proptest::option::of(("code|flag|opaque", "[0-9{}\\[\\]\",]{0,8}"))) {
+        let mut cmd = cmd;
+        if let Some((k, v)) = shadow { cmd.ext_fields.insert(k, v); }
+        let mut buf = BytesMut::new();
+        cmd.encode(&mut buf);
+        let peeked = remoting::peek_frame(&buf[4..]).expect("our own encoding is always peekable");
+        prop_assert_eq!((peeked.code, peeked.opaque, peeked.flag), (cmd.code, cmd.opaque, cmd.flag));
+    }
+
+    #[test]
+    fn peek_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = remoting::peek_frame(&bytes);
+    }
+}
