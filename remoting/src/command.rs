@@ -138,7 +138,7 @@ impl RemotingCommand {
         self.ext_fields.get(key).map(String::as_str)
     }
 
-    fn header_fields(&self) -> HeaderFields<'_> {
+    pub(crate) fn header_fields(&self) -> HeaderFields<'_> {
         HeaderFields {
             code: self.code,
             language: self.language,

@@ -15,9 +15,11 @@ pub mod header;
 pub mod headers;
 pub mod message;
 pub mod peek;
+pub mod template;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode};
 pub use command::{RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use error::{DecodeError, HeaderError};
 pub use frame::{decode_frame, FrameCheck, MAX_FRAME_LEN};
 pub use peek::{peek_frame, HeaderPeek};
+pub use template::{FrameTemplate, TemplateError};

@@ -103,7 +103,9 @@ impl<'a> Scanner<'a> {
     fn key(&mut self) -> Option<&'a [u8]> {
         self.expect(b'"')?;
         let start = self.i;
-        let len = self.b[start..].iter().position(|&c| c == b'"' || c == b'\\')?;
+        let len = self.b[start..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\')?;
         if self.b[start + len] == b'\\' {
             return None;
         }
@@ -117,12 +119,18 @@ impl<'a> Scanner<'a> {
         if self.b.get(self.i) == Some(&b'-') {
             self.i += 1;
         }
-        let digits = self.b[self.i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let digits = self.b[self.i..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
         if digits == 0 || digits > 10 {
             return None;
         }
         self.i += digits;
-        std::str::from_utf8(&self.b[start..self.i]).ok()?.parse().ok()
+        std::str::from_utf8(&self.b[start..self.i])
+            .ok()?
+            .parse()
+            .ok()
     }
 
     fn skip_string(&mut self) -> Option<()> {

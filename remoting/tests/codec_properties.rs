@@ -103,3 +103,36 @@ proptest! {
         let _ = remoting::peek_frame(&bytes);
     }
 }
+
+proptest! {
+    /// A template re-emits exactly what the full encoder writes, for any ext map, any choice of
+    /// templated fields and any values (quotes, backslashes, control characters included).
+    #[test]
+    fn template_equals_full_encode(
+        cmd in arb_command(),
+        opaque in any::<i32>(),
+        picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..4),
+        values in proptest::collection::vec("\\PC{0,20}|[\\x00-\\x1f\"\\\\]{0,5}", 4),
+    ) {
+        let mut cmd = cmd;
+        cmd.serialize_type = SerializeType::Json;
+        let keys: Vec<String> = cmd.ext_fields.keys().cloned().collect();
+        let mut slots: Vec<&str> = Vec::new();
+        if !keys.is_empty() {
+            for p in &picks {
+                let k = keys[p.index(keys.len())].as_str();
+                if !slots.contains(&k) { slots.push(k); }
+            }
+        }
+        let t = remoting::FrameTemplate::new(&cmd, &slots).unwrap();
+        let vals: Vec<&str> = values.iter().take(slots.len()).map(String::as_str).collect();
+        let mut got = BytesMut::new();
+        t.encode(opaque, &vals, &mut got);
+        let mut want_cmd = cmd.clone();
+        want_cmd.opaque = opaque;
+        for (k, v) in slots.iter().zip(&vals) { want_cmd.ext_fields.insert((*k).to_string(), (*v).to_string()); }
+        let mut want = BytesMut::new();
+        want_cmd.encode(&mut want);
+        prop_assert_eq!(got, want);
+    }
+}
