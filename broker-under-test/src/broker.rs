@@ -1,18 +1,13 @@
 //! The shared state every processor sees: configuration, store, executor queues, topic and
 //! consumer-offset tables, counters.
 
-use std::{
-    collections::HashMap,
-    net::SocketAddr,
-    sync::{Arc, Mutex, RwLock},
-    time::Instant,
-};
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Instant};
+
+use parking_lot::{Mutex, RwLock};
 
 use crate::{
-    config::BrokerConfig,
-    counters::FlowControlCounters,
-    dispatch::{epoch_millis, executor::TaskQueue, ExecutorKind},
-    store::MessageStore,
+    clock::epoch_millis, config::BrokerConfig, counters::FlowControlCounters, executor::TaskQueue,
+    store::MessageStore, task::ExecutorKind,
 };
 
 /// The template topic clients name in `defaultTopic` for auto-creation.
@@ -68,17 +63,12 @@ pub struct TopicTable {
 
 impl TopicTable {
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
-        self.topics
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(topic)
-            .cloned()
+        self.topics.read().get(topic).cloned()
     }
 
     pub fn put(&self, config: TopicConfig) {
         self.topics
             .write()
-            .unwrap_or_else(|e| e.into_inner())
             .insert(config.topic_name.clone(), config);
     }
 
@@ -91,7 +81,7 @@ impl TopicTable {
         default_topic: &str,
         client_default_queue_nums: i32,
     ) -> Option<TopicConfig> {
-        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        let mut topics = self.topics.write();
         if let Some(existing) = topics.get(topic) {
             return Some(existing.clone());
         }
@@ -114,22 +104,14 @@ impl TopicTable {
     }
 }
 
-/// The executor queues, one per [`ExecutorKind`].
-pub struct Queues {
-    pub send: Arc<TaskQueue>,
-    pub pull: Arc<TaskQueue>,
-    pub heartbeat: Arc<TaskQueue>,
-    pub end_transaction: Arc<TaskQueue>,
-    pub admin: Arc<TaskQueue>,
-}
-
 /// Everything a request handler needs.
 pub struct Broker {
     pub config: BrokerConfig,
     pub store: Arc<MessageStore>,
     /// `brokerIP1` + the bound port: written into records and message ids.
     pub store_host: SocketAddr,
-    pub queues: Queues,
+    /// The executor queues, indexed by [`ExecutorKind::index`].
+    pub queues: [Arc<TaskQueue>; ExecutorKind::COUNT],
     pub counters: FlowControlCounters,
     pub topics: TopicTable,
     /// (group, topic, queueId) → committed consume offset.
@@ -140,17 +122,8 @@ pub struct Broker {
 
 impl Broker {
     pub fn new(config: BrokerConfig, store: Arc<MessageStore>, store_host: SocketAddr) -> Self {
-        let q = |kind, cap| Arc::new(TaskQueue::new(kind, cap));
-        let queues = Queues {
-            send: q(ExecutorKind::Send, config.send_queue_capacity),
-            pull: q(ExecutorKind::Pull, config.pull_queue_capacity),
-            heartbeat: q(ExecutorKind::Heartbeat, config.heartbeat_queue_capacity),
-            end_transaction: q(
-                ExecutorKind::EndTransaction,
-                config.end_transaction_queue_capacity,
-            ),
-            admin: q(ExecutorKind::Admin, config.admin_queue_capacity),
-        };
+        let queues = ExecutorKind::ALL
+            .map(|kind| Arc::new(TaskQueue::new(kind, config.executor(kind).queue_capacity)));
         let topics = TopicTable::default();
         if config.auto_create_topic_enable {
             // TopicConfigManager creates the template topic only when auto-creation is on.
@@ -176,23 +149,6 @@ impl Broker {
     }
 
     pub fn queue(&self, kind: ExecutorKind) -> &Arc<TaskQueue> {
-        match kind {
-            ExecutorKind::Send => &self.queues.send,
-            ExecutorKind::Pull => &self.queues.pull,
-            ExecutorKind::Heartbeat => &self.queues.heartbeat,
-            ExecutorKind::EndTransaction => &self.queues.end_transaction,
-            ExecutorKind::Admin => &self.queues.admin,
-        }
-    }
-
-    pub fn executors(&self) -> [(ExecutorKind, usize); 5] {
-        let c = &self.config;
-        [
-            (ExecutorKind::Send, c.send_threads),
-            (ExecutorKind::Pull, c.pull_threads),
-            (ExecutorKind::Heartbeat, c.heartbeat_threads),
-            (ExecutorKind::EndTransaction, c.end_transaction_threads),
-            (ExecutorKind::Admin, c.admin_threads),
-        ]
+        &self.queues[kind.index()]
     }
 }

@@ -2,39 +2,33 @@
 //! same for several queues). Every answer is counted when it is produced, whether or not it is
 //! written (oneway requests), so the harness can compare its own counts with ours.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+    fmt::Write,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
-use crate::dispatch::ExecutorKind;
+use crate::task::{ExecutorKind, RejectReason};
 
-/// Counters exposed in GET_BROKER_RUNTIME_INFO under the keys of [`FlowControlCounters::KEYS`].
+/// Counters exposed in GET_BROKER_RUNTIME_INFO under the keys [`FlowControlCounters::snapshot`]
+/// lists.
 #[derive(Debug, Default)]
 pub struct FlowControlCounters {
     pc_busy_clean_queue: AtomicU64,
-    timeout_clean_queue: [AtomicU64; 5],
+    /// Indexed by [`ExecutorKind::index`].
+    timeout_clean_queue: [AtomicU64; ExecutorKind::COUNT],
     reject_request_page_cache: AtomicU64,
     reject_request_pool: AtomicU64,
     reject_request_slave: AtomicU64,
-    overload: [AtomicU64; 5],
+    /// Indexed by [`ExecutorKind::index`].
+    overload: [AtomicU64; ExecutorKind::COUNT],
     pc_synchronized: AtomicU64,
 }
 
-/// Why `[REJECTREQUEST]` was answered (reference §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RejectReason {
-    PageCacheBusy,
-    TransientStorePoolDeficient,
-    /// 5.x only: the broker is a SLAVE.
-    Slave,
-}
-
-fn slot(kind: ExecutorKind) -> usize {
-    match kind {
-        ExecutorKind::Send => 0,
-        ExecutorKind::Pull => 1,
-        ExecutorKind::Heartbeat => 2,
-        ExecutorKind::EndTransaction => 3,
-        ExecutorKind::Admin => 4,
-    }
+/// The executors BrokerFastFailure scans: only they have a `[TIMEOUT_CLEAN_QUEUE]` counter.
+fn scanned() -> impl Iterator<Item = ExecutorKind> {
+    ExecutorKind::ALL
+        .into_iter()
+        .filter(|k| k.names().wait_key.is_some())
 }
 
 impl FlowControlCounters {
@@ -43,7 +37,7 @@ impl FlowControlCounters {
     }
 
     pub fn timeout_clean_queue(&self, kind: ExecutorKind) {
-        self.timeout_clean_queue[slot(kind)].fetch_add(1, Ordering::Relaxed);
+        self.timeout_clean_queue[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn reject_request(&self, reason: RejectReason) {
@@ -56,7 +50,7 @@ impl FlowControlCounters {
     }
 
     pub fn overload(&self, kind: ExecutorKind) {
-        self.overload[slot(kind)].fetch_add(1, Ordering::Relaxed);
+        self.overload[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn pc_synchronized(&self) {
@@ -64,77 +58,81 @@ impl FlowControlCounters {
     }
 
     /// Every counter under its runtime-info key, `flowControlTotal` last.
-    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut out = vec![
+        let mut out = vec![(
+            "flowControlPcBusyCleanQueue".to_owned(),
+            get(&self.pc_busy_clean_queue),
+        )];
+        // The admin slot of `timeout_clean_queue` stays 0 and is not listed: this broker, like
+        // 4.x, scans only the queues that have a wait limit.
+        for kind in scanned() {
+            out.push((
+                format!(
+                    "flowControlTimeoutCleanQueue{}",
+                    kind.names().counter_suffix
+                ),
+                get(&self.timeout_clean_queue[kind.index()]),
+            ));
+        }
+        out.extend([
             (
-                "flowControlPcBusyCleanQueue",
-                get(&self.pc_busy_clean_queue),
-            ),
-            (
-                "flowControlTimeoutCleanQueueSend",
-                get(&self.timeout_clean_queue[0]),
-            ),
-            (
-                "flowControlTimeoutCleanQueuePull",
-                get(&self.timeout_clean_queue[1]),
-            ),
-            (
-                "flowControlTimeoutCleanQueueHeartbeat",
-                get(&self.timeout_clean_queue[2]),
-            ),
-            (
-                "flowControlTimeoutCleanQueueTransaction",
-                get(&self.timeout_clean_queue[3]),
-            ),
-            (
-                "flowControlRejectRequestPageCache",
+                "flowControlRejectRequestPageCache".to_owned(),
                 get(&self.reject_request_page_cache),
             ),
             (
-                "flowControlRejectRequestPool",
+                "flowControlRejectRequestPool".to_owned(),
                 get(&self.reject_request_pool),
             ),
             (
-                "flowControlRejectRequestSlave",
+                "flowControlRejectRequestSlave".to_owned(),
                 get(&self.reject_request_slave),
             ),
-            ("flowControlOverloadSend", get(&self.overload[0])),
-            ("flowControlOverloadPull", get(&self.overload[1])),
-            ("flowControlOverloadHeartbeat", get(&self.overload[2])),
-            ("flowControlOverloadTransaction", get(&self.overload[3])),
-            ("flowControlOverloadAdmin", get(&self.overload[4])),
-            ("flowControlPcSynchronized", get(&self.pc_synchronized)),
-        ];
-        // The admin slot of `timeout_clean_queue` stays 0: this broker, like 4.x, scans only the
-        // send, pull, heartbeat and end-transaction queues.
+        ]);
+        for kind in ExecutorKind::ALL {
+            out.push((
+                format!("flowControlOverload{}", kind.names().counter_suffix),
+                get(&self.overload[kind.index()]),
+            ));
+        }
+        out.push((
+            "flowControlPcSynchronized".to_owned(),
+            get(&self.pc_synchronized),
+        ));
         let total = out.iter().map(|(_, v)| v).sum();
-        out.push(("flowControlTotal", total));
+        out.push(("flowControlTotal".to_owned(), total));
         out
     }
 
     /// The one-line summary logged every minute and at shutdown.
     pub fn summary_line(&self) -> String {
-        let s: std::collections::BTreeMap<_, _> = self.snapshot().into_iter().collect();
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let per_kind = |counters: &[AtomicU64; ExecutorKind::COUNT],
+                        kinds: &mut dyn Iterator<Item = ExecutorKind>| {
+            let mut s = String::new();
+            for (i, kind) in kinds.enumerate() {
+                let sep = if i == 0 { "" } else { " " };
+                let _ = write!(
+                    s,
+                    "{sep}{}:{}",
+                    kind.names().summary_name,
+                    get(&counters[kind.index()])
+                );
+            }
+            s
+        };
+        let total = self.snapshot().last().map(|(_, v)| *v).unwrap_or_default();
         format!(
-            "flow-control: PCBUSY_CLEAN_QUEUE={} TIMEOUT_CLEAN_QUEUE=send:{} pull:{} heartbeat:{} \
-             transaction:{} REJECTREQUEST=pagecache:{} pool:{} slave:{} OVERLOAD=send:{} pull:{} \
-             heartbeat:{} transaction:{} admin:{} PC_SYNCHRONIZED={} total={}",
-            s["flowControlPcBusyCleanQueue"],
-            s["flowControlTimeoutCleanQueueSend"],
-            s["flowControlTimeoutCleanQueuePull"],
-            s["flowControlTimeoutCleanQueueHeartbeat"],
-            s["flowControlTimeoutCleanQueueTransaction"],
-            s["flowControlRejectRequestPageCache"],
-            s["flowControlRejectRequestPool"],
-            s["flowControlRejectRequestSlave"],
-            s["flowControlOverloadSend"],
-            s["flowControlOverloadPull"],
-            s["flowControlOverloadHeartbeat"],
-            s["flowControlOverloadTransaction"],
-            s["flowControlOverloadAdmin"],
-            s["flowControlPcSynchronized"],
-            s["flowControlTotal"],
+            "flow-control: PCBUSY_CLEAN_QUEUE={} TIMEOUT_CLEAN_QUEUE={} \
+             REJECTREQUEST=pagecache:{} pool:{} slave:{} OVERLOAD={} PC_SYNCHRONIZED={} total={}",
+            get(&self.pc_busy_clean_queue),
+            per_kind(&self.timeout_clean_queue, &mut scanned()),
+            get(&self.reject_request_page_cache),
+            get(&self.reject_request_pool),
+            get(&self.reject_request_slave),
+            per_kind(&self.overload, &mut ExecutorKind::ALL.into_iter()),
+            get(&self.pc_synchronized),
+            total,
         )
     }
 }
@@ -154,6 +152,33 @@ mod tests {
         c.pc_synchronized();
         let s: std::collections::BTreeMap<_, _> = c.snapshot().into_iter().collect();
         assert_eq!(s["flowControlTotal"], 6);
+        assert_eq!(
+            c.summary_line(),
+            "flow-control: PCBUSY_CLEAN_QUEUE=1 TIMEOUT_CLEAN_QUEUE=send:0 pull:1 heartbeat:0 \
+             transaction:0 REJECTREQUEST=pagecache:0 pool:1 slave:0 OVERLOAD=send:2 pull:0 \
+             heartbeat:0 transaction:0 admin:0 PC_SYNCHRONIZED=1 total=6"
+        );
+        let keys: Vec<String> = c.snapshot().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                "flowControlPcBusyCleanQueue",
+                "flowControlTimeoutCleanQueueSend",
+                "flowControlTimeoutCleanQueuePull",
+                "flowControlTimeoutCleanQueueHeartbeat",
+                "flowControlTimeoutCleanQueueTransaction",
+                "flowControlRejectRequestPageCache",
+                "flowControlRejectRequestPool",
+                "flowControlRejectRequestSlave",
+                "flowControlOverloadSend",
+                "flowControlOverloadPull",
+                "flowControlOverloadHeartbeat",
+                "flowControlOverloadTransaction",
+                "flowControlOverloadAdmin",
+                "flowControlPcSynchronized",
+                "flowControlTotal",
+            ]
+        );
         assert_eq!(s["flowControlOverloadSend"], 2);
         assert_eq!(s["flowControlTimeoutCleanQueuePull"], 1);
         assert!(c.summary_line().contains("OVERLOAD=send:2"));

@@ -9,9 +9,12 @@ pub mod clock;
 pub mod config;
 pub mod counters;
 pub mod dispatch;
+pub mod executor;
+pub mod keys;
 pub mod processor;
 pub mod server;
 pub mod store;
+pub mod task;
 
 use std::{future::Future, io::Write, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -22,11 +25,13 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     broker::Broker,
     config::BrokerConfig,
-    dispatch::{executor::Workers, fast_failure::FastFailure, RequestTask},
+    dispatch::fast_failure::FastFailure,
+    executor::Workers,
     store::MessageStore,
+    task::{ExecutorKind, RequestTask},
 };
 
-pub use crate::config::{ConfigSources, VersionProfile};
+pub use crate::{config::ConfigSources, keys::VersionProfile};
 
 /// How often the flow-control summary line is logged.
 const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
@@ -65,7 +70,8 @@ async fn serve(
         Arc::new(move |task| processor::process(&b, task))
     };
     let mut workers = Vec::new();
-    for (kind, threads) in broker.executors() {
+    for kind in ExecutorKind::ALL {
+        let threads = broker.config.executor(kind).threads;
         let w = Workers::start(broker.queue(kind).clone(), threads, handler.clone())
             .with_context(|| format!("starting the {kind:?} executor threads"))?;
         workers.push(w);

@@ -114,3 +114,148 @@ fn serves_then_exits_zero_on_sigterm() {
         "no summary at shutdown: {err}"
     );
 }
+
+#[test]
+fn list_keys_prints_every_key_as_json_with_this_machines_defaults() {
+    let out = Command::new(BIN).arg("--list-keys").output().unwrap();
+    assert!(out.status.success());
+    let keys: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys = keys.as_array().unwrap();
+    let p = Command::new(BIN)
+        .args(["--set", "brokerVersionProfile=4.3", "-p"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(p.stdout).unwrap();
+    assert_eq!(keys.len(), printed.lines().count());
+    for k in keys {
+        let name = k["name"].as_str().unwrap();
+        let default = k["default"]["4.3"].as_str().unwrap();
+        assert!(
+            printed.contains(&format!("{name}={default}\n")),
+            "{name}={default} not in -p"
+        );
+        assert!(
+            ["bool", "int", "enum", "ip", "path", "string"].contains(&k["type"].as_str().unwrap())
+        );
+    }
+    let wait = keys
+        .iter()
+        .find(|k| k["name"] == "waitTimeMillsInSendQueue")
+        .unwrap();
+    assert_eq!(wait["unit"], "ms");
+    assert_eq!(wait["default"]["5.3"], "200");
+    assert_eq!(wait["ours"], false);
+}
+
+#[test]
+fn readme_key_table_is_the_generated_one() {
+    let out = Command::new(BIN)
+        .arg("--list-keys=markdown")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let also = Command::new(BIN)
+        .args(["--list-keys", "--markdown"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(also.stdout).unwrap(), generated);
+    let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(readme_path).unwrap();
+    let begin = "<!-- broker-keys:begin -->\n";
+    let end = "<!-- broker-keys:end -->";
+    let start = readme
+        .find(begin)
+        .expect("README lacks the broker-keys:begin marker")
+        + begin.len();
+    let stop = readme[start..]
+        .find(end)
+        .expect("README lacks the broker-keys:end marker")
+        + start;
+    assert!(
+        readme[start..stop] == generated,
+        "README.md's broker key table differs from the key table in \
+         broker-under-test/src/keys/table.rs: run \
+         `cargo run -p broker-under-test -- --list-keys=markdown` and paste its output between \
+         the broker-keys markers in README.md"
+    );
+}
+
+#[test]
+fn misspelled_keys_warn_with_a_suggestion_and_strict_makes_them_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = conf(dir.path(), "waitTimeMillsInSendQueu=100\n");
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(&path)
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown configuration key waitTimeMillsInSendQueu")
+            && err.contains("did you mean waitTimeMillsInSendQueue?"),
+        "{err}"
+    );
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(&path)
+        .args(["--strict", "--check"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:7", path.display()))
+            && err.contains("waitTimeMillsInSendQueu")
+            && err.contains("did you mean waitTimeMillsInSendQueue?"),
+        "{err}"
+    );
+    let out = Command::new(BIN)
+        .args(["--strict", "-p", "--set", "sendMessageThreadPoolNum=2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--set") && err.contains("did you mean sendMessageThreadPoolNums?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_validates_ranges_without_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(conf(dir.path(), ""))
+        .args(["--check", "--set", "sendMessageThreadPoolNums=0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sendMessageThreadPoolNums")
+            && err.contains("\"0\"")
+            && err.contains("1..=1024"),
+        "{err}"
+    );
+    // A valid configuration: `ok`, and the store directory was never created.
+    let out = Command::new(BIN)
+        .arg("-c")
+        .arg(conf(dir.path(), ""))
+        .args(["--strict", "--check", "--set", "listenPort=1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    assert!(!dir.path().join("store").exists());
+}

@@ -11,8 +11,11 @@ use std::{
 
 use remoting::ResponseCode;
 
-use super::{answer, response, AnswerSource, ExecutorKind, RequestTask};
-use crate::broker::Broker;
+use super::answer::{answer, response};
+use crate::{
+    broker::Broker,
+    task::{AnswerSource, ExecutorKind, RequestTask},
+};
 
 pub const INITIAL_DELAY: Duration = Duration::from_millis(1000);
 pub const PERIOD: Duration = Duration::from_millis(10);
@@ -108,13 +111,11 @@ pub fn clean(broker: &Broker) {
             ),
         );
     }
-    let c = &broker.config;
-    for (kind, limit) in [
-        (ExecutorKind::Send, c.wait_time_send_queue),
-        (ExecutorKind::Pull, c.wait_time_pull_queue),
-        (ExecutorKind::Heartbeat, c.wait_time_heartbeat_queue),
-        (ExecutorKind::EndTransaction, c.wait_time_transaction_queue),
-    ] {
+    for kind in ExecutorKind::ALL {
+        // Queues without a wait limit (admin) are not scanned, as in 4.x.
+        let Some(limit) = broker.config.executor(kind).wait_limit else {
+            continue;
+        };
         let queue = broker.queue(kind);
         while let Some((task, size)) = queue.poll_head_older_than(limit, Instant::now()) {
             let period = task.created.elapsed().as_millis();

@@ -8,7 +8,7 @@ use remoting::{headers::CreateTopicRequestHeader, RemotingCommand, RequestCode, 
 use crate::{
     broker::{Broker, TopicConfig},
     dispatch::{response, ExecutorKind},
-    processor::{header_error, send::validate_topic},
+    processor::{header::header_error, send::validate_topic},
 };
 
 pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
@@ -106,7 +106,7 @@ pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
                 .to_string()
         });
     for (k, v) in broker.counters.snapshot() {
-        t.insert(k.into(), v.to_string());
+        t.insert(k, v.to_string());
     }
     t
 }

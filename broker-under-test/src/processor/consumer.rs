@@ -9,7 +9,7 @@ use remoting::{
     RemotingCommand, RequestCode, ResponseCode,
 };
 
-use crate::{broker::Broker, dispatch::response, processor::header_error};
+use crate::{broker::Broker, dispatch::response, processor::header::header_error};
 
 pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
     let profile = broker.config.profile;
@@ -21,7 +21,6 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
         broker
             .consumer_offsets
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .insert((h.consumer_group, h.topic, h.queue_id), h.commit_offset);
         return response(profile, request, ResponseCode::SUCCESS, None);
     }
@@ -32,7 +31,6 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
     let stored = broker
         .consumer_offsets
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .get(&(h.consumer_group.clone(), h.topic.clone(), h.queue_id))
         .copied();
     let offset = match stored {

@@ -3,7 +3,7 @@
 
 use remoting::{headers::EndTransactionRequestHeader, RemotingCommand, ResponseCode};
 
-use crate::{broker::Broker, dispatch::response, processor::header_error};
+use crate::{broker::Broker, dispatch::response, processor::header::header_error};
 
 pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
     if let Err(e) = request.header::<EndTransactionRequestHeader>() {

@@ -11,7 +11,7 @@ use remoting::{
 use crate::{
     broker::{Broker, PERM_READ},
     dispatch::response,
-    processor::{header_error, send::FAQ_SUFFIX},
+    processor::{header::header_error, send::FAQ_SUFFIX},
     store::GetMessageStatus,
 };
 

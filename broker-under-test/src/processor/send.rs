@@ -2,7 +2,7 @@
 //! Broker-level checks in RocketMQ's order (reference §7.1), then the store; the answer is built
 //! from the store's completion callback (reference §7.3).
 
-use std::{cell::Cell, path::Path, sync::Arc};
+use std::{path::Path, sync::Arc};
 
 use remoting::{
     headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader},
@@ -17,7 +17,7 @@ use crate::{
     broker::Broker,
     config::{BrokerRole, VersionProfile},
     dispatch::{answer, response, AnswerSource, RequestTask},
-    processor::header_error,
+    processor::header::header_error,
     store::{PutMessage, PutMessageStatus, PutResult},
 };
 
@@ -48,21 +48,10 @@ pub fn validate_topic(topic: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Java's `ThreadLocalRandom.nextInt(99999999) % n`, from a per-thread xorshift.
+/// Java's `ThreadLocalRandom.nextInt(99999999) % n`: a per-thread generator, uniform in
+/// `0..99_999_999`, then reduced modulo the queue count (so slightly biased, as in Java).
 fn random_queue_id(n: i32) -> i32 {
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(
-            crate::dispatch::epoch_millis() as u64 ^ (std::process::id() as u64) << 32 | 1
-        );
-    }
-    STATE.with(|s| {
-        let mut x = s.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.set(x);
-        ((x % 99_999_999) as i32) % n.max(1)
-    })
+    fastrand::i32(0..99_999_999) % n.max(1)
 }
 
 /// UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to 0.01;

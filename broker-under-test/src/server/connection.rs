@@ -37,7 +37,7 @@ pub async fn serve(
     let abort = CancellationToken::new();
     let responder = Responder::new(tx, abort.clone(), peer);
     let idle = broker.config.server_channel_max_idle;
-    let last_write = Arc::new(std::sync::Mutex::new(Instant::now()));
+    let last_write = Arc::new(parking_lot::Mutex::new(Instant::now()));
     let writer_task = tokio::spawn(write_loop(writer, rx, abort.clone(), last_write.clone()));
 
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -59,7 +59,7 @@ pub async fn serve(
             }
         }
         let last_activity = {
-            let w = *last_write.lock().unwrap_or_else(|e| e.into_inner());
+            let w = *last_write.lock();
             w.max(last_read)
         };
         let deadline = last_activity + idle;
@@ -67,7 +67,7 @@ pub async fn serve(
             _ = shutdown.cancelled() => break,
             _ = abort.cancelled() => break,
             _ = tokio::time::sleep_until(deadline) => {
-                let w = *last_write.lock().unwrap_or_else(|e| e.into_inner());
+                let w = *last_write.lock();
                 if w.max(last_read) + idle <= Instant::now() {
                     eprintln!("{peer}: idle for {}s, closing the connection", idle.as_secs());
                     break;
@@ -96,7 +96,7 @@ async fn write_loop(
     writer: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Bytes>,
     abort: CancellationToken,
-    last_write: Arc<std::sync::Mutex<Instant>>,
+    last_write: Arc<parking_lot::Mutex<Instant>>,
 ) {
     let mut out = BufWriter::new(writer);
     loop {
@@ -124,7 +124,7 @@ async fn write_loop(
             abort.cancel();
             return;
         }
-        *last_write.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *last_write.lock() = Instant::now();
     }
     // Every answer producer is gone and everything was flushed: close our side politely.
     let _ = out.shutdown().await;

@@ -1,9 +1,13 @@
 //! Store configuration: RocketMQ's `MessageStoreConfig` keys the send path depends on (§9.1).
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::{
+    collections::BTreeMap,
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+};
 
 use super::StoreError;
+use crate::keys::{self, BadValue, Reader, VersionProfile};
 
 /// `flushDiskType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,33 +93,69 @@ pub struct StoreConfig {
 }
 
 impl Default for StoreConfig {
+    /// RocketMQ 5.3's defaults, from the key table.
     fn default() -> Self {
-        let root = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join("store");
-        StoreConfig {
-            store_path_root_dir: root,
-            mapped_file_size_commit_log: 1024 * 1024 * 1024,
-            flush_disk_type: FlushDiskType::AsyncFlush,
-            flush_interval_commit_log: 500,
-            flush_commit_log_least_pages: 4,
-            flush_commit_log_thorough_interval: 10_000,
-            flush_commit_log_timed: true,
-            commit_interval_commit_log: 200,
-            commit_commit_log_least_pages: 4,
-            commit_commit_log_thorough_interval: 200,
-            sync_flush_timeout: 5000,
-            os_page_cache_busy_timeout_mills: 1000,
-            transient_store_pool_in_effect: false,
-            transient_store_pool_size: 5,
-            fast_fail_if_no_buffer_in_store_pool: false,
-            max_message_size: 4 * 1024 * 1024,
-            put_lock: PutLockKind::Reentrant,
-            encode_inside_lock: false,
-            store_host: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 10911),
-            injection: FaultInjection::default(),
-        }
+        let map = keys::defaults(VersionProfile::V5_3, None);
+        StoreConfig::from_keys(&map).expect("the key table's defaults are valid")
+    }
+}
+
+impl StoreConfig {
+    /// Builds the store's settings from an effective map holding every key of the key table.
+    /// `store_host` gets `brokerIP1` and `listenPort`.
+    pub fn from_keys(map: &BTreeMap<String, String>) -> Result<Self, BadValue> {
+        let r = Reader { map };
+        let profile: VersionProfile = r.get("brokerVersionProfile")?;
+        let flush_disk_type = match r.raw("flushDiskType") {
+            "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
+            "SYNC_FLUSH" => FlushDiskType::SyncFlush,
+            other => {
+                return Err(BadValue {
+                    key: "flushDiskType".into(),
+                    value: other.into(),
+                    reason: "expected ASYNC_FLUSH or SYNC_FLUSH".into(),
+                })
+            }
+        };
+        let slave = r.raw("brokerRole") == "SLAVE";
+        let pool_enable = r.bool("transientStorePoolEnable")?;
+        // §5: the pool is only in effect under the selected release's conditions.
+        let pool_in_effect = pool_enable
+            && !slave
+            && (profile == VersionProfile::V5_3 || flush_disk_type == FlushDiskType::AsyncFlush);
+        let ip: IpAddr = r.get("brokerIP1")?;
+        Ok(StoreConfig {
+            store_path_root_dir: PathBuf::from(r.raw("storePathRootDir")),
+            mapped_file_size_commit_log: r.get("mappedFileSizeCommitLog")?,
+            flush_disk_type,
+            flush_interval_commit_log: r.get("flushIntervalCommitLog")?,
+            flush_commit_log_least_pages: r.get("flushCommitLogLeastPages")?,
+            flush_commit_log_thorough_interval: r.get("flushCommitLogThoroughInterval")?,
+            flush_commit_log_timed: r.bool("flushCommitLogTimed")?,
+            commit_interval_commit_log: r.get("commitIntervalCommitLog")?,
+            commit_commit_log_least_pages: r.get("commitCommitLogLeastPages")?,
+            commit_commit_log_thorough_interval: r.get("commitCommitLogThoroughInterval")?,
+            sync_flush_timeout: r.get("syncFlushTimeout")?,
+            os_page_cache_busy_timeout_mills: r.get("osPageCacheBusyTimeOutMills")?,
+            transient_store_pool_in_effect: pool_in_effect,
+            transient_store_pool_size: r.get("transientStorePoolSize")?,
+            fast_fail_if_no_buffer_in_store_pool: r.bool("fastFailIfNoBufferInStorePool")?,
+            max_message_size: r.get("maxMessageSize")?,
+            put_lock: if r.bool("useReentrantLockWhenPutMessage")? {
+                PutLockKind::Reentrant
+            } else {
+                PutLockKind::Spin
+            },
+            // Before 4.9.1 there is no pre-encoder: the record is built inside the put lock.
+            encode_inside_lock: profile == VersionProfile::V4_3,
+            store_host: SocketAddr::new(ip, r.get("listenPort")?),
+            injection: FaultInjection {
+                put_stall_millis: r.get("injectPutStallMillis")?,
+                put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,
+                append_delay_micros: r.get("injectAppendDelayMicros")?,
+                flush_stall_millis: r.get("injectFlushStallMillis")?,
+            },
+        })
     }
 }
 

@@ -8,12 +8,14 @@ use std::{
     collections::VecDeque,
     io,
     panic::{catch_unwind, AssertUnwindSafe},
-    sync::{Arc, Condvar, Mutex, MutexGuard},
+    sync::Arc,
     thread::JoinHandle,
     time::{Duration, Instant},
 };
 
-use super::{ExecutorKind, RequestTask};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::task::{ExecutorKind, RequestTask};
 
 struct QueueState {
     tasks: VecDeque<RequestTask>,
@@ -44,9 +46,7 @@ impl TaskQueue {
     }
 
     fn lock(&self) -> MutexGuard<'_, QueueState> {
-        // A worker never panics while holding the lock (tasks run outside it), so poisoning can
-        // only come from a bug in this file; the data is still consistent, keep going.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     pub fn kind(&self) -> ExecutorKind {
@@ -89,7 +89,7 @@ impl TaskQueue {
             if st.closed {
                 return None;
             }
-            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+            self.ready.wait(&mut st);
         }
     }
 

@@ -1,0 +1,30 @@
+//! Which processor runs a task, and writing its answer.
+
+use std::sync::Arc;
+
+use super::{admin, consumer, end_transaction, heartbeat, pull, send};
+use crate::{
+    broker::Broker,
+    dispatch::answer,
+    task::{AnswerSource, ProcessorKind, RequestTask},
+};
+
+/// Runs `task` on the current executor thread.
+pub fn process(broker: &Arc<Broker>, task: RequestTask) {
+    let reply = match task.processor {
+        // The send processor answers from the store's completion callback.
+        ProcessorKind::Send => return send::process(broker, task),
+        ProcessorKind::Pull => pull::process(broker, &task.request, task.responder.peer()),
+        ProcessorKind::Heartbeat => heartbeat::process(broker, &task.request),
+        ProcessorKind::EndTransaction => end_transaction::process(broker, &task.request),
+        ProcessorKind::ConsumerManage => consumer::process(broker, &task.request),
+        ProcessorKind::Admin => admin::process(broker, &task.request),
+    };
+    answer(
+        broker.config.profile,
+        &task.request,
+        &task.responder,
+        reply,
+        AnswerSource::Processor,
+    );
+}
