@@ -3,7 +3,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
-use super::StoreError;
+use super::error::StoreError;
 
 /// `flushDiskType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
