@@ -1,23 +1,24 @@
 //! The CommitLog: a queue of equally sized mapped files, the append path under the put lock
-//! (§7.4), recovery of a torn tail, and dispatch to the consume queues.
+//! (§7.4) with the roll to the next file, commit and flush of the file queue, and dispatch to the
+//! consume queues. Record bytes live in `record.rs`, recovery of a torn tail in `recovery.rs`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use remoting::message::{
-    decode_record, RecordAt, BLANK_MARKER_LEN, MAGIC_BLANK, MAGIC_V1, MAGIC_V2,
-    SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK,
-    SYSFLAG_TRANSACTION_PREPARED, SYSFLAG_TRANSACTION_ROLLBACK,
-};
+use parking_lot::{Mutex, RwLock};
+use remoting::message::{BLANK_MARKER_LEN, MAGIC_BLANK};
 
+use super::config::StoreConfig;
 use super::consume_queue::{ConsumeQueues, CqEntry};
+use super::error::{AppendError, StoreError};
 use super::lock::{PutLock, PutLockGuard};
 use super::mapped_file::MappedFile;
 use super::pool::TransientStorePool;
-use super::{StoreConfig, StoreError};
+use super::record::{is_prepared_or_rollback, parse_for_dispatch, EncodedMessage, Parsed};
+use super::recovery::recover_files;
 
 /// State only the put-lock holder touches.
 pub(crate) struct AppendState {
@@ -27,23 +28,6 @@ pub(crate) struct AppendState {
     pub(crate) last_stall_millis: i64,
     /// The pre-created next file (AllocateMappedFileService's `nextNextFilePath`), not yet in use.
     pub(crate) standby: Option<Arc<MappedFile>>,
-}
-
-/// Why an append failed inside the lock.
-#[derive(Debug)]
-pub(crate) enum AppendError {
-    /// No file could be created (pool exhausted with fast-fail, or I/O).
-    CreateMappedFileFailed,
-}
-
-/// One encoded message waiting to be appended.
-pub(crate) struct EncodedMessage {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) topic: String,
-    pub(crate) queue_id: i32,
-    pub(crate) sys_flag: i32,
-    /// Offset of STORETIMESTAMP inside the record (depends on the born host's family).
-    pub(crate) store_ts_pos: usize,
 }
 
 /// Where a batch landed.
@@ -84,107 +68,6 @@ pub(crate) struct CommitLog {
 
 fn file_name(offset: i64) -> String {
     format!("{offset:020}")
-}
-
-/// Java's `String.hashCode`, which RocketMQ stores as the tag hash.
-pub(crate) fn java_string_hash(s: &str) -> i64 {
-    let mut h: i32 = 0;
-    for unit in s.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(unit as i32);
-    }
-    h as i64
-}
-
-/// What the dispatcher needs from a record header, read without copying the body.
-struct DispatchInfo {
-    size: usize,
-    topic: String,
-    queue_id: i32,
-    queue_offset: i64,
-    sys_flag: i32,
-    tags_hash: i64,
-}
-
-enum Parsed {
-    Message(DispatchInfo),
-    Blank,
-    End,
-}
-
-fn be_i32(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-fn be_i64(b: &[u8], at: usize) -> Option<i64> {
-    Some(i64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-
-fn parse_for_dispatch(b: &[u8]) -> Parsed {
-    let (Some(total), Some(magic)) = (be_i32(b, 0), be_i32(b, 4)) else {
-        return Parsed::End;
-    };
-    let magic = magic as u32;
-    if magic == MAGIC_BLANK {
-        return Parsed::Blank;
-    }
-    if (magic != MAGIC_V1 && magic != MAGIC_V2) || total <= 0 || total as usize > b.len() {
-        return Parsed::End;
-    }
-    let rec = &b[..total as usize];
-    let parse = || -> Option<DispatchInfo> {
-        let queue_id = be_i32(rec, 12)?;
-        let queue_offset = be_i64(rec, 20)?;
-        let sys_flag = be_i32(rec, 36)?;
-        let born = if sys_flag & SYSFLAG_BORNHOST_V6 != 0 {
-            20
-        } else {
-            8
-        };
-        let store = if sys_flag & SYSFLAG_STOREHOST_V6 != 0 {
-            20
-        } else {
-            8
-        };
-        let body_len_at = 48 + born + 8 + store + 4 + 8;
-        let body_len = usize::try_from(be_i32(rec, body_len_at)?).ok()?;
-        let mut p = body_len_at + 4 + body_len;
-        let topic_len = if magic == MAGIC_V2 {
-            let v = i16::from_be_bytes(rec.get(p..p + 2)?.try_into().ok()?);
-            p += 2;
-            usize::try_from(v).ok()?
-        } else {
-            let v = *rec.get(p)? as usize;
-            p += 1;
-            v
-        };
-        let topic = std::str::from_utf8(rec.get(p..p + topic_len)?)
-            .ok()?
-            .to_owned();
-        p += topic_len;
-        let props_len =
-            usize::try_from(i16::from_be_bytes(rec.get(p..p + 2)?.try_into().ok()?)).ok()?;
-        p += 2;
-        let props = std::str::from_utf8(rec.get(p..p + props_len)?).ok()?;
-        let tags_hash = remoting::message::property(props, remoting::message::PROPERTY_TAGS)
-            .map(java_string_hash)
-            .unwrap_or(0);
-        Some(DispatchInfo {
-            size: total as usize,
-            topic,
-            queue_id,
-            queue_offset,
-            sys_flag,
-            tags_hash,
-        })
-    };
-    match parse() {
-        Some(info) => Parsed::Message(info),
-        None => Parsed::End,
-    }
-}
-
-fn is_prepared_or_rollback(sys_flag: i32) -> bool {
-    let t = sys_flag & SYSFLAG_TRANSACTION_MASK;
-    t == SYSFLAG_TRANSACTION_PREPARED || t == SYSFLAG_TRANSACTION_ROLLBACK
 }
 
 impl CommitLog {
@@ -230,7 +113,7 @@ impl CommitLog {
         log.committed_where.store(max, Ordering::Release);
         {
             let first = log.min_offset();
-            *log.reput_from.lock().unwrap_or_else(|e| e.into_inner()) = first;
+            *log.reput_from.lock() = first;
         }
         log.dispatch()?;
         let offsets = log.consume_queues.offsets();
@@ -239,20 +122,16 @@ impl CommitLog {
     }
 
     pub(crate) fn files(&self) -> Vec<Arc<MappedFile>> {
-        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.files.read().clone()
     }
 
     fn last_file(&self) -> Option<Arc<MappedFile>> {
-        self.files
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .last()
-            .cloned()
+        self.files.read().last().cloned()
     }
 
     /// The file holding `offset`.
     fn find_file(&self, offset: i64) -> Option<Arc<MappedFile>> {
-        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+        let files = self.files.read();
         let first = files.first()?.file_from_offset();
         if offset < first {
             return None;
@@ -265,7 +144,6 @@ impl CommitLog {
     pub(crate) fn min_offset(&self) -> i64 {
         self.files
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .first()
             .map_or(0, |f| f.file_from_offset())
     }
@@ -349,10 +227,7 @@ impl CommitLog {
                 Arc::new(self.map_file(file_from_offset)?)
             }
         };
-        self.files
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::clone(&file));
+        self.files.write().push(Arc::clone(&file));
         let next = file_from_offset + self.file_size as i64;
         let skip = match &self.pool {
             // RocketMQ skips the pre-allocation when fast-fail is on and no buffer is free.
@@ -439,7 +314,7 @@ impl CommitLog {
     /// Dispatches every readable record not yet dispatched to the consume queues
     /// (ReputMessageService's loop body). Readers see only what was dispatched.
     pub(crate) fn dispatch(&self) -> Result<(), StoreError> {
-        let mut reput = self.reput_from.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reput = self.reput_from.lock();
         loop {
             let Some(file) = self.find_file(*reput) else {
                 return Ok(());
@@ -487,7 +362,7 @@ impl CommitLog {
 
     /// Readable bytes not yet dispatched to the consume queues (`dispatchBehindBytes`).
     pub(crate) fn dispatch_behind_bytes(&self) -> i64 {
-        let reput = *self.reput_from.lock().unwrap_or_else(|e| e.into_inner());
+        let reput = *self.reput_from.lock();
         (self.max_offset() - reput).max(0)
     }
 
@@ -506,7 +381,7 @@ impl CommitLog {
     /// `MappedFileQueue.commit(leastPages)`: commits the file at `committedWhere`. Returns true
     /// when something was committed (RocketMQ returns the inverse).
     pub(crate) fn commit(&self, least_pages: usize) -> bool {
-        let _g = self.commit_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _g = self.commit_lock.lock();
         let where_ = self.committed_where();
         let Some(file) = self.find_file(where_) else {
             return false;
@@ -520,7 +395,7 @@ impl CommitLog {
     /// `MappedFileQueue.flush(leastPages)`: forces the file at `flushedWhere`. Returns true when
     /// the flushed position moved.
     pub(crate) fn flush(&self, least_pages: usize, stall: Duration) -> Result<bool, StoreError> {
-        let _g = self.flush_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _g = self.flush_lock.lock();
         let where_ = self.flushed_where();
         let Some(file) = self.find_file(where_) else {
             return Ok(false);
@@ -574,79 +449,4 @@ impl CommitLog {
         }
         self.consume_queues.flush_all()
     }
-}
-
-/// Loads the files under `dir`, validates records from the start, and truncates at the first
-/// invalid one: the rest of that file is zeroed and later files are deleted.
-fn recover_files(dir: &Path, file_size: usize) -> Result<Vec<Arc<MappedFile>>, StoreError> {
-    let io = |source| StoreError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut found: Vec<(i64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
-            if let Ok(off) = name.parse::<i64>() {
-                found.push((off, entry.path()));
-            }
-        }
-    }
-    found.sort();
-    let mut files: Vec<Arc<MappedFile>> = Vec::new();
-    let mut truncated = false;
-    for (i, (off, path)) in found.iter().enumerate() {
-        let expected = found[0].0 + (i as i64) * file_size as i64;
-        if truncated || *off != expected {
-            if !truncated {
-                eprintln!(
-                    "recover: {} does not follow the previous file, deleting it and later files",
-                    path.display()
-                );
-                truncated = true;
-            }
-            std::fs::remove_file(path).map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            continue;
-        }
-        let file = MappedFile::open(path.clone(), *off, file_size, None)?;
-        // Scan with all positions at the end so the whole file is readable.
-        file.set_positions(file_size);
-        let data = file.readable_from(0);
-        let mut pos = 0usize;
-        let mut full = false;
-        while pos < file_size {
-            match decode_record(&data[pos..], true) {
-                Ok(RecordAt::Message { len, .. }) => pos += len,
-                Ok(RecordAt::EndOfFile { len }) if pos + len == file_size && len >= 8 => {
-                    full = true;
-                    break;
-                }
-                Ok(RecordAt::EndOfFile { .. }) | Ok(RecordAt::Empty) => break,
-                Err(e) => {
-                    eprintln!(
-                        "recover: invalid record in {} at {pos}: {e}; truncating here",
-                        path.display()
-                    );
-                    break;
-                }
-            }
-        }
-        if pos == file_size {
-            full = true;
-        }
-        if full {
-            file.set_positions(file_size);
-        } else {
-            file.zero_from(pos);
-            file.set_positions(pos);
-            truncated = true;
-        }
-        files.push(Arc::new(file));
-    }
-    Ok(files)
 }

@@ -6,7 +6,7 @@ use std::{
     path::PathBuf,
 };
 
-use super::StoreError;
+use super::error::StoreError;
 use crate::keys::{self, BadValue, Reader, VersionProfile};
 
 /// `flushDiskType`.

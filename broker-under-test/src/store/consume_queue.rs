@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::RwLock;
 
-use super::StoreError;
+use super::error::StoreError;
 
 pub(crate) const CQ_ENTRY_SIZE: usize = 20;
 /// `mappedFileSizeConsumeQueue` = 300,000 entries.
@@ -58,13 +59,13 @@ impl ConsumeQueue {
         let idx = queue_offset as usize;
         let file_no = idx / CQ_ENTRIES_PER_FILE;
         let file = {
-            let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+            let files = self.files.read();
             files.get(file_no).cloned()
         };
         let file = match file {
             Some(f) => f,
             None => {
-                let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
+                let mut files = self.files.write();
                 while files.len() <= file_no {
                     let start = files.len() * CQ_ENTRIES_PER_FILE * CQ_ENTRY_SIZE;
                     files.push(Arc::new(create_cq_file(&self.dir, start)?));
@@ -96,7 +97,7 @@ impl ConsumeQueue {
             return None;
         }
         let idx = offset as usize;
-        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+        let files = self.files.read();
         let file = files.get(idx / CQ_ENTRIES_PER_FILE)?;
         let pos = (idx % CQ_ENTRIES_PER_FILE) * CQ_ENTRY_SIZE;
         // SAFETY: below `max_offset`, so written and immutable.
@@ -109,7 +110,7 @@ impl ConsumeQueue {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+        let files = self.files.read();
         for f in files.iter() {
             f.map.flush().map_err(|source| StoreError::Io {
                 path: self.dir.clone(),
@@ -174,7 +175,7 @@ impl ConsumeQueues {
     }
 
     pub(crate) fn find(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let queues = self.queues.read();
         queues.get(topic)?.get(&queue_id).cloned()
     }
 
@@ -182,7 +183,7 @@ impl ConsumeQueues {
         if let Some(q) = self.find(topic, queue_id) {
             return q;
         }
-        let mut queues = self.queues.write().unwrap_or_else(|e| e.into_inner());
+        let mut queues = self.queues.write();
         let dir = self.root.join(topic).join(queue_id.to_string());
         Arc::clone(
             queues
@@ -211,7 +212,7 @@ impl ConsumeQueues {
 
     /// Every queue's next logical offset (`topicQueueTable`).
     pub(crate) fn offsets(&self) -> HashMap<(String, i32), i64> {
-        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let queues = self.queues.read();
         let mut out = HashMap::new();
         for (topic, qs) in queues.iter() {
             for (qid, q) in qs {
@@ -222,7 +223,7 @@ impl ConsumeQueues {
     }
 
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
-        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        let queues = self.queues.read();
         for qs in queues.values() {
             for q in qs.values() {
                 q.flush()?;

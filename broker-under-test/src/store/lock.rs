@@ -3,9 +3,11 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
-use super::{now_millis, PutLockKind};
+use parking_lot::{Mutex, MutexGuard};
+
+use super::config::PutLockKind;
+use crate::clock::epoch_millis;
 
 /// Guards the CommitLog's append state with either RocketMQ lock flavour.
 pub(crate) struct PutLock<T> {
@@ -48,11 +50,12 @@ impl<T> PutLock<T> {
                 {}
                 None
             }
-            // A panic while holding the lock leaves the append state consistent enough (the
-            // mapped file positions are only advanced after a complete copy), so poisoning is ignored.
-            PutLockKind::Reentrant => Some(self.mutex.lock().unwrap_or_else(|e| e.into_inner())),
+            // parking_lot does not poison, which is what the put lock wants: a panic while holding
+            // it leaves the append state consistent enough (the mapped file positions are only
+            // advanced after a complete copy), so the next put carries on.
+            PutLockKind::Reentrant => Some(self.mutex.lock()),
         };
-        let begin = now_millis();
+        let begin = epoch_millis();
         self.begin_time_in_lock.store(begin, Ordering::Release);
         PutLockGuard {
             lock: self,

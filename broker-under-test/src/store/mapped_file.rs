@@ -3,13 +3,14 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::Mutex;
 
+use super::error::StoreError;
 use super::pool::{PoolBuffer, TransientStorePool};
-use super::StoreError;
 
 /// `MappedFile.OS_PAGE_SIZE`: the unit of "least pages".
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
@@ -132,11 +133,7 @@ impl MappedFile {
         let pos = self.wrote.load(Ordering::Relaxed);
         debug_assert!(pos + bytes.len() <= self.size);
         let dst = if self.buffered {
-            let buf = self
-                .write_buffer
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let buf = self.write_buffer.lock().clone();
             match buf {
                 Some(b) => b.ptr(),
                 // The buffer is returned only when the file is full, and nothing appends to a full file.
@@ -212,11 +209,7 @@ impl MappedFile {
             wrote > committed
         };
         if able && wrote > committed {
-            let buf = self
-                .write_buffer
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let buf = self.write_buffer.lock().clone();
             if let Some(b) = buf {
                 // SAFETY: [committed, wrote) of the buffer is fully written (wrote was loaded with
                 // Acquire) and no appender touches it again; the destination range of the map is
@@ -232,11 +225,7 @@ impl MappedFile {
             }
         }
         if self.committed() == self.size {
-            let taken = self
-                .write_buffer
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let taken = self.write_buffer.lock().take();
             if let (Some(b), Some(pool)) = (taken, pool) {
                 pool.give_back(b);
             }
@@ -272,9 +261,6 @@ impl MappedFile {
 
     /// Takes the write buffer out (a pre-created file that will not be used).
     pub(crate) fn take_write_buffer(&self) -> Option<Arc<PoolBuffer>> {
-        self.write_buffer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        self.write_buffer.lock().take()
     }
 }

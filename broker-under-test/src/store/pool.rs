@@ -1,11 +1,12 @@
 //! TransientStorePool (§9.4): write buffers lent to new CommitLog files.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::Mutex;
 
-use super::StoreError;
+use super::error::StoreError;
 
 /// One write buffer of `mappedFileSizeCommitLog` bytes (RocketMQ: a direct ByteBuffer).
 pub(crate) struct PoolBuffer {
@@ -83,7 +84,7 @@ impl TransientStorePool {
 
     /// `borrowBuffer`: None when every buffer is lent out.
     pub(crate) fn borrow(&self) -> Option<Arc<PoolBuffer>> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free = self.free.lock();
         let buffer = free.pop();
         if (free.len() as f64) < self.size as f64 * 0.4 {
             eprintln!("TransientStorePool only remain {} sheets.", free.len());
@@ -93,12 +94,12 @@ impl TransientStorePool {
 
     /// `returnBuffer`.
     pub(crate) fn give_back(&self, buffer: Arc<PoolBuffer>) {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free = self.free.lock();
         free.push(buffer);
     }
 
     /// `availableBufferNums`.
     pub(crate) fn available(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.free.lock().len()
     }
 }

@@ -1,142 +1,14 @@
 //! Background services (RocketMQ ServiceThreads): FlushRealTimeService (§9.2), GroupCommitService
 //! and FlushDiskWatcher (§9.3), CommitRealTimeService (§9.4) and StoreStatsService (§10).
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{now_millis, FlushDiskType, PutMessageStatus, StoreInner};
-
-/// `ServiceThread.waitForRunning` / `wakeup` / `shutdown` for OS threads.
-pub(crate) struct Waiter {
-    state: Mutex<WaitState>,
-    cv: Condvar,
-}
-
-#[derive(Default)]
-struct WaitState {
-    notified: bool,
-    stopped: bool,
-}
-
-impl Waiter {
-    pub(crate) fn new() -> Self {
-        Waiter {
-            state: Mutex::new(WaitState::default()),
-            cv: Condvar::new(),
-        }
-    }
-
-    pub(crate) fn wakeup(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !s.notified {
-            s.notified = true;
-            self.cv.notify_all();
-        }
-    }
-
-    pub(crate) fn stop(&self) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.stopped = true;
-        self.cv.notify_all();
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).stopped
-    }
-
-    /// Waits up to `timeout`. When `wakeable`, a pending or new `wakeup` ends the wait early
-    /// (and is consumed); otherwise only `stop` does, like a plain `Thread.sleep`.
-    pub(crate) fn wait(&self, timeout: Duration, wakeable: bool) {
-        let deadline = Instant::now() + timeout;
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if s.stopped {
-                return;
-            }
-            if wakeable && s.notified {
-                s.notified = false;
-                return;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                if wakeable {
-                    s.notified = false;
-                }
-                return;
-            }
-            s = self
-                .cv
-                .wait_timeout(s, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-}
-
-type FlushDone = Box<dyn FnOnce(PutMessageStatus) + Send + 'static>;
-
-/// A GroupCommitRequest: completes exactly once, from group commit or from the watcher.
-pub(crate) struct FlushRequest {
-    next_offset: i64,
-    deadline: Instant,
-    done: Mutex<Option<FlushDone>>,
-}
-
-impl FlushRequest {
-    pub(crate) fn new(next_offset: i64, timeout: Duration, done: FlushDone) -> Arc<Self> {
-        Arc::new(FlushRequest {
-            next_offset,
-            deadline: Instant::now() + timeout,
-            done: Mutex::new(Some(done)),
-        })
-    }
-
-    fn complete(&self, status: PutMessageStatus) {
-        let f = self.done.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(f) = f {
-            f(status);
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
-    }
-}
-
-/// The GroupCommitService's write list and the FlushDiskWatcher's queue.
-pub(crate) struct SyncFlushQueues {
-    requests: Mutex<Vec<Arc<FlushRequest>>>,
-    watched: Mutex<VecDeque<Arc<FlushRequest>>>,
-    watcher_cv: Condvar,
-}
-
-impl SyncFlushQueues {
-    pub(crate) fn new() -> Self {
-        SyncFlushQueues {
-            requests: Mutex::new(Vec::new()),
-            watched: Mutex::new(VecDeque::new()),
-            watcher_cv: Condvar::new(),
-        }
-    }
-
-    /// `putRequest` + `flushDiskWatcher.add`.
-    pub(crate) fn submit(&self, req: Arc<FlushRequest>) {
-        self.watched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Arc::clone(&req));
-        self.watcher_cv.notify_all();
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(req);
-    }
-}
+use super::config::FlushDiskType;
+use super::inner::StoreInner;
+use super::types::PutMessageStatus;
+use crate::clock::epoch_millis;
 
 fn flush_stall(inner: &StoreInner) -> Duration {
     Duration::from_millis(inner.config.injection.flush_stall_millis)
@@ -156,10 +28,10 @@ fn flush_logged(inner: &StoreInner, least_pages: usize) {
 /// FlushRealTimeService (ASYNC_FLUSH).
 pub(crate) fn flush_real_time_service(inner: Arc<StoreInner>) {
     let cfg = &inner.config;
-    let mut last_thorough = now_millis();
+    let mut last_thorough = epoch_millis();
     while !inner.flush_waiter.is_stopped() {
         let mut least = cfg.flush_commit_log_least_pages;
-        let now = now_millis();
+        let now = epoch_millis();
         if now >= last_thorough + cfg.flush_commit_log_thorough_interval as i64 {
             last_thorough = now;
             least = 0;
@@ -190,13 +62,7 @@ pub(crate) fn group_commit_service(inner: Arc<StoreInner>) {
         if !stopped {
             inner.flush_waiter.wait(Duration::from_millis(10), true);
         }
-        let reqs = std::mem::take(
-            &mut *inner
-                .sync_flush
-                .requests
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let reqs = std::mem::take(&mut *inner.sync_flush.requests.lock());
         if reqs.is_empty() {
             // Puts with WAIT=false only wake the service; it flushes whatever is there.
             flush_logged(&inner, 0);
@@ -229,7 +95,7 @@ pub(crate) fn group_commit_service(inner: Arc<StoreInner>) {
 /// FlushDiskWatcher: completes requests still pending at their deadline with FLUSH_DISK_TIMEOUT.
 pub(crate) fn flush_disk_watcher(inner: Arc<StoreInner>) {
     let q = &inner.sync_flush;
-    let mut watched = q.watched.lock().unwrap_or_else(|e| e.into_inner());
+    let mut watched = q.watched.lock();
     loop {
         while watched.front().is_some_and(|r| r.is_done()) {
             watched.pop_front();
@@ -242,23 +108,17 @@ pub(crate) fn flush_disk_watcher(inner: Arc<StoreInner>) {
                     watched.pop_front();
                     drop(watched);
                     req.complete(PutMessageStatus::FlushDiskTimeout);
-                    watched = q.watched.lock().unwrap_or_else(|e| e.into_inner());
+                    watched = q.watched.lock();
                 } else {
+                    // Timed out or woken, the loop looks at the head again.
                     let wait = (req.deadline - now).min(Duration::from_millis(100));
-                    watched = q
-                        .watcher_cv
-                        .wait_timeout(watched, wait)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    q.watcher_cv.wait_for(&mut watched, wait);
                 }
             }
             None if stopped => return,
             None => {
-                watched = q
-                    .watcher_cv
-                    .wait_timeout(watched, Duration::from_millis(100))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                q.watcher_cv
+                    .wait_for(&mut watched, Duration::from_millis(100));
             }
         }
     }
@@ -266,11 +126,9 @@ pub(crate) fn flush_disk_watcher(inner: Arc<StoreInner>) {
 
 pub(crate) fn stop_watcher(inner: &StoreInner) {
     inner.watcher_stop.store(true, Ordering::Release);
-    let _g = inner
-        .sync_flush
-        .watched
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    // Notified under the queue's mutex, so the watcher is either before its stop check or
+    // already waiting: it cannot miss the notify.
+    let _g = inner.sync_flush.watched.lock();
     inner.sync_flush.watcher_cv.notify_all();
 }
 
@@ -282,16 +140,16 @@ pub(crate) fn wake_up_flush(inner: &StoreInner) {
 /// CommitRealTimeService (transient store pool on).
 pub(crate) fn commit_real_time_service(inner: Arc<StoreInner>) {
     let cfg = &inner.config;
-    let mut last_commit = now_millis();
+    let mut last_commit = epoch_millis();
     while !inner.commit_waiter.is_stopped() {
-        let begin = now_millis();
+        let begin = epoch_millis();
         let mut least = cfg.commit_commit_log_least_pages;
         if begin >= last_commit + cfg.commit_commit_log_thorough_interval as i64 {
             last_commit = begin;
             least = 0;
         }
         let committed = inner.commit_log.commit(least);
-        let end = now_millis();
+        let end = epoch_millis();
         if committed {
             last_commit = end;
             // Readers see committed data only: dispatch it now (ReputMessageService's job).

@@ -1,10 +1,10 @@
 //! StoreStatsService (§10): put counters, the put-time distribution, latency percentiles and TPS.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
-use super::now_millis;
+use crate::clock::epoch_millis;
 
 /// `putMessageDistributeTime` labels, in RocketMQ's order.
 const DISTRIBUTE_LABELS: [&str; 13] = [
@@ -99,7 +99,7 @@ impl StoreStats {
                 last_distribute: None,
                 last_latency: None,
                 put_samples: VecDeque::with_capacity(TPS_SAMPLES + 1),
-                last_minute_roll: now_millis(),
+                last_minute_roll: epoch_millis(),
             }),
         }
     }
@@ -124,8 +124,8 @@ impl StoreStats {
 
     /// Called once a second by the stats thread: TPS sample, and the minute roll of the windows.
     pub(crate) fn sample(&self) {
-        let now = now_millis();
-        let mut w = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let now = epoch_millis();
+        let mut w = self.windows.lock();
         w.put_samples
             .push_back((now, self.put_times_total.load(Ordering::Relaxed)));
         while w.put_samples.len() > TPS_SAMPLES {
@@ -180,7 +180,7 @@ impl StoreStats {
 
     /// The §10 keys this service owns.
     pub(crate) fn runtime_info(&self, out: &mut std::collections::BTreeMap<String, String>) {
-        let w = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let w = self.windows.lock();
         let times = self.put_times_total.load(Ordering::Relaxed);
         let size = self.put_size_total.load(Ordering::Relaxed);
         // RocketMQ reports 1 when nothing was put (avoids a division by zero for the average).

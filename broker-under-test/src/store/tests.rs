@@ -1,6 +1,6 @@
 //! Unit tests of store internals; end-to-end store tests live in `tests/store_*.rs`.
 
-use super::commitlog::java_string_hash;
+use super::record::java_string_hash;
 use super::*;
 
 #[test]
@@ -83,7 +83,7 @@ fn dropping_the_last_handle_inside_a_callback_does_not_deadlock() {
     })
     .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    let holder = std::sync::Arc::new(std::sync::Mutex::new(Some(std::sync::Arc::clone(&store))));
+    let holder = std::sync::Arc::new(parking_lot::Mutex::new(Some(std::sync::Arc::clone(&store))));
     let h2 = std::sync::Arc::clone(&holder);
     drop(store);
     let msg = PutMessage {
@@ -99,14 +99,14 @@ fn dropping_the_last_handle_inside_a_callback_does_not_deadlock() {
         wait_store_ok: true,
     };
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let s = holder.lock().unwrap().clone().unwrap();
+    let s = holder.lock().clone().unwrap();
     s.put_message(
         msg,
         Box::new(move |r| {
             // Once the test thread let go of its handle, drop the last one here, on the
             // group-commit thread.
             let _ = go_rx.recv_timeout(std::time::Duration::from_secs(5));
-            h2.lock().unwrap().take();
+            h2.lock().take();
             let _ = tx.send(r.status);
         }),
     );

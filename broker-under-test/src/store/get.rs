@@ -1,0 +1,64 @@
+//! The read path for PULL_MESSAGE: a consume-queue lookup, then the CommitLog records copied out.
+
+use super::commitlog::CommitLog;
+use super::types::{GetMessageResult, GetMessageStatus};
+
+/// Reads up to `max_msg_nums` messages (and roughly `max_total_bytes`) from a queue, like
+/// `DefaultMessageStore.getMessage` without the subscription filter.
+pub(super) fn get_message(
+    log: &CommitLog,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max_msg_nums: i32,
+    max_total_bytes: usize,
+) -> GetMessageResult {
+    let mut result = GetMessageResult {
+        status: GetMessageStatus::NoMatchedLogicQueue,
+        body: Vec::new(),
+        msg_count: 0,
+        next_begin_offset: offset,
+        min_offset: 0,
+        max_offset: 0,
+    };
+    let Some(cq) = log.consume_queues.find(topic, queue_id) else {
+        result.next_begin_offset = 0;
+        return result;
+    };
+    let min = cq.min_offset();
+    let max = cq.max_offset();
+    result.min_offset = min;
+    result.max_offset = max;
+    if max == 0 {
+        result.status = GetMessageStatus::NoMessageInQueue;
+        result.next_begin_offset = 0;
+    } else if offset < min {
+        result.status = GetMessageStatus::OffsetTooSmall;
+        result.next_begin_offset = min;
+    } else if offset == max {
+        result.status = GetMessageStatus::OffsetOverflowOne;
+        result.next_begin_offset = offset;
+    } else if offset > max {
+        result.status = GetMessageStatus::OffsetOverflowBadly;
+        result.next_begin_offset = if min == 0 { min } else { max };
+    } else {
+        result.status = GetMessageStatus::OffsetFoundNull;
+        let max_nums = max_msg_nums.max(1) as usize;
+        let mut next = offset;
+        while next < max && result.msg_count < max_nums {
+            let Some(entry) = cq.get(next) else { break };
+            let size = entry.size.max(0) as usize;
+            // The first message is always returned, even if larger than the byte budget.
+            if result.msg_count > 0 && result.body.len() + size > max_total_bytes {
+                break;
+            }
+            next += 1;
+            if log.read(entry.commit_log_offset, size, &mut result.body) {
+                result.msg_count += 1;
+                result.status = GetMessageStatus::Found;
+            }
+        }
+        result.next_begin_offset = next;
+    }
+    result
+}

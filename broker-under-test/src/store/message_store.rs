@@ -1,0 +1,347 @@
+//! [`MessageStore`], the handle the broker holds: open (recover, rebuild, start the threads), the
+//! put and get entry points, the §10 runtime-info keys the store owns, and shutdown.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::commitlog::CommitLog;
+use super::config::{FlushDiskType, StoreConfig};
+use super::error::StoreError;
+use super::flush_request::SyncFlushQueues;
+use super::inner::StoreInner;
+use super::pool::TransientStorePool;
+use super::stats::{human_readable_bytes, StoreStats};
+use super::types::{GetMessageResult, PutCallback, PutMessage, PutMessageStatus, PutResult};
+use super::waiter::Waiter;
+use super::{get, put, service};
+
+#[derive(Default)]
+struct Threads {
+    commit: Option<JoinHandle<()>>,
+    flush: Option<JoinHandle<()>>,
+    watcher: Option<JoinHandle<()>>,
+    stats: Option<JoinHandle<()>>,
+}
+
+/// The message store. Share it as `Arc<MessageStore>`; dropping the last handle shuts it down.
+pub struct MessageStore {
+    inner: Arc<StoreInner>,
+    threads: Mutex<Threads>,
+    shut_down: AtomicBool,
+}
+
+fn spawn(
+    name: &'static str,
+    inner: &Arc<StoreInner>,
+    f: fn(Arc<StoreInner>),
+) -> Result<JoinHandle<()>, StoreError> {
+    let inner = Arc::clone(inner);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || f(inner))
+        .map_err(|source| StoreError::Thread { name, source })
+}
+
+impl MessageStore {
+    /// Creates the directories, recovers the CommitLog, rebuilds the consume queues and starts
+    /// the store threads.
+    pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>, StoreError> {
+        config.validate()?;
+        let pool = if config.transient_store_pool_in_effect {
+            Some(Arc::new(TransientStorePool::new(
+                config.transient_store_pool_size,
+                config.mapped_file_size_commit_log,
+            )?))
+        } else {
+            None
+        };
+        let commit_log = CommitLog::open(&config, pool)?;
+        let inner = Arc::new(StoreInner {
+            config,
+            commit_log,
+            stats: StoreStats::new(),
+            running: AtomicBool::new(true),
+            in_flight: AtomicUsize::new(0),
+            flush_waiter: Waiter::new(),
+            commit_waiter: Waiter::new(),
+            stats_waiter: Waiter::new(),
+            sync_flush: SyncFlushQueues::new(),
+            watcher_stop: AtomicBool::new(false),
+        });
+        let store = MessageStore {
+            inner: Arc::clone(&inner),
+            threads: Mutex::new(Threads::default()),
+            shut_down: AtomicBool::new(false),
+        };
+        {
+            let mut t = store.threads.lock();
+            let flush_kind = inner.config.flush_disk_type;
+            match flush_kind {
+                FlushDiskType::AsyncFlush => {
+                    t.flush = Some(spawn(
+                        service::flush_service_name(flush_kind),
+                        &inner,
+                        service::flush_real_time_service,
+                    )?);
+                }
+                FlushDiskType::SyncFlush => {
+                    t.flush = Some(spawn(
+                        service::flush_service_name(flush_kind),
+                        &inner,
+                        service::group_commit_service,
+                    )?);
+                    t.watcher = Some(spawn(
+                        "FlushDiskWatcher",
+                        &inner,
+                        service::flush_disk_watcher,
+                    )?);
+                }
+            }
+            if inner.commit_log.pool().is_some() {
+                t.commit = Some(spawn(
+                    "CommitRealTimeService",
+                    &inner,
+                    service::commit_real_time_service,
+                )?);
+            }
+            t.stats = Some(spawn(
+                "StoreStatsService",
+                &inner,
+                service::store_stats_service,
+            )?);
+        }
+        Ok(Arc::new(store))
+    }
+
+    /// The effective configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Stores one message. Called on a send-executor OS thread; may block on the put lock, page
+    /// faults and injected stalls. `done` runs exactly once: before return for ASYNC_FLUSH,
+    /// WAIT=false or any failure, or later from the group-commit thread (SYNC_FLUSH).
+    pub fn put_message(&self, msg: PutMessage, done: PutCallback) {
+        put::put(&self.inner, vec![msg], done);
+    }
+
+    /// SEND_BATCH_MESSAGE: all messages appended under one put-lock hold, in one file, with
+    /// consecutive queue offsets (they must share topic and queue to be consecutive).
+    pub fn put_messages(&self, msgs: Vec<PutMessage>, done: PutCallback) {
+        if msgs.is_empty() {
+            done(PutResult {
+                status: PutMessageStatus::MessageIllegal,
+                append: None,
+            });
+            return;
+        }
+        put::put(&self.inner, msgs, done);
+    }
+
+    /// Reads up to `max_msg_nums` messages (and roughly `max_total_bytes`) from a queue, like
+    /// `DefaultMessageStore.getMessage` without the subscription filter.
+    pub fn get_message(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        max_total_bytes: usize,
+    ) -> GetMessageResult {
+        get::get_message(
+            &self.inner.commit_log,
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            max_total_bytes,
+        )
+    }
+
+    /// Next logical offset of a queue (0 if unknown).
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .commit_log
+            .consume_queues
+            .find(topic, queue_id)
+            .map_or(0, |q| q.max_offset())
+    }
+
+    /// Smallest logical offset of a queue (0: nothing is ever deleted).
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .commit_log
+            .consume_queues
+            .find(topic, queue_id)
+            .map_or(0, |q| q.min_offset())
+    }
+
+    /// `isOSPageCacheBusy` (§5): `diff = now − beginTimeInLock`; busy iff `diff < 10,000,000` and
+    /// `diff > osPageCacheBusyTimeOutMills`.
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        self.inner.is_os_page_cache_busy()
+    }
+
+    /// `lockTimeMills` (pageCacheLockTimeMills): how long the current holder has held the put lock.
+    pub fn lock_time_mills(&self) -> i64 {
+        self.inner.lock_time_mills()
+    }
+
+    /// `isTransientStorePoolDeficient`: no free buffer left.
+    pub fn is_transient_store_pool_deficient(&self) -> bool {
+        self.remain_transient_store_buffer_numbs() == 0
+    }
+
+    /// `remainTransientStoreBufferNumbs`: free pool buffers, `i32::MAX` when the pool is off.
+    pub fn remain_transient_store_buffer_numbs(&self) -> i32 {
+        match self.inner.commit_log.pool() {
+            Some(p) => p.available().min(i32::MAX as usize) as i32,
+            None => i32::MAX,
+        }
+    }
+
+    /// CommitLog bytes forced to disk so far (`flushedWhere`).
+    pub fn flushed_offset(&self) -> i64 {
+        self.inner.commit_log.flushed_where()
+    }
+
+    /// CommitLog bytes appended so far (including data not yet committed from a pool buffer).
+    pub fn max_wrote_offset(&self) -> i64 {
+        self.inner.commit_log.max_wrote_offset()
+    }
+
+    /// CommitLog bytes readable (committed) so far: `commitLogMaxOffset`.
+    pub fn commit_log_max_offset(&self) -> i64 {
+        self.inner.commit_log.max_offset()
+    }
+
+    /// Start offsets of the CommitLog files, oldest first.
+    pub fn commit_log_file_offsets(&self) -> Vec<i64> {
+        self.inner
+            .commit_log
+            .files()
+            .iter()
+            .map(|f| f.file_from_offset())
+            .collect()
+    }
+
+    /// The GET_BROKER_RUNTIME_INFO keys the store owns (§10), plus `store*` extras.
+    pub fn runtime_info(&self) -> BTreeMap<String, String> {
+        let log = &self.inner.commit_log;
+        let mut m = BTreeMap::new();
+        self.inner.stats.runtime_info(&mut m);
+        m.insert(
+            "remainTransientStoreBufferNumbs".into(),
+            self.remain_transient_store_buffer_numbs().to_string(),
+        );
+        if log.pool().is_some() {
+            m.insert(
+                "remainHowManyDataToCommit".into(),
+                human_readable_bytes(log.remain_to_commit()),
+            );
+        }
+        m.insert(
+            "remainHowManyDataToFlush".into(),
+            human_readable_bytes(log.remain_to_flush()),
+        );
+        m.insert("commitLogMinOffset".into(), log.min_offset().to_string());
+        m.insert(
+            "dispatchBehindBytes".into(),
+            log.dispatch_behind_bytes().to_string(),
+        );
+        if let Some((total, free)) = disk_space(log.dir()) {
+            // 5.x format (free space; 4.9.8 reports usable space).
+            m.insert(
+                "commitLogDirCapacity".into(),
+                format!(
+                    "Total : {}, Free : {}.",
+                    human_readable_bytes(total as i64),
+                    human_readable_bytes(free as i64)
+                ),
+            );
+        }
+        m.insert("commitLogMaxOffset".into(), log.max_offset().to_string());
+        m.insert(
+            "pageCacheLockTimeMills".into(),
+            self.lock_time_mills().to_string(),
+        );
+        m.insert("storeFlushedOffset".into(), log.flushed_where().to_string());
+        m.insert("storeFlushTimes".into(), log.flush_times().to_string());
+        m.insert(
+            "storeCommittedOffset".into(),
+            log.committed_where().to_string(),
+        );
+        m.insert(
+            "storeCommitLogFileCount".into(),
+            log.files().len().to_string(),
+        );
+        m.insert(
+            "storePutLock".into(),
+            format!("{:?}", self.inner.config.put_lock),
+        );
+        m
+    }
+
+    /// Stops accepting puts (SERVICE_NOT_AVAILABLE afterwards), waits for puts in progress,
+    /// commits and flushes everything, and joins every thread. Idempotent.
+    pub fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let inner = &self.inner;
+        inner.running.store(false, Ordering::Release);
+        // A put that passed the status check may still be appending or handing its flush
+        // request over; wait for it so no callback is left behind.
+        while inner.in_flight.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut t = self.threads.lock();
+        inner.commit_waiter.stop();
+        join(t.commit.take());
+        inner.flush_waiter.stop();
+        join(t.flush.take());
+        service::stop_watcher(inner);
+        join(t.watcher.take());
+        inner.stats_waiter.stop();
+        join(t.stats.take());
+        let stall = Duration::from_millis(inner.config.injection.flush_stall_millis);
+        if let Err(e) = inner.commit_log.commit_and_flush_all(stall) {
+            eprintln!("store shutdown: final flush failed: {e}");
+        }
+    }
+}
+
+/// Total and free bytes of the file system holding `path`.
+fn disk_space(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; zeroed is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    Some((st.f_blocks as u64 * frsize, st.f_bfree as u64 * frsize))
+}
+
+/// Joins a store thread, unless shutdown runs on that very thread (a put callback dropping the
+/// last store handle on the group-commit thread): joining itself would deadlock.
+fn join(handle: Option<JoinHandle<()>>) {
+    if let Some(h) = handle {
+        if h.thread().id() != std::thread::current().id() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

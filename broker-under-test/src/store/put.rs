@@ -1,0 +1,297 @@
+//! The put path (CommitLog.asyncPutMessage and DefaultMessageStore.asyncPutMessage).
+//!
+//! A put: status checks (shut down, page cache busy, §7.2) → size checks and encoding (outside the
+//! lock from 4.9.1, inside for 4.3 via `encode_inside_lock`) → the put lock (`beginTimeInLock`
+//! stamped) → append to the last mapped file, rolling with a blank marker → lock released →
+//! dispatch to the consume queue (the commit thread dispatches instead when the pool is on,
+//! because readers see committed bytes only) → the answer: at once (ASYNC_FLUSH, WAIT=false,
+//! failures) or from group commit / the flush-disk watcher (SYNC_FLUSH).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use remoting::message::offset_msg_id;
+
+use super::commitlog::{AppendState, Appended};
+use super::config::{FlushDiskType, StoreConfig};
+use super::error::AppendError;
+use super::flush_request::FlushRequest;
+use super::inner::StoreInner;
+use super::lock::PutLockGuard;
+use super::record::{encode, EncodedMessage};
+use super::types::{
+    AppendResult, PutCallback, PutMessage, PutMessageStatus, PutResult, MAX_PROPERTIES_LEN,
+    RECORD_SLACK,
+};
+
+/// A callback invocation deferred until the put left the in-flight count.
+type Deferred = Box<dyn FnOnce() + Send + 'static>;
+
+/// Decrements the in-flight count however a put ends.
+struct InFlight<'a>(&'a AtomicUsize);
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs one put (a single message or a batch) on the caller's thread; `done` runs exactly once.
+pub(super) fn put(inner: &Arc<StoreInner>, msgs: Vec<PutMessage>, done: PutCallback) {
+    let immediate = {
+        inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        let _in_flight = InFlight(&inner.in_flight);
+        put_inner(inner, msgs, done)
+    };
+    // Callbacks run after the put left the in-flight count, so a callback may even call
+    // `shutdown` without waiting for itself.
+    if let Some(run) = immediate {
+        run();
+    }
+}
+
+/// Returns the callback invocation when the answer is immediate; None when a flush
+/// service will answer.
+fn put_inner(
+    inner: &Arc<StoreInner>,
+    msgs: Vec<PutMessage>,
+    done: PutCallback,
+) -> Option<Deferred> {
+    let begin = Instant::now();
+    let stats_inner = Arc::clone(inner);
+    // `counted`: the put reached the CommitLog. RocketMQ measures the whole put time and counts
+    // failures only from there (the store-status and topic checks return before).
+    let finish = move |result: PutResult, counted: bool| {
+        if counted {
+            let ms = begin.elapsed().as_millis() as u64;
+            if ms > 500 {
+                eprintln!("putMessage not in lock elapsed time(ms)={ms}");
+            }
+            stats_inner.stats.record_entire_time(ms);
+            if result.append.is_none() {
+                stats_inner
+                    .stats
+                    .put_failed_times
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        done(result)
+    };
+    let failed = |status| PutResult {
+        status,
+        append: None,
+    };
+    // §7.2: store status first.
+    if !inner.running.load(Ordering::Acquire) {
+        return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
+    }
+    if inner.is_os_page_cache_busy() {
+        return defer(finish, failed(PutMessageStatus::OsPageCacheBusy), false);
+    }
+    if let Some(status) = msgs.iter().find_map(|m| check_topic(m).err()) {
+        return defer(finish, failed(status), false);
+    }
+    if inner.config.encode_inside_lock {
+        // 4.3 – 4.9.0: DefaultMessageStore.checkMessage refuses long properties up front; the
+        // record length is checked inside the lock.
+        if msgs.iter().any(|m| m.properties.len() > MAX_PROPERTIES_LEN) {
+            return defer(
+                finish,
+                failed(PutMessageStatus::PropertiesSizeExceeded),
+                false,
+            );
+        }
+    } else if let Some(status) = msgs
+        .iter()
+        .find_map(|m| check_sizes(&inner.config, m).err())
+    {
+        // The 4.9.1+ encoder runs inside CommitLog.asyncPutMessage: counted as a failed put.
+        return defer(finish, failed(status), true);
+    }
+    let encode_all = |store_timestamp: i64| -> Vec<EncodedMessage> {
+        msgs.iter()
+            .map(|m| encode(&inner.config, m, store_timestamp))
+            .collect()
+    };
+    let mut encoded = if inner.config.encode_inside_lock {
+        Vec::new()
+    } else {
+        encode_all(0)
+    };
+    if !inner.config.encode_inside_lock {
+        if let Err(status) = check_encoded(&inner.config, &encoded) {
+            return defer(finish, failed(status), true);
+        }
+    }
+    let wait_store_ok = msgs[0].wait_store_ok;
+
+    let mut guard = inner.commit_log.lock.lock();
+    let lock_begin = Instant::now();
+    let appended = append_in_lock(inner, &mut guard, &mut encoded, &encode_all, lock_begin);
+    drop(guard);
+    let in_lock = lock_begin.elapsed();
+    let in_lock_micros = in_lock.as_micros() as u64;
+    inner.stats.record_in_lock(in_lock_micros);
+    if in_lock.as_millis() > 500 {
+        eprintln!(
+            "[NOTIFYME]putMessage in lock cost time(ms)={}, bodyLength={} AppendMessageResult={:?}",
+            in_lock.as_millis(),
+            msgs.iter().map(|m| m.body.len()).sum::<usize>(),
+            appended.as_ref().map(|a| a.wrote_bytes).ok()
+        );
+    }
+    let appended = match appended {
+        Ok(a) => a,
+        Err(status) => return defer(finish, failed(status), true),
+    };
+    inner
+        .stats
+        .put_times_total
+        .fetch_add(appended.offsets.len() as u64, Ordering::Relaxed);
+    inner
+        .stats
+        .put_size_total
+        .fetch_add(appended.wrote_bytes as u64, Ordering::Relaxed);
+    let store_host = inner.config.store_host;
+    let result = AppendResult {
+        wrote_offset: appended.wrote_offset,
+        wrote_bytes: appended.wrote_bytes,
+        msg_ids: appended
+            .offsets
+            .iter()
+            .map(|&o| offset_msg_id(store_host, o))
+            .collect(),
+        queue_offset: appended.first_queue_offset,
+        msg_num: appended.offsets.len(),
+        store_timestamp: appended.store_timestamp,
+        in_lock_micros,
+    };
+    let pool_on = inner.commit_log.pool().is_some();
+    if pool_on {
+        inner.commit_waiter.wakeup();
+    } else if let Err(e) = inner.commit_log.dispatch() {
+        eprintln!("dispatch failed: {e}");
+    }
+    match inner.config.flush_disk_type {
+        FlushDiskType::SyncFlush if wait_store_ok => {
+            let next_offset = result.wrote_offset + result.wrote_bytes as i64;
+            let req = FlushRequest::new(
+                next_offset,
+                Duration::from_millis(inner.config.sync_flush_timeout),
+                Box::new(move |status| {
+                    finish(
+                        PutResult {
+                            status,
+                            append: Some(result),
+                        },
+                        true,
+                    )
+                }),
+            );
+            inner.sync_flush.submit(req);
+            inner.flush_waiter.wakeup();
+            return None;
+        }
+        // WAIT=false under SYNC_FLUSH only wakes the group-commit service.
+        FlushDiskType::SyncFlush => inner.flush_waiter.wakeup(),
+        // 4.x wakes the flush service on every put; it only matters with a wake-able wait.
+        FlushDiskType::AsyncFlush => {
+            if !pool_on && !inner.config.flush_commit_log_timed {
+                inner.flush_waiter.wakeup();
+            }
+        }
+    }
+    defer(
+        finish,
+        PutResult {
+            status: PutMessageStatus::PutOk,
+            append: Some(result),
+        },
+        true,
+    )
+}
+
+/// The part of a put that runs under the put lock.
+fn append_in_lock(
+    inner: &StoreInner,
+    guard: &mut PutLockGuard<'_, AppendState>,
+    encoded: &mut Vec<EncodedMessage>,
+    encode_all: &dyn Fn(i64) -> Vec<EncodedMessage>,
+    lock_begin: Instant,
+) -> Result<Appended, PutMessageStatus> {
+    let inj = inner.config.injection;
+    if inj.put_stall_millis > 0 {
+        let now = guard.begin_millis();
+        if now - guard.last_stall_millis >= inj.put_stall_interval_millis as i64 {
+            guard.last_stall_millis = now;
+            std::thread::sleep(Duration::from_millis(inj.put_stall_millis));
+        }
+    }
+    if inner.config.encode_inside_lock {
+        // 4.3 – 4.9.0: serialization and the size check happen inside the lock (§7.4).
+        *encoded = encode_all(guard.begin_millis());
+        check_encoded(&inner.config, encoded)?;
+    }
+    let result = inner.commit_log.append_locked(guard, encoded);
+    if inj.append_delay_micros > 0 {
+        let min = Duration::from_micros(inj.append_delay_micros);
+        let spent = lock_begin.elapsed();
+        if spent < min {
+            std::thread::sleep(min - spent);
+        }
+    }
+    result.map_err(|e| match e {
+        AppendError::CreateMappedFileFailed => PutMessageStatus::CreateMappedFileFailed,
+    })
+}
+
+/// The topic checks of §7.2 (the topic is also a consume-queue directory name).
+fn check_topic(m: &PutMessage) -> Result<(), PutMessageStatus> {
+    let t = m.topic.as_bytes();
+    // 5.3: > 127 bytes only for retry topics, never > 255.
+    let too_long = t.len() > 255 || (t.len() > 127 && !m.topic.starts_with("%RETRY%"));
+    if t.is_empty()
+        || too_long
+        || m.topic == "."
+        || m.topic == ".."
+        || t.iter().any(|&b| b == b'/' || b == b'\\' || b == 0)
+    {
+        return Err(PutMessageStatus::MessageIllegal);
+    }
+    Ok(())
+}
+
+/// The encoder's body and properties limits.
+fn check_sizes(config: &StoreConfig, m: &PutMessage) -> Result<(), PutMessageStatus> {
+    if m.properties.len() > MAX_PROPERTIES_LEN {
+        return Err(PutMessageStatus::PropertiesSizeExceeded);
+    }
+    if m.body.len() > config.max_message_size {
+        return Err(PutMessageStatus::MessageIllegal);
+    }
+    Ok(())
+}
+
+fn defer<F>(finish: F, result: PutResult, counted: bool) -> Option<Deferred>
+where
+    F: FnOnce(PutResult, bool) + Send + 'static,
+{
+    Some(Box::new(move || finish(result, counted)))
+}
+
+/// Record-length limits: `maxMessageSize` + 64 KiB per batch for the 4.9.1+ encoder, plain
+/// `maxMessageSize` for the 4.3 – 4.9.0 in-lock append callback, and whatever fits in one file.
+fn check_encoded(config: &StoreConfig, encoded: &[EncodedMessage]) -> Result<(), PutMessageStatus> {
+    let total: usize = encoded.iter().map(|e| e.bytes.len()).sum();
+    let slack = if config.encode_inside_lock {
+        0
+    } else {
+        RECORD_SLACK
+    };
+    if total > config.max_message_size + slack
+        || total + remoting::message::BLANK_MARKER_LEN > config.mapped_file_size_commit_log
+    {
+        return Err(PutMessageStatus::MessageIllegal);
+    }
+    Ok(())
+}
