@@ -320,3 +320,91 @@ pub fn summary_csv(axis_keys: &[String], rows: &[SummaryRow]) -> std::io::Result
     w.into_inner()
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact text of one row: the committed baselines and `compare` read these cells, so
+    /// decimals, empty cells and quoting must never drift.
+    #[test]
+    fn one_row_is_pinned() {
+        let row = SummaryRow {
+            profile: "smoke".into(),
+            cell_id: "ab12cd34".into(),
+            label: "x".into(),
+            repetition: 1,
+            step: Some(2),
+            params: vec!["4".into(), "a,b".into()],
+            target_rate: Some(1000.0),
+            duration_s: 10.0,
+            seg: SegmentFigures {
+                sent: 10_000,
+                ok: 9_000,
+                busy: [1, 2, 3, 4, 5, 6],
+                system_error: 7,
+                flush_disk_timeout: 8,
+                message_illegal: 9,
+                other_codes: 10,
+                timeouts: 11,
+                dropped: 12,
+                connection_errors: 13,
+                attempts: 10_100,
+                latency_us: [1_234, 2_500, 10_000, 123_456, 2_000_000],
+                service_us: [800, 9_000, 1_999_999],
+                lag_us: [5, 50, 5_000],
+                busy_p99_us: 4_321,
+                period_in_queue_ms: [200, 250],
+                size_of_queue_max: 17,
+            },
+            res: Resources {
+                broker_cpu_avg: Some(87.26),
+                broker_cpu_max: Some(99.94),
+                broker_rss_max_mb: None,
+                harness_cpu_max: Some(12.0),
+                broker_flow_control_total: Some(21),
+                broker_counters_match: Some(true),
+            },
+            valid: false,
+            invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
+        };
+        let text =
+            String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
+        let line = text.lines().nth(1).unwrap();
+        assert_eq!(
+            line,
+            "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
+1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
+5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs"
+        );
+        assert_eq!(
+            line.split(',').count(),
+            summary_header(&["a".into(), "b".into()]).len() + 1,
+            "one cell per column (+1 for the quoted comma)"
+        );
+    }
+
+    #[test]
+    fn closed_loop_row_leaves_rate_and_step_empty() {
+        let row = SummaryRow {
+            profile: "p".into(),
+            cell_id: "c".into(),
+            label: "l".into(),
+            repetition: 0,
+            step: None,
+            params: Vec::new(),
+            target_rate: None,
+            duration_s: 0.0,
+            seg: SegmentFigures::default(),
+            res: Resources::default(),
+            valid: true,
+            invalid_reason: String::new(),
+        };
+        let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,"
+        );
+    }
+}

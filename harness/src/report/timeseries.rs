@@ -71,3 +71,49 @@ pub fn timeseries_csv(rows: &[TimeseriesRow]) -> std::io::Result<Vec<u8>> {
     w.into_inner()
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact text of one row (see the summary's pinned row).
+    #[test]
+    fn one_row_is_pinned() {
+        let row = TimeseriesRow {
+            key: TimeseriesKey {
+                profile: "smoke".into(),
+                cell_id: "ab12cd34".into(),
+                repetition: 0,
+                step: None,
+                second: 7,
+                phase: "measure",
+                target_rate: Some(Fixed(1000.0)),
+                achieved_rate: 1001,
+                ok: 990,
+                busy: 6,
+            },
+            busy: [1, 0, 2, 0, 3, 0],
+            tail: TimeseriesTail {
+                errors: 4,
+                timeouts: 1,
+                dropped: 0,
+                p50_ms: Some(Fixed(1.234)),
+                p99_ms: Some(Fixed(12.5)),
+                max_ms: None,
+                broker_cpu: Some(Fixed(55.56)),
+                broker_rss_mb: Some(Fixed(120.04)),
+                harness_cpu: Fixed(3.0),
+                send_queue_size: "5".into(),
+                send_queue_head_wait_ms: "12".into(),
+                page_cache_lock_ms: String::new(),
+            },
+        };
+        let text = String::from_utf8(timeseries_csv(&[row]).unwrap()).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
+        assert_eq!(
+            lines.next().unwrap(),
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,"
+        );
+    }
+}
