@@ -160,7 +160,9 @@ pub fn run_job(
             valid: true,
             invalid_reason: String::new(),
         };
-        let reason = invalid.clone().or_else(|| validity_problem(profile, &row));
+        let reason = invalid
+            .clone()
+            .or_else(|| validity_problem(&profile.validity, &row));
         if let Some(r) = reason {
             row.valid = false;
             row.invalid_reason = r;
