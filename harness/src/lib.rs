@@ -8,6 +8,7 @@ pub mod compare;
 pub mod fnv;
 pub mod matrix;
 pub mod profile;
+pub mod provenance;
 pub mod recorder;
 pub mod report;
 pub mod runner;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use remoting::ResponseCode;
 use serde::Serialize;
 
 /// Which flow-control path produced a busy answer (reference §4.2, §6, §7.3).
@@ -98,15 +99,20 @@ pub enum Outcome {
 /// Classifies a response. Code 2 is busy whatever the remark; code 1 is busy only for
 /// `[PC_SYNCHRONIZED]` (the page-cache-busy answer before 5.3.0, §7.3).
 pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
+    const SUCCESS: i32 = ResponseCode::SUCCESS as i32;
+    const SYSTEM_ERROR: i32 = ResponseCode::SYSTEM_ERROR as i32;
+    const SYSTEM_BUSY: i32 = ResponseCode::SYSTEM_BUSY as i32;
+    const FLUSH_DISK_TIMEOUT: i32 = ResponseCode::FLUSH_DISK_TIMEOUT as i32;
+    const MESSAGE_ILLEGAL: i32 = ResponseCode::MESSAGE_ILLEGAL as i32;
     match code {
-        0 => Outcome::Ok,
-        2 => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
-        1 if remark.is_some_and(|r| r.trim_start().starts_with("[PC_SYNCHRONIZED]")) => {
+        SUCCESS => Outcome::Ok,
+        SYSTEM_BUSY => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
+        SYSTEM_ERROR if remark.is_some_and(|r| r.trim_start().starts_with("[PC_SYNCHRONIZED]")) => {
             Outcome::Busy(BusyClass::PcSynchronized)
         }
-        1 => Outcome::SystemError,
-        10 => Outcome::FlushDiskTimeout,
-        13 => Outcome::MessageIllegal,
+        SYSTEM_ERROR => Outcome::SystemError,
+        FLUSH_DISK_TIMEOUT => Outcome::FlushDiskTimeout,
+        MESSAGE_ILLEGAL => Outcome::MessageIllegal,
         other => Outcome::OtherCode(other),
     }
 }

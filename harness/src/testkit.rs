@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use remoting::{decode_frame, RemotingCommand, MAX_FRAME_LEN};
+use parking_lot::Mutex;
+use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 
 /// Chooses the answer to send number `n` (0-based): `(code, remark)`.
 pub type Script = Arc<dyn Fn(u64) -> (i32, Option<String>) + Send + Sync>;
@@ -137,15 +138,17 @@ fn serve(mut s: TcpStream, st: &State) {
     }
 }
 
+const SEND_MESSAGE: i32 = RequestCode::SEND_MESSAGE as i32;
+const SEND_MESSAGE_V2: i32 = RequestCode::SEND_MESSAGE_V2 as i32;
+const SEND_BATCH_MESSAGE: i32 = RequestCode::SEND_BATCH_MESSAGE as i32;
+const UPDATE_AND_CREATE_TOPIC: i32 = RequestCode::UPDATE_AND_CREATE_TOPIC as i32;
+const GET_BROKER_RUNTIME_INFO: i32 = RequestCode::GET_BROKER_RUNTIME_INFO as i32;
+
 fn answer(req: &RemotingCommand, st: &State) -> Option<RemotingCommand> {
     match req.code {
-        10 | 310 | 320 => {
+        SEND_MESSAGE | SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => {
             let now = Instant::now();
-            let first = *st
-                .first
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(now);
+            let first = *st.first.lock().get_or_insert(now);
             if let Some(after) = st.cfg.stall_after {
                 let (a, b) = (first + after, first + after + st.cfg.stall_for);
                 if now >= a && now < b {
@@ -165,14 +168,9 @@ fn answer(req: &RemotingCommand, st: &State) -> Option<RemotingCommand> {
             }
             Some(resp)
         }
-        17 => Some(RemotingCommand::response_to(req, 0, None)),
-        28 => {
-            let table = st
-                .cfg
-                .counters
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+        UPDATE_AND_CREATE_TOPIC => Some(RemotingCommand::response_to(req, 0, None)),
+        GET_BROKER_RUNTIME_INFO => {
+            let table = st.cfg.counters.lock().clone();
             let body = serde_json::json!({ "table": table }).to_string();
             Some(RemotingCommand::response_to(req, 0, None).with_body(body.into_bytes()))
         }

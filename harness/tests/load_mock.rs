@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use harness::profile::{Model, Secs, Workload};
 use harness::recorder::{BusyClass, Segment};
-use harness::runner::load::{LoadConfig, LoadHandle};
+use harness::runner::{LoadConfig, LoadHandle};
 use harness::testkit::{FakeBroker, FakeConfig};
 
 fn workload(model: Model, rate: f64, secs: f64) -> Workload {

@@ -1,0 +1,70 @@
+//! `run.json`: how a result folder was produced (provenance, the profile text, each cell's
+//! effective broker.conf), rewritten after every job like the CSV files.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::fnv::fnv1a64;
+use crate::matrix::Cell;
+use crate::profile::Profile;
+use crate::provenance::Provenance;
+
+/// Everything `run.json` records.
+pub struct RunRecord<'a> {
+    pub provenance: &'a Provenance,
+    /// CPUs the harness was allowed to use.
+    pub cores: usize,
+    pub start: &'a str,
+    pub end: &'a str,
+    pub command_line: &'a str,
+    pub target: Option<SocketAddr>,
+    pub broker_bin: Option<&'a Path>,
+    /// (broker CPUs, harness CPUs).
+    pub pinning: Option<&'a (Vec<usize>, Vec<usize>)>,
+    pub profile: &'a Profile,
+    /// From [`cell_json`], in cell order.
+    pub cells: &'a [Value],
+    pub jobs_planned: usize,
+    pub interrupted: bool,
+}
+
+impl RunRecord<'_> {
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        let profile = self.profile;
+        let value = json!({
+            "harness_revision": self.provenance.harness_revision,
+            "host": self.provenance.host,
+            "cores": self.cores,
+            "kernel": self.provenance.kernel,
+            "start": self.start,
+            "end": self.end,
+            "command_line": self.command_line,
+            "target": self.target.map(|a| a.to_string()),
+            "broker_bin": self.broker_bin.map(|p| p.display().to_string()),
+            "pinning": self.pinning.map(|(b, h)| json!({"broker_cpus": b, "harness_cpus": h})),
+            "pin_requested": profile.pin,
+            "profile": {
+                "name": profile.name, "path": profile.path.display().to_string(), "description": profile.description,
+                "repetitions": profile.repetitions, "order": profile.order, "seed": profile.seed, "key_metric": profile.key_metric,
+                "validity": profile.validity, "text": std::fs::read_to_string(&profile.path).unwrap_or_default(),
+            },
+            "cells": self.cells,
+            "jobs_planned": self.jobs_planned,
+            "interrupted": self.interrupted,
+        });
+        serde_json::to_string_pretty(&value)
+    }
+}
+
+/// One cell's entry: its parameters, workload and effective broker.conf with the conf's hash.
+pub fn cell_json(cell: &Cell, conf: &BTreeMap<String, String>) -> Value {
+    let text: String = conf.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    let hash = format!("{:016x}", fnv1a64(text.as_bytes()));
+    json!({
+        "cell_id": cell.id, "label": cell.label, "params": cell.params.iter().cloned().collect::<BTreeMap<_, _>>(),
+        "workload": cell.workload, "broker_conf": conf, "broker_conf_hash": hash,
+    })
+}

@@ -1,0 +1,410 @@
+//! `summary.csv`: one row per measured segment of a job, a contract with `harness compare`.
+//! Between the leading key columns and the metrics come the `param_<axis>` columns, which
+//! depend on the profile, so the header is built here rather than inferred by csv.
+
+use std::sync::LazyLock;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::recorder::Segment;
+use crate::report::cells::{busy_columns, field_names, ms, Fixed};
+
+/// `summary.csv` columns before the `param_<key>` columns.
+pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
+
+/// `summary.csv` columns after the `param_<key>` columns.
+pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut cols = field_names::<SummaryRates>();
+    cols.extend(busy_columns());
+    cols.extend(field_names::<SummaryTail>());
+    cols
+});
+
+/// The full `summary.csv` header for these axis keys.
+pub fn summary_header(axis_keys: &[String]) -> Vec<String> {
+    SUMMARY_LEADING
+        .iter()
+        .map(|s| s.to_string())
+        .chain(axis_keys.iter().map(|k| format!("param_{k}")))
+        .chain(SUMMARY_METRICS.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// The cells of one `summary.csv` row, in column order.
+#[derive(Debug, Serialize)]
+pub struct SummaryRecord<'a> {
+    key: SummaryKey,
+    params: &'a [String],
+    rates: SummaryRates,
+    busy: [u64; 6],
+    tail: SummaryTail,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct SummaryKey {
+    profile: String,
+    cell_id: String,
+    repetition: u32,
+    step: Option<usize>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct SummaryRates {
+    target_rate: Option<Fixed<1>>,
+    achieved_rate: Fixed<1>,
+    ok_rate: Fixed<1>,
+    duration_s: Fixed<3>,
+    sent: u64,
+    ok: u64,
+    busy: u64,
+    busy_rate: Fixed<6>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct SummaryTail {
+    system_error: u64,
+    flush_disk_timeout: u64,
+    message_illegal: u64,
+    other_codes: u64,
+    timeouts: u64,
+    dropped: u64,
+    connection_errors: u64,
+    attempts: u64,
+    p50_ms: Fixed<3>,
+    p90_ms: Fixed<3>,
+    p99_ms: Fixed<3>,
+    p999_ms: Fixed<3>,
+    max_ms: Fixed<3>,
+    service_p50_ms: Fixed<3>,
+    service_p99_ms: Fixed<3>,
+    service_max_ms: Fixed<3>,
+    lag_p50_us: u64,
+    lag_p99_us: u64,
+    lag_max_us: u64,
+    busy_p99_ms: Fixed<3>,
+    period_in_queue_p50_ms: u64,
+    period_in_queue_max_ms: u64,
+    size_of_queue_max: u64,
+    broker_cpu_avg: Option<Fixed<1>>,
+    broker_cpu_max: Option<Fixed<1>>,
+    broker_rss_max_mb: Option<Fixed<1>>,
+    harness_cpu_max: Option<Fixed<1>>,
+    broker_flow_control_total: Option<u64>,
+    broker_counters_match: Option<bool>,
+    valid: bool,
+    invalid_reason: String,
+}
+
+/// Resource figures of a run, from the sampler.
+#[derive(Debug, Clone, Default)]
+pub struct Resources {
+    pub broker_cpu_avg: Option<f64>,
+    pub broker_cpu_max: Option<f64>,
+    pub broker_rss_max_mb: Option<f64>,
+    pub harness_cpu_max: Option<f64>,
+    pub broker_flow_control_total: Option<u64>,
+    pub broker_counters_match: Option<bool>,
+}
+
+/// One `summary.csv` row.
+#[derive(Debug, Clone)]
+pub struct SummaryRow {
+    pub profile: String,
+    pub cell_id: String,
+    pub label: String,
+    pub repetition: u32,
+    pub step: Option<usize>,
+    pub params: Vec<String>,
+    /// None in the closed loop.
+    pub target_rate: Option<f64>,
+    pub duration_s: f64,
+    pub seg: SegmentFigures,
+    pub res: Resources,
+    pub valid: bool,
+    pub invalid_reason: String,
+}
+
+/// The figures of one segment that go into a row.
+#[derive(Debug, Clone, Default)]
+pub struct SegmentFigures {
+    pub sent: u64,
+    pub ok: u64,
+    pub busy: [u64; 6],
+    pub system_error: u64,
+    pub flush_disk_timeout: u64,
+    pub message_illegal: u64,
+    pub other_codes: u64,
+    pub timeouts: u64,
+    pub dropped: u64,
+    pub connection_errors: u64,
+    pub attempts: u64,
+    /// Latency percentiles in µs: p50, p90, p99, p99.9, max.
+    pub latency_us: [u64; 5],
+    pub service_us: [u64; 3],
+    pub lag_us: [u64; 3],
+    pub busy_p99_us: u64,
+    pub period_in_queue_ms: [u64; 2],
+    pub size_of_queue_max: u64,
+}
+
+fn q(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(p)
+    }
+}
+
+fn max(h: &Histogram<u64>) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.max()
+    }
+}
+
+impl SegmentFigures {
+    pub fn from_segment(s: &Segment) -> SegmentFigures {
+        let c = &s.counts;
+        SegmentFigures {
+            sent: s.sent,
+            ok: c.ok,
+            busy: c.busy,
+            system_error: c.system_error,
+            flush_disk_timeout: c.flush_disk_timeout,
+            message_illegal: c.message_illegal,
+            other_codes: c.other_codes,
+            timeouts: c.timeouts,
+            dropped: c.dropped,
+            connection_errors: c.connection_errors,
+            attempts: s.attempts,
+            latency_us: [
+                q(&s.latency, 0.5),
+                q(&s.latency, 0.9),
+                q(&s.latency, 0.99),
+                q(&s.latency, 0.999),
+                max(&s.latency),
+            ],
+            service_us: [q(&s.service, 0.5), q(&s.service, 0.99), max(&s.service)],
+            lag_us: [q(&s.lag, 0.5), q(&s.lag, 0.99), max(&s.lag)],
+            busy_p99_us: q(&s.busy_latency, 0.99),
+            period_in_queue_ms: [q(&s.period_in_queue, 0.5), max(&s.period_in_queue)],
+            size_of_queue_max: max(&s.size_of_queue),
+        }
+    }
+
+    pub fn busy_total(&self) -> u64 {
+        self.busy.iter().sum()
+    }
+}
+
+impl SummaryRow {
+    pub fn achieved_rate(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            (self.seg.sent - self.seg.dropped) as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
+    pub fn ok_rate(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.seg.ok as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
+    pub fn busy_rate(&self) -> f64 {
+        let on_wire = self.seg.sent - self.seg.dropped;
+        if on_wire == 0 {
+            0.0
+        } else {
+            self.seg.busy_total() as f64 / on_wire as f64
+        }
+    }
+
+    /// The value of a `key_metric` column.
+    pub fn metric(&self, name: &str) -> f64 {
+        let s = &self.seg;
+        match name {
+            "ok_rate" => self.ok_rate(),
+            "achieved_rate" => self.achieved_rate(),
+            "busy_rate" => self.busy_rate(),
+            "busy" => s.busy_total() as f64,
+            "p50_ms" => s.latency_us[0] as f64 / 1000.0,
+            "p90_ms" => s.latency_us[1] as f64 / 1000.0,
+            "p99_ms" => s.latency_us[2] as f64 / 1000.0,
+            "p999_ms" => s.latency_us[3] as f64 / 1000.0,
+            "max_ms" => s.latency_us[4] as f64 / 1000.0,
+            "service_p99_ms" => s.service_us[1] as f64 / 1000.0,
+            "broker_cpu_avg" => self.res.broker_cpu_avg.unwrap_or(0.0),
+            "timeouts" => s.timeouts as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// The typed cells of this row.
+    pub fn record(&self) -> SummaryRecord<'_> {
+        let s = &self.seg;
+        let [p50, p90, p99, p999, max] = s.latency_us.map(ms);
+        let [service_p50, service_p99, service_max] = s.service_us.map(ms);
+        let one = |v: Option<f64>| v.map(Fixed);
+        SummaryRecord {
+            key: SummaryKey {
+                profile: self.profile.clone(),
+                cell_id: self.cell_id.clone(),
+                repetition: self.repetition,
+                step: self.step,
+            },
+            params: &self.params,
+            rates: SummaryRates {
+                target_rate: one(self.target_rate),
+                achieved_rate: Fixed(self.achieved_rate()),
+                ok_rate: Fixed(self.ok_rate()),
+                duration_s: Fixed(self.duration_s),
+                sent: s.sent,
+                ok: s.ok,
+                busy: s.busy_total(),
+                busy_rate: Fixed(self.busy_rate()),
+            },
+            busy: s.busy,
+            tail: SummaryTail {
+                system_error: s.system_error,
+                flush_disk_timeout: s.flush_disk_timeout,
+                message_illegal: s.message_illegal,
+                other_codes: s.other_codes,
+                timeouts: s.timeouts,
+                dropped: s.dropped,
+                connection_errors: s.connection_errors,
+                attempts: s.attempts,
+                p50_ms: p50,
+                p90_ms: p90,
+                p99_ms: p99,
+                p999_ms: p999,
+                max_ms: max,
+                service_p50_ms: service_p50,
+                service_p99_ms: service_p99,
+                service_max_ms: service_max,
+                lag_p50_us: s.lag_us[0],
+                lag_p99_us: s.lag_us[1],
+                lag_max_us: s.lag_us[2],
+                busy_p99_ms: ms(s.busy_p99_us),
+                period_in_queue_p50_ms: s.period_in_queue_ms[0],
+                period_in_queue_max_ms: s.period_in_queue_ms[1],
+                size_of_queue_max: s.size_of_queue_max,
+                broker_cpu_avg: one(self.res.broker_cpu_avg),
+                broker_cpu_max: one(self.res.broker_cpu_max),
+                broker_rss_max_mb: one(self.res.broker_rss_max_mb),
+                harness_cpu_max: one(self.res.harness_cpu_max),
+                broker_flow_control_total: self.res.broker_flow_control_total,
+                broker_counters_match: self.res.broker_counters_match,
+                valid: self.valid,
+                invalid_reason: self.invalid_reason.clone(),
+            },
+        }
+    }
+}
+
+/// Renders `summary.csv` for these axis keys.
+pub fn summary_csv(axis_keys: &[String], rows: &[SummaryRow]) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(summary_header(axis_keys))
+        .map_err(std::io::Error::other)?;
+    for r in rows {
+        w.serialize(r.record()).map_err(std::io::Error::other)?;
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact text of one row: the committed baselines and `compare` read these cells, so
+    /// decimals, empty cells and quoting must never drift.
+    #[test]
+    fn one_row_is_pinned() {
+        let row = SummaryRow {
+            profile: "smoke".into(),
+            cell_id: "ab12cd34".into(),
+            label: "x".into(),
+            repetition: 1,
+            step: Some(2),
+            params: vec!["4".into(), "a,b".into()],
+            target_rate: Some(1000.0),
+            duration_s: 10.0,
+            seg: SegmentFigures {
+                sent: 10_000,
+                ok: 9_000,
+                busy: [1, 2, 3, 4, 5, 6],
+                system_error: 7,
+                flush_disk_timeout: 8,
+                message_illegal: 9,
+                other_codes: 10,
+                timeouts: 11,
+                dropped: 12,
+                connection_errors: 13,
+                attempts: 10_100,
+                latency_us: [1_234, 2_500, 10_000, 123_456, 2_000_000],
+                service_us: [800, 9_000, 1_999_999],
+                lag_us: [5, 50, 5_000],
+                busy_p99_us: 4_321,
+                period_in_queue_ms: [200, 250],
+                size_of_queue_max: 17,
+            },
+            res: Resources {
+                broker_cpu_avg: Some(87.26),
+                broker_cpu_max: Some(99.94),
+                broker_rss_max_mb: None,
+                harness_cpu_max: Some(12.0),
+                broker_flow_control_total: Some(21),
+                broker_counters_match: Some(true),
+            },
+            valid: false,
+            invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
+        };
+        let text =
+            String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
+        let line = text.lines().nth(1).unwrap();
+        assert_eq!(
+            line,
+            "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
+1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
+5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs"
+        );
+        assert_eq!(
+            line.split(',').count(),
+            summary_header(&["a".into(), "b".into()]).len() + 1,
+            "one cell per column (+1 for the quoted comma)"
+        );
+    }
+
+    #[test]
+    fn closed_loop_row_leaves_rate_and_step_empty() {
+        let row = SummaryRow {
+            profile: "p".into(),
+            cell_id: "c".into(),
+            label: "l".into(),
+            repetition: 0,
+            step: None,
+            params: Vec::new(),
+            target_rate: None,
+            duration_s: 0.0,
+            seg: SegmentFigures::default(),
+            res: Resources::default(),
+            valid: true,
+            invalid_reason: String::new(),
+        };
+        let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,"
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! The table printed at the end of `harness run`.
+
+use crate::report::summary::SummaryRow;
+
+/// The final table, sorted by `key_metric` (best first), best and worst marked.
+pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> String {
+    let mut order: Vec<&SummaryRow> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        let (x, y) = (a.metric(key_metric), b.metric(key_metric));
+        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+        if higher_better {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    let valid: Vec<&&SummaryRow> = order.iter().filter(|r| r.valid).collect();
+    let best = valid
+        .first()
+        .map(|r| (r.cell_id.clone(), r.repetition, r.step));
+    let worst = (valid.len() > 1)
+        .then(|| {
+            valid
+                .last()
+                .map(|r| (r.cell_id.clone(), r.repetition, r.step))
+        })
+        .flatten();
+    // Wide enough for every label, so cells that differ only in their last value stay apart.
+    let w = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 100);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}  {}\n",
+        "", "cell", "rep", "step", "target/s", "achieved", "ok/s", "busy", "busy%", "p50 ms", "p99 ms", "max ms", "tmo", "drop", "brkCPU%", "valid"
+    ));
+    for r in order {
+        let id = (r.cell_id.clone(), r.repetition, r.step);
+        let mark = if Some(&id) == best.as_ref() {
+            "★"
+        } else if Some(&id) == worst.as_ref() {
+            "✗"
+        } else {
+            ""
+        };
+        let mut label = r.label.clone();
+        if label.chars().count() > w {
+            label = label.chars().take(w - 1).collect::<String>() + "…";
+        }
+        out.push_str(&format!(
+            "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9.0} {:>9.0} {:>7} {:>6.2}% {:>8.3} {:>8.3} {:>9.3} {:>6} {:>6} {:>7}  {}\n",
+            mark,
+            label,
+            r.repetition,
+            r.step.map_or("-".into(), |s| s.to_string()),
+            r.target_rate.map_or("closed".into(), |t| format!("{t:.0}")),
+            r.achieved_rate(),
+            r.ok_rate(),
+            r.seg.busy_total(),
+            r.busy_rate() * 100.0,
+            r.seg.latency_us[0] as f64 / 1000.0,
+            r.seg.latency_us[2] as f64 / 1000.0,
+            r.seg.latency_us[4] as f64 / 1000.0,
+            r.seg.timeouts,
+            r.seg.dropped,
+            r.res.broker_cpu_avg.map_or("-".into(), |c| format!("{c:.0}")),
+            if r.valid { "yes".to_owned() } else { format!("NO: {}", r.invalid_reason) }
+        ));
+    }
+    out.push_str(&format!(
+        "sorted by {key_metric} ({} is better); ★ best, ✗ worst among valid rows\n",
+        if higher_better { "higher" } else { "lower" }
+    ));
+    out
+}

@@ -1,0 +1,119 @@
+//! `timeseries.csv`: one row per sampled second of every job, a contract with `harness compare`.
+
+use std::sync::LazyLock;
+
+use serde::Serialize;
+
+use crate::report::cells::{busy_columns, field_names, Fixed};
+
+/// `timeseries.csv` columns.
+pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut cols = field_names::<TimeseriesKey>();
+    cols.extend(busy_columns());
+    cols.extend(field_names::<TimeseriesTail>());
+    cols
+});
+
+/// One `timeseries.csv` row: the second's key and counts, busy answers per class, the rest.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimeseriesRow {
+    pub key: TimeseriesKey,
+    pub busy: [u64; 6],
+    pub tail: TimeseriesTail,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimeseriesKey {
+    pub profile: String,
+    pub cell_id: String,
+    pub repetition: u32,
+    /// The stair, in steps mode.
+    pub step: Option<usize>,
+    pub second: u64,
+    /// `warmup`, `measure` or `drain`.
+    pub phase: &'static str,
+    /// None in the closed loop.
+    pub target_rate: Option<Fixed<1>>,
+    /// Sends put on the wire in this second.
+    pub achieved_rate: u64,
+    pub ok: u64,
+    pub busy: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimeseriesTail {
+    pub errors: u64,
+    pub timeouts: u64,
+    pub dropped: u64,
+    /// None when nothing completed in the second.
+    pub p50_ms: Option<Fixed<3>>,
+    pub p99_ms: Option<Fixed<3>>,
+    pub max_ms: Option<Fixed<3>>,
+    pub broker_cpu: Option<Fixed<1>>,
+    pub broker_rss_mb: Option<Fixed<1>>,
+    pub harness_cpu: Fixed<1>,
+    /// The broker's runtime-info values, as it wrote them.
+    pub send_queue_size: String,
+    pub send_queue_head_wait_ms: String,
+    pub page_cache_lock_ms: String,
+}
+
+/// Renders `timeseries.csv`.
+pub fn timeseries_csv(rows: &[TimeseriesRow]) -> std::io::Result<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(TIMESERIES_COLUMNS.iter())
+        .map_err(std::io::Error::other)?;
+    for r in rows {
+        w.serialize(r).map_err(std::io::Error::other)?;
+    }
+    w.into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact text of one row (see the summary's pinned row).
+    #[test]
+    fn one_row_is_pinned() {
+        let row = TimeseriesRow {
+            key: TimeseriesKey {
+                profile: "smoke".into(),
+                cell_id: "ab12cd34".into(),
+                repetition: 0,
+                step: None,
+                second: 7,
+                phase: "measure",
+                target_rate: Some(Fixed(1000.0)),
+                achieved_rate: 1001,
+                ok: 990,
+                busy: 6,
+            },
+            busy: [1, 0, 2, 0, 3, 0],
+            tail: TimeseriesTail {
+                errors: 4,
+                timeouts: 1,
+                dropped: 0,
+                p50_ms: Some(Fixed(1.234)),
+                p99_ms: Some(Fixed(12.5)),
+                max_ms: None,
+                broker_cpu: Some(Fixed(55.56)),
+                broker_rss_mb: Some(Fixed(120.04)),
+                harness_cpu: Fixed(3.0),
+                send_queue_size: "5".into(),
+                send_queue_head_wait_ms: "12".into(),
+                page_cache_lock_ms: String::new(),
+            },
+        };
+        let text = String::from_utf8(timeseries_csv(&[row]).unwrap()).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
+        assert_eq!(
+            lines.next().unwrap(),
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,"
+        );
+    }
+}

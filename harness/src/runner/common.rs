@@ -1,0 +1,102 @@
+//! What the pacer and the connection readers share: the in-flight entry of one attempt, and the
+//! one place where a send ends (its outcome recorded, its closed-loop slot released).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::profile::RetryPolicy;
+use crate::recorder::{Outcome, Recorder};
+use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
+
+/// One attempt on the wire, owned by the reader of its connection until it ends.
+pub struct InFlight {
+    pub seq: u64,
+    pub intended: Instant,
+    pub written: Instant,
+    pub first_written: Instant,
+    pub segment: usize,
+    pub attempt: u32,
+}
+
+/// What readers share with the pacer.
+pub struct Common {
+    pub policy: RetryPolicy,
+    pub send_timeout: Duration,
+    pub oneway: bool,
+    pub closed_loop: bool,
+    pub outstanding: AtomicUsize,
+    pub current_segment: AtomicUsize,
+    pub closing: AtomicBool,
+    pub retry_tx: SyncSender<Retry>,
+    pub pacer: Mutex<Option<Thread>>,
+}
+
+impl Common {
+    pub fn wake(&self) {
+        if let Some(t) = self.pacer.lock().as_ref() {
+            t.unpark();
+        }
+    }
+
+    /// Ends one scheduled send: its final outcome, and in the closed loop the slot it held.
+    /// Every send ends here exactly once, so `sent` equals the sum of the outcomes.
+    pub fn end_send(
+        &self,
+        rec: &mut Recorder,
+        segment: usize,
+        outcome: Outcome,
+        latency_us: Option<u64>,
+        service_us: Option<u64>,
+    ) {
+        rec.outcome(segment, outcome, latency_us, service_us);
+        if self.closed_loop {
+            self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Retries `e` if the policy and budget allow; otherwise ends the send.
+    pub fn finish(
+        &self,
+        rec: &Mutex<Recorder>,
+        e: InFlight,
+        outcome: Outcome,
+        code: Option<i32>,
+        now: Instant,
+        answered: bool,
+    ) {
+        if retryable(self.policy, outcome, code)
+            && e.attempt < MAX_ATTEMPTS
+            && now < e.first_written + self.send_timeout
+        {
+            let r = Retry {
+                seq: e.seq,
+                intended: e.intended,
+                first_written: e.first_written,
+                segment: e.segment,
+                attempt: e.attempt + 1,
+            };
+            if self.retry_tx.try_send(r).is_ok() {
+                self.wake();
+                return;
+            }
+        }
+        let service = answered.then(|| us(now - e.written));
+        self.end_send(
+            &mut rec.lock(),
+            e.segment,
+            outcome,
+            Some(us(now - e.intended)),
+            service,
+        );
+        self.wake();
+    }
+}
+
+/// Microseconds, saturating.
+pub fn us(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
+}

@@ -1,0 +1,186 @@
+//! One job (a cell's repetition): a fresh broker, the load with sampling, the broker stopped,
+//! then its time series, interval log and summary rows. Problems never fail the run: they
+//! become invalid rows with a reason.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::broker::{self, BrokerProcess};
+use crate::matrix::Cell;
+use crate::profile::Model;
+use crate::recorder::Recorder;
+use crate::report::{Resources, SegmentFigures, SummaryRow, TimeseriesRow};
+use crate::runner::context::{effective_conf, Ctx};
+use crate::runner::plan::{LoadConfig, Phase};
+use crate::runner::sampler::{drive, segment_resources, timeseries_row, Sample};
+use crate::runner::validity::validity_problem;
+
+/// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
+pub fn run_job(
+    ctx: &mut Ctx,
+    cell: &Cell,
+    repetition: u32,
+) -> (Vec<SummaryRow>, Vec<TimeseriesRow>, bool) {
+    let profile = ctx.profile;
+    let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
+    let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
+    let mut invalid: Option<String> = None;
+    let mut interrupted = false;
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut recorder = Recorder::new(cfg_probe.segments());
+    let mut res = Resources::default();
+    let harness_cpus = ctx
+        .pinning
+        .as_ref()
+        .map_or_else(|| broker::allowed_cpus().len(), |(_, h)| h.len())
+        .max(1) as f64;
+    ctx.progress.line(&format!(
+        "cell {} rep {repetition}: {}",
+        cell.id, cell.label
+    ));
+
+    let result: Result<(), String> = (|| {
+        std::fs::create_dir_all(&job_dir)
+            .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
+        let store = job_dir.join("store");
+        let (addr, mut process, pid) = match (ctx.opts.target, &ctx.broker_bin) {
+            (Some(addr), _) => (addr, None, ctx.opts.broker_pid),
+            (None, Some(bin)) => {
+                let conf = effective_conf(cell, &store);
+                let conf_path = job_dir.join("broker.conf");
+                broker::write_conf(&conf_path, &conf)
+                    .map_err(|e| format!("writing broker.conf: {e}"))?;
+                let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
+                let p = BrokerProcess::start(
+                    bin,
+                    &conf_path,
+                    &job_dir.join("broker.log"),
+                    cpus,
+                    Duration::from_secs(20),
+                )
+                .map_err(|e| {
+                    // The broker's last words are usually the reason (a config error).
+                    let log =
+                        std::fs::read_to_string(job_dir.join("broker.log")).unwrap_or_default();
+                    match log.lines().rev().find(|l| !l.trim().is_empty()) {
+                        Some(last) => format!("{e}: {}", last.trim()),
+                        None => e.to_string(),
+                    }
+                })?;
+                let (addr, pid) = (p.addr, p.pid);
+                (addr, Some(p), Some(pid))
+            }
+            (None, None) => return Err("no broker binary and no --target".into()),
+        };
+        let outcome = drive(
+            ctx,
+            cell,
+            repetition,
+            addr,
+            process.as_mut(),
+            pid,
+            harness_cpus,
+            &mut samples,
+            &mut recorder,
+            &mut res,
+            &mut interrupted,
+        );
+        if let Some(p) = process {
+            match p.stop(Duration::from_secs(10)) {
+                Some(st) if !st.success() && outcome.is_ok() && !interrupted => {
+                    invalid.get_or_insert(format!("broker exited with {st} at shutdown"));
+                }
+                _ => {}
+            }
+            let _ = std::fs::remove_dir_all(&store);
+        }
+        outcome
+    })();
+    if let Err(reason) = result {
+        invalid.get_or_insert(reason);
+    }
+    if interrupted {
+        invalid = Some("interrupted".into());
+    }
+
+    // Time series and hlog.
+    let tag_base = format!("{}/r{repetition}", cell.id);
+    let mut series = Vec::new();
+    for s in &samples {
+        series.push(timeseries_row(
+            &profile.name,
+            cell,
+            repetition,
+            &cfg_probe,
+            s,
+        ));
+        let i = &s.interval;
+        let start = s.at.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
+        for (name, h) in [
+            ("latency", &i.latency),
+            ("service", &i.service),
+            ("lag", &i.lag),
+            ("busy_latency", &i.busy_latency),
+        ] {
+            if !h.is_empty() {
+                ctx.hlog.push(&format!("{tag_base}/{name}"), start, 1.0, h);
+            }
+        }
+    }
+
+    // Summary rows: one per measured segment.
+    let measured: Vec<&Phase> = cfg_probe.phases.iter().filter(|p| p.segment > 0).collect();
+    let params: Vec<String> = ctx
+        .axis_keys
+        .iter()
+        .map(|k| {
+            cell.params
+                .iter()
+                .find(|(pk, _)| pk == k)
+                .map_or(String::new(), |(_, v)| v.clone())
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for ph in measured {
+        let seg = &recorder.segments[ph.segment];
+        let figs = SegmentFigures::from_segment(seg);
+        let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
+        let target_rate = (cell.workload.model != Model::Closed).then_some(ph.rate);
+        let mut row = SummaryRow {
+            profile: profile.name.clone(),
+            cell_id: cell.id.clone(),
+            label: cell.label.clone(),
+            repetition,
+            step,
+            params: params.clone(),
+            target_rate,
+            duration_s: ph.duration.as_secs_f64(),
+            seg: figs,
+            res: segment_resources(&samples, ph.segment, &res),
+            valid: true,
+            invalid_reason: String::new(),
+        };
+        let reason = invalid
+            .clone()
+            .or_else(|| validity_problem(&profile.validity, &row));
+        if let Some(r) = reason {
+            row.valid = false;
+            row.invalid_reason = r;
+        }
+        rows.push(row);
+    }
+    for r in &rows {
+        ctx.progress.line(&format!(
+            "  done: achieved {:.0}/s ok {:.0}/s busy {} ({:.2}%) p99 {:.3} ms lag p50/p99 {}/{} µs{}",
+            r.achieved_rate(),
+            r.ok_rate(),
+            r.seg.busy_total(),
+            r.busy_rate() * 100.0,
+            r.seg.latency_us[2] as f64 / 1000.0,
+            r.seg.lag_us[0],
+            r.seg.lag_us[1],
+            if r.valid { String::new() } else { format!("  INVALID: {}", r.invalid_reason) }
+        ));
+    }
+    (rows, series, interrupted)
+}

@@ -1,0 +1,32 @@
+//! What `harness run` is given besides the profile, and what it returns.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::report::SummaryRow;
+
+/// What `harness run` needs besides the profile.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub target: Option<SocketAddr>,
+    pub out: Option<PathBuf>,
+    pub broker_pid: Option<u32>,
+    pub broker_bin: Option<PathBuf>,
+    pub command_line: String,
+    pub cancel: CancellationToken,
+    /// Test hook: behave as if interrupted once this many jobs have finished.
+    pub stop_after_jobs: Option<usize>,
+    /// Print nothing but errors (tests).
+    pub quiet: bool,
+}
+
+/// The result of a run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub out_dir: PathBuf,
+    pub rows: Vec<SummaryRow>,
+    pub interrupted: bool,
+    pub table: String,
+}

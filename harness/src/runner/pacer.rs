@@ -1,0 +1,505 @@
+//! The pacer: one thread that writes every send at its due instant (open loop) or whenever a
+//! slot frees (closed loop), keeps the backlog of due sends, and writes retries.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::recorder::{Outcome, Recorder};
+use crate::runner::client::SendBuilder;
+use crate::runner::common::{us, Common, InFlight};
+use crate::runner::conn::{connect, Conn, RECONNECT_EVERY};
+use crate::runner::plan::{LoadConfig, Pacing};
+use crate::runner::retry::Retry;
+
+/// How long before a due time the pacer stops sleeping and spins.
+pub const SPIN: Duration = Duration::from_micros(150);
+
+struct Pending {
+    seq: u64,
+    intended: Instant,
+    segment: usize,
+}
+
+enum Pick {
+    Conn(usize),
+    Full,
+    Down,
+}
+
+/// The pacing thread's state: it owns the connections' write halves.
+pub struct Pacer {
+    cfg: LoadConfig,
+    common: Arc<Common>,
+    conns: Vec<Conn>,
+    retry_rx: Receiver<Retry>,
+    rec: Arc<Mutex<Recorder>>,
+    builder: SendBuilder,
+    /// Intended time of the first send.
+    pub start: Instant,
+    /// Nanoseconds spent spin-waiting, excluded from harness CPU.
+    pub spin_ns: Arc<AtomicU64>,
+    pub stop: CancellationToken,
+    rr: usize,
+    buf: BytesMut,
+    backlog: VecDeque<Pending>,
+    backlog_cap: usize,
+}
+
+impl Pacer {
+    /// A pacer that has not started: `start`, `spin_ns` and `stop` are set before [`Pacer::run`].
+    pub fn idle(
+        cfg: LoadConfig,
+        common: Arc<Common>,
+        conns: Vec<Conn>,
+        retry_rx: Receiver<Retry>,
+        rec: Arc<Mutex<Recorder>>,
+    ) -> Pacer {
+        let max_rate = cfg.phases.iter().map(|p| p.rate).fold(0.0, f64::max);
+        let backlog_cap =
+            ((max_rate * common.send_timeout.as_secs_f64()) as usize).clamp(1024, 2_000_000);
+        Pacer {
+            builder: SendBuilder::new(&cfg.workload),
+            cfg,
+            common,
+            conns,
+            retry_rx,
+            rec,
+            start: Instant::now(),
+            spin_ns: Arc::new(AtomicU64::new(0)),
+            stop: CancellationToken::new(),
+            rr: 0,
+            buf: BytesMut::with_capacity(8 * 1024),
+            backlog: VecDeque::new(),
+            backlog_cap,
+        }
+    }
+
+    pub fn run(&mut self) {
+        set_timer_slack();
+        self.wait_until(self.start);
+        while self.start > Instant::now() {
+            self.wait_until(self.start);
+        }
+        let mut phase = 0usize;
+        let mut j: u64 = 0;
+        let mut seq: u64 = 0;
+        let mut phase_start = self.start;
+        loop {
+            if self.stop.is_cancelled() {
+                break;
+            }
+            self.drain_retries();
+            let now = Instant::now();
+            let mut next_due = None;
+            match self.cfg.pacing {
+                Pacing::Open => {
+                    while phase < self.cfg.phases.len() {
+                        let ph = &self.cfg.phases[phase];
+                        if j >= ph.count() {
+                            phase_start += ph.duration;
+                            phase += 1;
+                            j = 0;
+                            continue;
+                        }
+                        let due = phase_start + Duration::from_secs_f64(j as f64 / ph.rate);
+                        if due > now {
+                            next_due = Some(due);
+                            break;
+                        }
+                        let segment = ph.segment;
+                        self.common
+                            .current_segment
+                            .store(segment, Ordering::Relaxed);
+                        let mut rec = self.rec.lock();
+                        rec.scheduled(segment);
+                        if self.backlog.len() >= self.backlog_cap {
+                            self.common.end_send(
+                                &mut rec,
+                                segment,
+                                Outcome::Dropped,
+                                Some(0),
+                                None,
+                            );
+                        } else {
+                            self.backlog.push_back(Pending {
+                                seq,
+                                intended: due,
+                                segment,
+                            });
+                        }
+                        seq += 1;
+                        j += 1;
+                    }
+                    self.flush_backlog();
+                    if phase >= self.cfg.phases.len() && self.backlog.is_empty() {
+                        break;
+                    }
+                }
+                Pacing::Closed { concurrency } => {
+                    let Some(ph) = self.cfg.phase_at(now.saturating_duration_since(self.start))
+                    else {
+                        break;
+                    };
+                    let segment = ph.segment;
+                    self.common
+                        .current_segment
+                        .store(segment, Ordering::Relaxed);
+                    while self.common.outstanding.load(Ordering::Acquire) < concurrency {
+                        match self.pick() {
+                            Pick::Conn(c) => {
+                                self.rec.lock().scheduled(segment);
+                                self.common.outstanding.fetch_add(1, Ordering::AcqRel);
+                                let t = Instant::now();
+                                self.write(c, seq, t, None, segment, 1);
+                                seq += 1;
+                            }
+                            Pick::Full => break,
+                            Pick::Down => {
+                                let mut rec = self.rec.lock();
+                                rec.scheduled(segment);
+                                // It takes a slot like every closed-loop send, which ending it frees.
+                                self.common.outstanding.fetch_add(1, Ordering::AcqRel);
+                                self.common.end_send(
+                                    &mut rec,
+                                    segment,
+                                    Outcome::ConnectionError,
+                                    Some(0),
+                                    None,
+                                );
+                                seq += 1;
+                                break;
+                            }
+                        }
+                    }
+                    self.flush_conns();
+                }
+            }
+            // Wait: for the next due send, or (slots exhausted / closed loop) for a completion.
+            let waiting_for_slot =
+                !self.backlog.is_empty() || matches!(self.cfg.pacing, Pacing::Closed { .. });
+            match next_due {
+                Some(due) if !waiting_for_slot => self.wait_until(due),
+                Some(due) => thread::park_timeout(
+                    due.saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(1)),
+                ),
+                None => thread::park_timeout(Duration::from_millis(1)),
+            }
+        }
+        self.drain();
+        self.close();
+    }
+
+    /// Writes backlog entries while connections have free slots.
+    fn flush_backlog(&mut self) {
+        while let Some(p) = self.backlog.front() {
+            let now = Instant::now();
+            if now.saturating_duration_since(p.intended) >= self.common.send_timeout {
+                let p = self.backlog.pop_front().expect("front exists");
+                self.common.end_send(
+                    &mut self.rec.lock(),
+                    p.segment,
+                    Outcome::Dropped,
+                    Some(us(now - p.intended)),
+                    None,
+                );
+                continue;
+            }
+            match self.pick() {
+                Pick::Conn(c) => {
+                    let p = self.backlog.pop_front().expect("front exists");
+                    self.write(c, p.seq, p.intended, None, p.segment, 1);
+                }
+                Pick::Full => break,
+                Pick::Down => {
+                    let p = self.backlog.pop_front().expect("front exists");
+                    self.common.end_send(
+                        &mut self.rec.lock(),
+                        p.segment,
+                        Outcome::ConnectionError,
+                        Some(us(now - p.intended)),
+                        None,
+                    );
+                }
+            }
+        }
+        self.flush_conns();
+    }
+
+    fn drain_retries(&mut self) {
+        loop {
+            match self.retry_rx.try_recv() {
+                Ok(r) => match self.pick() {
+                    Pick::Conn(c) => self.write(
+                        c,
+                        r.seq,
+                        r.intended,
+                        Some(r.first_written),
+                        r.segment,
+                        r.attempt,
+                    ),
+                    Pick::Full | Pick::Down => {
+                        // No slot: the retry fails like the Java client's would, as a connection error.
+                        let now = Instant::now();
+                        self.common.end_send(
+                            &mut self.rec.lock(),
+                            r.segment,
+                            Outcome::ConnectionError,
+                            Some(us(now - r.intended)),
+                            None,
+                        );
+                    }
+                },
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
+                    self.flush_conns();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Round robin over healthy connections with a free slot; reconnects broken ones.
+    fn pick(&mut self) -> Pick {
+        let n = self.conns.len();
+        let max = self.cfg.workload.max_in_flight as usize;
+        let mut any_up = false;
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            let broken = self.conns[i].stream.is_none()
+                || self.conns[i].shared.broken.load(Ordering::Acquire);
+            if broken {
+                let due = self.conns[i]
+                    .last_attempt
+                    .is_none_or(|t| t.elapsed() >= RECONNECT_EVERY);
+                if !due || self.stop.is_cancelled() {
+                    continue;
+                }
+                if let Some(s) = self.conns[i].stream.take() {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                if connect(&mut self.conns[i], self.cfg.addr, &self.common, i).is_err() {
+                    continue;
+                }
+            }
+            any_up = true;
+            if self.common.oneway || self.conns[i].shared.len.load(Ordering::Acquire) < max {
+                self.rr = i + 1;
+                return Pick::Conn(i);
+            }
+        }
+        if any_up {
+            Pick::Full
+        } else {
+            Pick::Down
+        }
+    }
+
+    /// Encodes one attempt into the connection's output buffer; [`Pacer::flush_conns`] writes
+    /// it. Sends due together (a catch-up after a late wake-up) go out in one `write`.
+    fn write(
+        &mut self,
+        c: usize,
+        seq: u64,
+        intended: Instant,
+        first_written: Option<Instant>,
+        segment: usize,
+        attempt: u32,
+    ) {
+        let conn = &mut self.conns[c];
+        conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
+        let opaque = conn.opaque;
+        self.builder.encode(seq, opaque, &mut self.buf);
+        conn.out.extend_from_slice(&self.buf);
+        if !self.common.oneway {
+            let now = Instant::now();
+            let e = InFlight {
+                seq,
+                intended,
+                written: now,
+                first_written: first_written.unwrap_or(now),
+                segment,
+                attempt,
+            };
+            conn.shared.len.fetch_add(1, Ordering::AcqRel);
+            let handed = match conn.tx.as_ref() {
+                Some(tx) => tx.send((opaque, e)).map_err(|err| err.0 .1),
+                None => Err(e),
+            };
+            if let Err(e) = handed {
+                // The reader is gone: this send cannot be answered.
+                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
+                self.common.finish(
+                    &self.rec,
+                    e,
+                    Outcome::ConnectionError,
+                    None,
+                    Instant::now(),
+                    false,
+                );
+                conn.out.truncate(conn.out.len() - self.buf.len());
+                return;
+            }
+        }
+        conn.batch.push((opaque, segment, intended));
+    }
+
+    /// Writes every connection's pending sends; lag is measured at the `write` call.
+    fn flush_conns(&mut self) {
+        for conn in &mut self.conns {
+            if conn.batch.is_empty() {
+                continue;
+            }
+            let written = Instant::now();
+            let result = match conn.stream.as_mut() {
+                Some(s) => s.write_all(&conn.out),
+                None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
+            };
+            conn.out.clear();
+            let batch = std::mem::take(&mut conn.batch);
+            match result {
+                Ok(()) => {
+                    let mut rec = self.rec.lock();
+                    for (_, segment, intended) in batch {
+                        let lag = us(written.saturating_duration_since(intended));
+                        rec.written(segment, lag);
+                        if self.common.oneway {
+                            self.common
+                                .end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
+                        }
+                    }
+                }
+                Err(_) => {
+                    conn.shared.broken.store(true, Ordering::Release);
+                    if let Some(s) = conn.stream.as_ref() {
+                        let _ = s.shutdown(Shutdown::Both);
+                    }
+                    // Answered sends were handed to the reader, which fails them when it sees
+                    // the shut-down socket; oneway sends are ended here.
+                    if self.common.oneway {
+                        let now = Instant::now();
+                        let mut rec = self.rec.lock();
+                        for (_, segment, intended) in batch {
+                            self.common.end_send(
+                                &mut rec,
+                                segment,
+                                Outcome::ConnectionError,
+                                Some(us(now - intended)),
+                                None,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the schedule: wait for answers (and retries) up to the send timeout.
+    fn drain(&mut self) {
+        let cancelled = self.stop.is_cancelled();
+        let limit = if cancelled {
+            self.common.send_timeout.min(Duration::from_secs(1))
+        } else {
+            self.common.send_timeout + Duration::from_millis(500)
+        };
+        let deadline = Instant::now() + limit;
+        loop {
+            self.drain_retries();
+            self.flush_backlog();
+            let inflight: usize = self
+                .conns
+                .iter()
+                .map(|c| c.shared.len.load(Ordering::Acquire))
+                .sum();
+            if inflight == 0 && self.backlog.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            thread::park_timeout(Duration::from_millis(2));
+        }
+        let now = Instant::now();
+        for p in std::mem::take(&mut self.backlog) {
+            self.common.end_send(
+                &mut self.rec.lock(),
+                p.segment,
+                Outcome::Dropped,
+                Some(us(now - p.intended)),
+                None,
+            );
+        }
+    }
+
+    /// Ends every remaining send as a timeout, closes the sockets and joins the readers.
+    pub fn close(&mut self) {
+        // Retries queued now cannot be sent any more; they end as timeouts below.
+        self.common.closing.store(true, Ordering::Release);
+        let now = Instant::now();
+        for c in &mut self.conns {
+            c.tx = None;
+            if let Some(s) = c.stream.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            if let Some(r) = c.reader.take() {
+                if let Ok((rx, map)) = r.join() {
+                    let mut rec = c.recorder.lock();
+                    for (_, e) in map.into_iter().chain(rx.try_iter()) {
+                        c.shared.len.fetch_sub(1, Ordering::AcqRel);
+                        self.common.end_send(
+                            &mut rec,
+                            e.segment,
+                            Outcome::Timeout,
+                            Some(us(now - e.intended)),
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+        while let Ok(r) = self.retry_rx.try_recv() {
+            self.common.end_send(
+                &mut self.rec.lock(),
+                r.segment,
+                Outcome::Timeout,
+                Some(us(now - r.intended)),
+                None,
+            );
+        }
+    }
+
+    /// Sleeps coarsely, then spins the last [`SPIN`]. Returns early after a coarse sleep (at
+    /// most 1 ms) so the caller can look at retries and cancellation.
+    fn wait_until(&self, t: Instant) {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let rem = t - now;
+        if rem > SPIN {
+            thread::sleep((rem - SPIN).min(Duration::from_millis(1)));
+            return;
+        }
+        let s = Instant::now();
+        while Instant::now() < t {
+            std::hint::spin_loop();
+        }
+        self.spin_ns
+            .fetch_add(us(s.elapsed()) * 1000, Ordering::Relaxed);
+    }
+}
+
+/// 1 µs timer slack for the pacer: the default 50 µs would be added to every coarse sleep.
+fn set_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

@@ -1,0 +1,144 @@
+//! Runs a profile: the cells in schedule order, one job each, every output rewritten after
+//! each job so an interrupted run keeps what it measured.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use anyhow::Context;
+
+use crate::broker;
+use crate::matrix;
+use crate::profile::{higher_is_better, Profile};
+use crate::provenance::{utc, Provenance};
+use crate::report::run_json::{cell_json, RunRecord};
+use crate::report::{self, HlogBuffer, SummaryRow, TimeseriesRow};
+use crate::runner::context::{effective_conf, Ctx};
+use crate::runner::job::run_job;
+use crate::runner::options::{RunOptions, RunOutcome};
+use crate::runner::progress::Progress;
+
+/// Runs every cell and repetition of `profile`, writing outputs after each.
+pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
+    if opts.target.is_some() {
+        let axes = profile.broker_axes();
+        if !axes.is_empty() {
+            anyhow::bail!(
+                "--target drives an existing broker, so the broker axes {} cannot be varied; remove them from [matrix] or run without --target",
+                axes.join(", ")
+            );
+        }
+    }
+    if opts.target.is_some() && !profile.broker.is_empty() && !opts.quiet {
+        eprintln!(
+            "warning: --target drives an existing broker; the profile's [broker] keys ({}) are recorded in run.json but not applied",
+            profile.broker.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
+    let jobs = matrix::schedule(
+        cells.len(),
+        profile.repetitions,
+        profile.order,
+        profile.seed,
+    );
+    let started = SystemTime::now();
+    let (stamp, started_iso) = utc(started);
+    let out_dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-{stamp}", profile.name)));
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+
+    let cpus = broker::allowed_cpus();
+    let pinning = if profile.pin {
+        broker::split_cpus(&cpus)
+    } else {
+        None
+    };
+    if let Some((_, harness_cpus)) = &pinning {
+        broker::pin_current_thread(harness_cpus).context("pinning the harness")?;
+    }
+    let broker_bin = match opts.target {
+        Some(_) => None,
+        None => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
+    };
+    let mut ctx = Ctx {
+        profile,
+        opts,
+        out_dir: out_dir.clone(),
+        axis_keys: matrix::axis_keys(profile),
+        pinning,
+        broker_bin,
+        hlog: HlogBuffer::new(started),
+        run_start: Instant::now(),
+        progress: Progress::new(jobs.len(), opts.quiet),
+    };
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    let mut series: Vec<TimeseriesRow> = Vec::new();
+    let mut interrupted = false;
+    let mut cell_meta = Vec::new();
+    for cell in &cells {
+        let conf = effective_conf(cell, Path::new("<cell dir>/store"));
+        cell_meta.push(cell_json(cell, &conf));
+    }
+    for (n, job) in jobs.iter().enumerate() {
+        if opts.cancel.is_cancelled() || opts.stop_after_jobs.is_some_and(|k| n >= k) {
+            interrupted = true;
+            break;
+        }
+        let cell = &cells[job.cell];
+        let (mut r, mut s, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
+        rows.append(&mut r);
+        series.append(&mut s);
+        write_outputs(&ctx, &rows, &series).context("writing results")?;
+        if let Some(b) = &ctx.progress.overall {
+            b.inc(1);
+        }
+        if was_interrupted {
+            interrupted = true;
+            break;
+        }
+    }
+    if let Some(b) = &ctx.progress.overall {
+        b.finish_and_clear();
+    }
+    let (_, ended_iso) = utc(SystemTime::now());
+    let record = RunRecord {
+        provenance: &Provenance::gather(),
+        cores: cpus.len(),
+        start: &started_iso,
+        end: &ended_iso,
+        command_line: &opts.command_line,
+        target: opts.target,
+        broker_bin: ctx.broker_bin.as_deref(),
+        pinning: ctx.pinning.as_ref(),
+        profile,
+        cells: &cell_meta,
+        jobs_planned: jobs.len(),
+        interrupted,
+    };
+    report::write_atomic(&out_dir.join("run.json"), record.to_json()?.as_bytes())?;
+    let table = report::table(
+        &rows,
+        &profile.key_metric,
+        higher_is_better(&profile.key_metric),
+    );
+    Ok(RunOutcome {
+        out_dir,
+        rows,
+        interrupted,
+        table,
+    })
+}
+
+fn write_outputs(ctx: &Ctx, rows: &[SummaryRow], series: &[TimeseriesRow]) -> std::io::Result<()> {
+    report::write_atomic(
+        &ctx.out_dir.join("summary.csv"),
+        &report::summary_csv(&ctx.axis_keys, rows)?,
+    )?;
+    report::write_atomic(
+        &ctx.out_dir.join("timeseries.csv"),
+        &report::timeseries_csv(series)?,
+    )?;
+    report::write_atomic(&ctx.out_dir.join("latency.hlog"), ctx.hlog.bytes())
+}

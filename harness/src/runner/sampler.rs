@@ -1,0 +1,296 @@
+//! The sampling loop of one job: the load runs while this thread takes one interval per second
+//! (our counts and histograms, broker CPU/RSS, harness CPU, the broker's runtime info), then
+//! compares the broker's own busy counters with ours.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::broker::{self, BrokerProcess, ProcSampler};
+use crate::matrix::Cell;
+use crate::profile::Model;
+use crate::recorder::{BusyClass, Interval, Recorder};
+use crate::report::cells::Fixed;
+use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use crate::runner::client::AdminConn;
+use crate::runner::context::Ctx;
+use crate::runner::load::LoadHandle;
+use crate::runner::plan::LoadConfig;
+
+/// One sampled second (or the short drain interval at the end).
+pub struct Sample {
+    /// When the interval ended.
+    pub at: Instant,
+    /// A short last interval (the drain after the schedule): too short for CPU figures.
+    pub partial: bool,
+    /// Taken after the schedule ended: only answers to sends already written arrive. Kept
+    /// apart in timeseries.csv so per-second statistics never read it as a measured second.
+    pub drain: bool,
+    pub second: u64,
+    pub interval: Interval,
+    pub segment: Option<usize>,
+    pub broker: Option<(f64, f64)>,
+    pub harness_cpu: f64,
+    pub info: Option<BTreeMap<String, String>>,
+}
+
+fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
+    info.get(key).and_then(|v| v.trim().parse().ok())
+}
+
+/// Broker and harness figures over the seconds of one measured segment (a stair in steps
+/// mode); the counter comparison stays cell-wide.
+pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -> Resources {
+    let seconds: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.segment == Some(segment) && !s.partial)
+        .collect();
+    let cpus: Vec<f64> = seconds
+        .iter()
+        .filter_map(|s| s.broker.map(|b| b.0))
+        .collect();
+    let mut res = cell.clone();
+    if !seconds.is_empty() {
+        res.broker_cpu_avg =
+            (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
+        res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
+        res.harness_cpu_max = seconds.iter().map(|s| s.harness_cpu).reduce(f64::max);
+    }
+    res
+}
+
+/// Topic, baseline counters, the load with per-second sampling, final counters.
+#[allow(clippy::too_many_arguments)]
+pub fn drive(
+    ctx: &Ctx,
+    cell: &Cell,
+    repetition: u32,
+    addr: SocketAddr,
+    mut process: Option<&mut BrokerProcess>,
+    pid: Option<u32>,
+    harness_cpus: f64,
+    samples: &mut Vec<Sample>,
+    recorder: &mut Recorder,
+    res: &mut Resources,
+    interrupted: &mut bool,
+) -> Result<(), String> {
+    let w = &cell.workload;
+    let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
+        .map_err(|e| format!("admin connection: {e}"))?;
+    if w.create_topic {
+        admin
+            .create_topic(&w.topic, w.queues, Duration::from_secs(5))
+            .map_err(|e| format!("creating topic {}: {e}", w.topic))?;
+    }
+    let info_timeout = Duration::from_millis(300);
+    let baseline = admin.runtime_info(info_timeout).ok();
+    let mut sampler = pid.map(ProcSampler::new);
+    let cfg = LoadConfig::new(addr, w);
+    let total_secs = cfg.total().as_secs();
+    let bar = ctx
+        .progress
+        .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
+    let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
+    let mut crashed = None;
+    let mut last_cpu = broker::self_cpu_time();
+    let mut last_spin = 0u64;
+    let mut last_t = Instant::now();
+    let mut second = 0u64;
+    let mut next = load.start + Duration::from_secs(1);
+    loop {
+        let finished = load.is_finished();
+        if !finished && Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(20));
+            if ctx.opts.cancel.is_cancelled() && !*interrupted {
+                *interrupted = true;
+                load.stop();
+            }
+            if crashed.is_none() {
+                if let Some(st) = process.as_mut().and_then(|p| p.exited()) {
+                    crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
+                    load.stop();
+                }
+            }
+            continue;
+        }
+        next += Duration::from_secs(1);
+        second += 1;
+        let interval = load.take_interval();
+        let now = Instant::now();
+        let cpu = broker::self_cpu_time();
+        let spin = load.spin_ns();
+        let wall = (now - last_t).as_secs_f64().max(1e-3);
+        let busy_cpu =
+            (cpu.saturating_sub(last_cpu).as_secs_f64() - (spin - last_spin) as f64 / 1e9).max(0.0);
+        let harness_cpu = busy_cpu / wall / harness_cpus * 100.0;
+        let interval_start = last_t;
+        (last_cpu, last_spin, last_t) = (cpu, spin, now);
+        let elapsed = now
+            .saturating_duration_since(load.start)
+            .saturating_sub(Duration::from_millis(500));
+        let segment =
+            cfg.phase_at(elapsed)
+                .map(|p| p.segment)
+                .or(if finished { None } else { Some(0) });
+        let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
+        let info = admin.runtime_info(info_timeout).ok();
+        let p99 = if interval.latency.is_empty() {
+            0.0
+        } else {
+            interval.latency.value_at_quantile(0.99) as f64 / 1000.0
+        };
+        let msg = format!(
+            "rate {}/s ok {} busy {} tmo {} drop {} p99 {p99:.3} ms lag p99 {} µs",
+            interval.written,
+            interval.counts.ok,
+            interval.counts.busy_total(),
+            interval.counts.timeouts,
+            interval.counts.dropped,
+            if interval.lag.is_empty() {
+                0
+            } else {
+                interval.lag.value_at_quantile(0.99)
+            }
+        );
+        match &bar {
+            Some(b) => {
+                b.set_position(second.min(total_secs));
+                b.set_message(msg);
+            }
+            None => ctx
+                .progress
+                .line(&format!("  [{} r{repetition} {second}s] {msg}", cell.id)),
+        }
+        samples.push(Sample {
+            at: now,
+            partial: wall < 0.5,
+            drain: finished && interval_start >= load.start + cfg.total(),
+            second,
+            interval,
+            segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
+            broker: broker_sample,
+            harness_cpu,
+            info,
+        });
+        if finished {
+            break;
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    *recorder = load.join();
+
+    // Resources over the measured seconds.
+    let measured: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.segment.is_some_and(|g| g > 0) && !s.partial)
+        .collect();
+    let cpus: Vec<f64> = measured
+        .iter()
+        .filter_map(|s| s.broker.map(|b| b.0))
+        .collect();
+    if !cpus.is_empty() {
+        res.broker_cpu_avg = Some(cpus.iter().sum::<f64>() / cpus.len() as f64);
+        res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
+    }
+    res.broker_rss_max_mb = samples
+        .iter()
+        .filter_map(|s| s.broker.map(|b| b.1))
+        .reduce(f64::max);
+    res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
+
+    // The broker's own busy counters against ours, over the whole job (warm-up included).
+    let last = admin.runtime_info(Duration::from_secs(2)).ok();
+    if let (Some(b), Some(l)) = (&baseline, &last) {
+        let delta = |k: &str| Some(counter(l, k)?.saturating_sub(counter(b, k).unwrap_or(0)));
+        res.broker_flow_control_total = delta("flowControlTotal");
+        let mut all = true;
+        let mut known = false;
+        for class in BusyClass::ALL {
+            if class == BusyClass::Other {
+                continue;
+            }
+            let ours: u64 = recorder
+                .segments
+                .iter()
+                .map(|s| s.attempt_busy[class.index()])
+                .sum();
+            let theirs: Option<u64> = class.broker_counters().iter().map(|k| delta(k)).sum();
+            if let Some(t) = theirs {
+                known = true;
+                all &= t == ours;
+            }
+        }
+        res.broker_counters_match = known.then_some(all);
+    }
+    match crashed {
+        Some(c) => Err(c),
+        None => Ok(()),
+    }
+}
+
+/// The `timeseries.csv` row of one sample.
+pub fn timeseries_row(
+    profile: &str,
+    cell: &Cell,
+    repetition: u32,
+    cfg: &LoadConfig,
+    s: &Sample,
+) -> TimeseriesRow {
+    let phase = match s.segment {
+        _ if s.drain => "drain",
+        Some(0) | None => "warmup",
+        _ => "measure",
+    };
+    let step = match (cell.workload.model, s.segment) {
+        (Model::Steps, Some(seg)) if seg > 0 => Some(seg - 1),
+        _ => None,
+    };
+    let target_rate = match cell.workload.model {
+        Model::Closed => None,
+        _ => s
+            .segment
+            .and_then(|seg| cfg.phases.iter().find(|p| p.segment == seg))
+            .map(|p| Fixed(p.rate)),
+    };
+    let i = &s.interval;
+    let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
+        (!h.is_empty()).then(|| Fixed(h.value_at_quantile(p) as f64 / 1000.0))
+    };
+    let info = |k: &str| {
+        s.info
+            .as_ref()
+            .and_then(|m| m.get(k))
+            .map_or(String::new(), |v| v.trim().to_owned())
+    };
+    TimeseriesRow {
+        key: TimeseriesKey {
+            profile: profile.to_owned(),
+            cell_id: cell.id.clone(),
+            repetition,
+            step,
+            second: s.second,
+            phase,
+            target_rate,
+            achieved_rate: i.written,
+            ok: i.counts.ok,
+            busy: i.counts.busy_total(),
+        },
+        busy: i.counts.busy,
+        tail: TimeseriesTail {
+            errors: i.counts.errors(),
+            timeouts: i.counts.timeouts,
+            dropped: i.counts.dropped,
+            p50_ms: q(&i.latency, 0.5),
+            p99_ms: q(&i.latency, 0.99),
+            max_ms: q(&i.latency, 1.0),
+            broker_cpu: s.broker.map(|b| Fixed(b.0)),
+            broker_rss_mb: s.broker.map(|b| Fixed(b.1)),
+            harness_cpu: Fixed(s.harness_cpu),
+            send_queue_size: info("sendThreadPoolQueueSize"),
+            send_queue_head_wait_ms: info("sendThreadPoolQueueHeadWaitTimeMills"),
+            page_cache_lock_ms: info("pageCacheLockTimeMills"),
+        },
+    }
+}

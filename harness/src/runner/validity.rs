@@ -1,0 +1,75 @@
+//! The validity rules: when a measured row says more about the generator than the broker.
+
+use crate::profile::Validity;
+use crate::report::SummaryRow;
+
+/// Why `row` cannot be trusted under the profile's `[validity]` limits, if it cannot.
+pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<String> {
+    let lag_p99 = row.seg.lag_us[1] as f64;
+    if lag_p99 > v.max_lag_p99_us {
+        return Some(format!(
+            "lag p99 {lag_p99:.0} µs > {:.0} µs (generator late or max_in_flight exhausted)",
+            v.max_lag_p99_us
+        ));
+    }
+    if let Some(cpu) = row.res.harness_cpu_max {
+        if cpu > v.max_harness_cpu {
+            return Some(format!("harness CPU {cpu:.0}% > {:.0}%", v.max_harness_cpu));
+        }
+    }
+    if let Some(target) = row.target_rate {
+        let explained = row.seg.dropped + row.seg.timeouts + row.seg.connection_errors > 0;
+        if row.achieved_rate() < v.min_achieved_ratio * target && !explained {
+            return Some(format!(
+                "achieved {:.0}/s < {:.0}% of target {target:.0}/s with no errors to explain it",
+                row.achieved_rate(),
+                v.min_achieved_ratio * 100.0
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Resources, SegmentFigures};
+
+    fn row(lag_p99_us: u64, sent: u64, timeouts: u64) -> SummaryRow {
+        SummaryRow {
+            profile: "p".into(),
+            cell_id: "c".into(),
+            label: "l".into(),
+            repetition: 0,
+            step: None,
+            params: Vec::new(),
+            target_rate: Some(1000.0),
+            duration_s: 1.0,
+            seg: SegmentFigures {
+                sent,
+                timeouts,
+                lag_us: [0, lag_p99_us, lag_p99_us],
+                ..SegmentFigures::default()
+            },
+            res: Resources::default(),
+            valid: true,
+            invalid_reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn late_generator_and_unexplained_shortfall_invalidate() {
+        let v = Validity::default();
+        assert_eq!(validity_problem(&v, &row(10, 1000, 0)), None);
+        assert_eq!(
+            validity_problem(&v, &row(5000, 1000, 0)).unwrap(),
+            "lag p99 5000 µs > 1000 µs (generator late or max_in_flight exhausted)"
+        );
+        assert_eq!(
+            validity_problem(&v, &row(10, 500, 0)).unwrap(),
+            "achieved 500/s < 95% of target 1000/s with no errors to explain it"
+        );
+        // Timeouts explain a shortfall.
+        assert_eq!(validity_problem(&v, &row(10, 500, 3)), None);
+    }
+}
