@@ -83,6 +83,8 @@ code_enum! {
         PULL_OFFSET_MOVED = 21,
         QUERY_NOT_FOUND = 22,
         INVALID_PARAMETER = 29,
+        NO_BUYER_ID = 204,
+        NOT_IN_CURRENT_UNIT = 205,
         NO_MESSAGE = 208,
         FLOW_CONTROL = 215,
         GO_AWAY = 1500,

@@ -10,19 +10,14 @@ use crate::recorder::Outcome;
 /// Attempts of one send under a retry policy: retryTimesWhenSendFailed (2) + 1 (§11).
 pub const MAX_ATTEMPTS: u32 = 3;
 
-/// RocketMQ's NO_BUYER_ID and NOT_IN_CURRENT_UNIT, which `remoting::ResponseCode` does not
-/// name (the broker under test never answers them, but the Java client retries them).
-const NO_BUYER_ID: i32 = 204;
-const NOT_IN_CURRENT_UNIT: i32 = 205;
-
 /// `DefaultMQProducer`'s retry codes up to 5.2.
 const ROCKETMQ4_CODES: [i32; 6] = [
     ResponseCode::TOPIC_NOT_EXIST as i32,
     ResponseCode::SERVICE_NOT_AVAILABLE as i32,
     ResponseCode::SYSTEM_ERROR as i32,
     ResponseCode::NO_PERMISSION as i32,
-    NO_BUYER_ID,
-    NOT_IN_CURRENT_UNIT,
+    ResponseCode::NO_BUYER_ID as i32,
+    ResponseCode::NOT_IN_CURRENT_UNIT as i32,
 ];
 
 /// What 5.3.0 adds: a busy or draining broker is worth another attempt.
