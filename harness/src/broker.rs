@@ -37,6 +37,12 @@ pub enum BrokerError {
 /// workspace's `target/{release,debug}`.
 pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, BrokerError> {
     if let Some(p) = explicit {
+        if !p.is_file() {
+            return Err(BrokerError::NotFound(format!(
+                "{} (given with --broker-bin)",
+                p.display()
+            )));
+        }
         return Ok(p.to_owned());
     }
     if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {

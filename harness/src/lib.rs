@@ -5,10 +5,12 @@
 
 pub mod broker;
 pub mod compare;
+pub mod exit;
 pub mod fnv;
 pub mod matrix;
 pub mod profile;
 pub mod provenance;
+pub mod recipe;
 pub mod recorder;
 pub mod report;
 pub mod runner;
@@ -39,6 +41,20 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Pass/fail a candidate result against a baseline.
     Gate(compare::GateArgs),
+    /// Produce one flow-control answer on a fresh broker-under-test and check it (`--list`).
+    Recipe(RecipeArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecipeArgs {
+    /// A recipe name, or `all`. Without one (or with --list), lists the recipes.
+    pub name: Option<String>,
+    /// List the recipes: name, promised answer, broker keys and steps.
+    #[arg(long)]
+    pub list: bool,
+    /// The broker-under-test binary (default: as for `run`).
+    #[arg(long)]
+    pub broker_bin: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -64,20 +80,83 @@ pub struct RunArgs {
     pub broker_bin: Option<PathBuf>,
 }
 
-/// Exit code after Ctrl-C: 128 + SIGINT.
-pub const EXIT_INTERRUPTED: u8 = 130;
-
 /// Runs a parsed command line.
 pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_command(&args),
-        Command::Compare(a) => compare::run_compare(&a),
+        // Every way compare fails is about its input: a missing folder, a bad CSV.
+        Command::Compare(a) => compare::run_compare(&a).context(exit::InvalidInput),
         Command::Gate(a) => compare::run_gate(&a),
+        Command::Recipe(a) => run_recipes(&a),
     }
 }
 
+/// Parses `args` (with the program name first), runs the command, and maps every outcome to its
+/// exit code (see [`exit`]). Errors go to stderr as `Error: ...`.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            });
+        }
+    };
+    match run_cli(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::from(exit::code_for(&e))
+        }
+    }
+}
+
+fn run_recipes(args: &RecipeArgs) -> anyhow::Result<ExitCode> {
+    let chosen: Vec<&recipe::Recipe> = match args.name.as_deref() {
+        None => {
+            print!("{}", recipe::listing());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(_) if args.list => {
+            print!("{}", recipe::listing());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some("all") => recipe::RECIPES.iter().collect(),
+        Some(name) => vec![recipe::find(name)
+            .ok_or_else(|| anyhow::anyhow!("{}", recipe::unknown(name)))
+            .context(exit::InvalidInput)?],
+    };
+    let mut broken = 0;
+    for r in chosen {
+        println!("recipe {}: {}", r.name, r.promise);
+        let check = recipe::run(r, args.broker_bin.as_deref())
+            .with_context(|| format!("recipe {}", r.name))?;
+        const SHOWN: usize = 12;
+        for (label, code, remark) in check.answers.iter().take(SHOWN) {
+            println!("  {label:<10} code {code:<3} {remark}");
+        }
+        if check.answers.len() > SHOWN {
+            println!("  ... {} more answers", check.answers.len() - SHOWN);
+        }
+        if check.kept {
+            println!("  KEPT: {}", check.detail);
+        } else {
+            broken += 1;
+            println!("  BROKEN: {}", check.detail);
+        }
+    }
+    Ok(ExitCode::from(if broken == 0 {
+        exit::SUCCESS
+    } else {
+        exit::VERDICT_NO
+    }))
+}
+
 fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let profile = profile::Profile::load(&args.profile, &args.set)?;
+    let profile = profile::Profile::load(&args.profile, &args.set).context(exit::InvalidInput)?;
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
     // Ctrl-C stops the load; everything measured so far is still written.
@@ -118,7 +197,16 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     println!("results: {}", outcome.out_dir.display());
     if outcome.interrupted {
         eprintln!("interrupted: finished cells were kept");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(ExitCode::from(exit::INTERRUPTED));
+    }
+    // Some invalid rows are a result; a run in which no job could send anything is a failure.
+    if !outcome.rows.is_empty() && outcome.rows.iter().all(|r| !r.valid && r.seg.sent == 0) {
+        eprintln!(
+            "Error: no job sent anything (first reason: {}); the rows are kept in {}",
+            outcome.rows[0].invalid_reason,
+            outcome.out_dir.display()
+        );
+        return Ok(ExitCode::from(exit::RUN_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,74 @@
+//! Exit codes: one per outcome, the same across subcommands, so a script can tell "the gate
+//! said no" from "the input was wrong" from "the machine failed". The README's exit-code table
+//! lists these constants; a test runs the binary into each of them.
+
+use std::fmt;
+
+/// `run` finished, `compare` printed, `gate` passed, `recipe` got the promised answer.
+pub const SUCCESS: u8 = 0;
+/// `gate`: a rule failed. `recipe`: the promised answer did not come.
+pub const VERDICT_NO: u8 = 1;
+/// `gate`: too noisy or too few repetitions to decide.
+pub const INCONCLUSIVE: u8 = 2;
+/// A profile, `--set`, broker key or value, CSV, rules file or result folder is wrong; the
+/// message names the file, the line and the fix. Nothing was run.
+pub const INVALID_INPUT: u8 = 3;
+/// Something failed while running: the broker could not be started or found, a connection or
+/// a write failed.
+pub const RUN_FAILED: u8 = 4;
+/// The command line itself: an unknown flag, a missing argument (sysexits' EX_USAGE).
+pub const USAGE: u8 = 64;
+/// Ctrl-C during `run`: 128 + SIGINT; every finished cell was kept.
+pub const INTERRUPTED: u8 = 130;
+
+/// Marks an error as the user's input being wrong (exit [`INVALID_INPUT`]), as opposed to a
+/// failure while running (exit [`RUN_FAILED`]). Attach it with `.context(InvalidInput)`.
+#[derive(Debug, Clone, Copy)]
+pub struct InvalidInput;
+
+impl fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid input")
+    }
+}
+
+/// The exit code for an error that ended a command.
+pub fn code_for(error: &anyhow::Error) -> u8 {
+    if error.downcast_ref::<InvalidInput>().is_some() {
+        INVALID_INPUT
+    } else {
+        RUN_FAILED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn invalid_input_is_found_under_any_context() {
+        let e: anyhow::Result<()> = Err(anyhow::anyhow!("line 3: bad"));
+        let e = e
+            .context(InvalidInput)
+            .context("loading p.toml")
+            .unwrap_err();
+        assert_eq!(code_for(&e), INVALID_INPUT);
+        assert_eq!(code_for(&anyhow::anyhow!("broker died")), RUN_FAILED);
+    }
+
+    #[test]
+    fn codes_are_distinct() {
+        let all = [
+            SUCCESS,
+            VERDICT_NO,
+            INCONCLUSIVE,
+            INVALID_INPUT,
+            RUN_FAILED,
+            USAGE,
+            INTERRUPTED,
+        ];
+        let set: std::collections::BTreeSet<u8> = all.into_iter().collect();
+        assert_eq!(set.len(), all.len());
+    }
+}

@@ -1,0 +1,82 @@
+//! Every documented exit code, produced by running the binary (README "Exit codes").
+
+use std::path::Path;
+use std::process::Command;
+
+use harness::exit;
+
+fn harness(args: &[&str]) -> (u8, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+        .output()
+        .expect("run the harness binary");
+    let code = out.status.code().expect("exited, not killed") as u8;
+    (code, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn help_and_version_succeed() {
+    assert_eq!(harness(&["--help"]).0, exit::SUCCESS);
+    assert_eq!(harness(&["--version"]).0, exit::SUCCESS);
+}
+
+#[test]
+fn a_command_line_error_is_a_usage_error_not_inconclusive() {
+    let (code, err) = harness(&["run"]);
+    assert_eq!(code, exit::USAGE, "{err}");
+    let (code, err) = harness(&["gate", "--no-such-flag"]);
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert_ne!(exit::USAGE, exit::INCONCLUSIVE);
+}
+
+#[test]
+fn wrong_input_is_invalid_input() {
+    let (code, err) = harness(&["run", "profiles/no-such-profile.toml"]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    let (code, err) = harness(&["compare", "results/no-such-run", "results/no-such-run-2"]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    let (code, err) = harness(&["recipe", "pc-synchronised"]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    assert!(err.contains("did you mean `pc-synchronized`"), "{err}");
+    // Broker axes cannot be varied on a broker the harness did not start.
+    let (code, err) = harness(&["run", "profiles/smoke.toml", "--target", "127.0.0.1:9"]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+}
+
+#[test]
+fn a_failure_while_running_is_run_failed() {
+    // Nothing listens on port 9 of loopback (discard is not running here): the connection fails.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\n[workload]\nrate = 10\nduration = \"1s\"\nwarmup = \"0s\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, err) = harness(&[
+        "run",
+        profile.to_str().unwrap(),
+        "--target",
+        "127.0.0.1:9",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, exit::RUN_FAILED, "{err}");
+}
+
+#[test]
+fn gate_keeps_its_verdict_codes() {
+    let base = "results/baselines/smoke.csv";
+    let (code, err) = harness(&[
+        "gate",
+        "--baseline",
+        base,
+        "--candidate",
+        base,
+        "--rules",
+        "profiles/smoke.toml",
+    ]);
+    assert_eq!(code, exit::SUCCESS, "{err}");
+}
