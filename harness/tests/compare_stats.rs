@@ -344,3 +344,28 @@ fn short_cells_get_shorter_blocks() {
     );
     assert_eq!(d.note, "3-s blocks (8 s measured)");
 }
+
+/// Bootstrap seeds make verdicts reproducible across releases: values computed by the
+/// original hand-written FNV-1a, pinned.
+#[test]
+fn bootstrap_seeds_are_pinned() {
+    use harness::compare::load::CellKey;
+    use harness::compare::model::seed_for;
+    let key = CellKey {
+        params: [
+            (
+                "broker.waitTimeMillsInSendQueue".to_string(),
+                "200".to_string(),
+            ),
+            ("workload.rate".to_string(), "1000".to_string()),
+        ]
+        .into(),
+        step: "2".to_string(),
+    };
+    assert_eq!(seed_for(0x5eed, &key, "p99_ms"), 3_895_841_483_038_807_315);
+    let empty = CellKey {
+        params: Default::default(),
+        step: String::new(),
+    };
+    assert_eq!(seed_for(0, &empty, ""), 7_121_252_660_383_476_407);
+}
