@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::fnv::Fnv1a;
 use crate::profile::{value_string, workload_with, Order, Profile, Workload};
 
 /// One configuration of the matrix.
@@ -32,22 +33,19 @@ pub struct Job {
     pub repetition: u32,
 }
 
-/// Stable cell id from its parameters.
+/// Stable cell id from its parameters: ids are persisted in result files and baselines, so
+/// they must depend on nothing but the `key=value` pairs (not their order).
 pub fn cell_id(params: &[(String, String)]) -> String {
     let mut sorted: Vec<&(String, String)> = params.iter().collect();
     sorted.sort();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a::new();
     for (k, v) in sorted {
-        for b in k
-            .bytes()
-            .chain(std::iter::once(b'='))
-            .chain(v.bytes())
-            .chain(std::iter::once(b'\n'))
-        {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        h.write(k.as_bytes())
+            .write(b"=")
+            .write(v.as_bytes())
+            .write(b"\n");
     }
+    let h = h.finish();
     format!("{:08x}", (h >> 32) as u32 ^ h as u32)
 }
 

@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::fnv::Fnv1a;
+
 use super::load::{CellKey, RunData, Second};
 use super::stats::{self, median};
 
@@ -328,17 +330,15 @@ impl Comparison {
 /// a verdict depends neither on the order of computation nor on how the cell is labelled,
 /// and `compare` and `gate` reach the same verdict for the same data.
 pub fn seed_for(seed: u64, cell: &CellKey, metric: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    let parts = cell
-        .params
-        .iter()
-        .flat_map(|(k, v)| [k.as_str(), "=", v.as_str(), ","])
-        .chain(["step=", cell.step.as_str(), ";", metric]);
-    for b in parts.flat_map(str::bytes) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    let mut h = Fnv1a::with_seed(seed);
+    for (k, v) in &cell.params {
+        h.write(k.as_bytes())
+            .write(b"=")
+            .write(v.as_bytes())
+            .write(b",");
     }
-    h
+    h.write(b"step=").write(cell.step.as_bytes()).write(b";");
+    h.write(metric.as_bytes()).finish()
 }
 
 /// Decide one metric from per-repetition values and (optionally) per-second series.
