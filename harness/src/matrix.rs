@@ -108,32 +108,15 @@ fn label_of(params: &[(String, String)]) -> String {
         .join(",")
 }
 
-/// xorshift64*: enough randomness for shuffling run order, and reproducible from `seed`.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// The run order: `repetitions` rounds over all cells.
+/// The run order: `repetitions` rounds over all cells; a randomized order is reproducible
+/// from `seed`.
 pub fn schedule(cells: usize, repetitions: u32, order: Order, seed: u64) -> Vec<Job> {
-    let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut jobs = Vec::with_capacity(cells * repetitions as usize);
     for repetition in 1..=repetitions {
         let mut round: Vec<usize> = (0..cells).collect();
         if order == Order::Randomized {
-            // Fisher–Yates.
-            for i in (1..round.len()).rev() {
-                let j = (rng.next() % (i as u64 + 1)) as usize;
-                round.swap(i, j);
-            }
+            rng.shuffle(&mut round);
         }
         jobs.extend(round.into_iter().map(|cell| Job { cell, repetition }));
     }
