@@ -201,7 +201,7 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
     let opts = args.stats.options(rules.threshold_pct, rules.alpha)?;
     let mut rules = rules;
     if args.rules.is_none() && args.baseline.is_some() {
-        for m in model::METRICS {
+        for m in model::METRICS.iter() {
             let text = format!("{}: regression <= {}%", m.name, opts.threshold_pct);
             rules
                 .rules
