@@ -5,7 +5,7 @@
 //! * stats.rs  — Mann–Whitney U and the moving-block bootstrap
 //! * model/    — cell pairing, metrics, verdicts
 //! * render.rs — table, csv, json, markdown
-//! * rules.rs  — the gate's rule language and `[gate]` table
+//! * rules/    — the gate's rule language and `[gate]` table
 //! * gate.rs   — rule evaluation and exit codes (0 pass, 1 regression, 2 inconclusive, 3 invalid)
 
 pub mod gate;
