@@ -382,3 +382,32 @@ fn bootstrap_seeds_are_pinned() {
     };
     assert_eq!(seed_for(0, &empty, ""), 7_121_252_660_383_476_407);
 }
+
+/// A whole comparison is reproducible: same seed, same numbers; another seed moves the
+/// bootstrap intervals a little but not these clear verdicts.
+#[test]
+fn comparison_is_reproducible_for_a_seed() {
+    use clap::Parser;
+    use harness::{compare::build_comparison, Cli, Command};
+    let run = |seed: &str| {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/compare");
+        let (base, cand) = (format!("{dir}/smoke-base"), format!("{dir}/smoke-slower"));
+        let cli = Cli::try_parse_from(["harness", "compare", &base, &cand, "--seed", seed]);
+        let Command::Compare(args) = cli.unwrap().command else {
+            panic!("not compare")
+        };
+        let c = build_comparison(&args).unwrap();
+        let verdicts: Vec<(String, Verdict)> = c
+            .rows
+            .iter()
+            .map(|r| (r.metric.clone(), r.verdict))
+            .collect();
+        (serde_json::to_string(&c).unwrap(), verdicts)
+    };
+    let one = run("7");
+    assert_eq!(one, run("7"));
+    let other = run("8");
+    assert_ne!(one.0, other.0);
+    assert_eq!(one.1, other.1);
+    assert!(one.1.contains(&("p99_ms".to_string(), Verdict::Worse)));
+}
