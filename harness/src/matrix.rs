@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::fnv::Fnv1a;
 use crate::profile::{value_string, workload_with, Order, Profile, Workload};
 
 /// One configuration of the matrix.
@@ -32,22 +33,19 @@ pub struct Job {
     pub repetition: u32,
 }
 
-/// Stable cell id from its parameters.
+/// Stable cell id from its parameters: ids are persisted in result files and baselines, so
+/// they must depend on nothing but the `key=value` pairs (not their order).
 pub fn cell_id(params: &[(String, String)]) -> String {
     let mut sorted: Vec<&(String, String)> = params.iter().collect();
     sorted.sort();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a::new();
     for (k, v) in sorted {
-        for b in k
-            .bytes()
-            .chain(std::iter::once(b'='))
-            .chain(v.bytes())
-            .chain(std::iter::once(b'\n'))
-        {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        h.write(k.as_bytes())
+            .write(b"=")
+            .write(v.as_bytes())
+            .write(b"\n");
     }
+    let h = h.finish();
     format!("{:08x}", (h >> 32) as u32 ^ h as u32)
 }
 
@@ -110,32 +108,15 @@ fn label_of(params: &[(String, String)]) -> String {
         .join(",")
 }
 
-/// xorshift64*: enough randomness for shuffling run order, and reproducible from `seed`.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// The run order: `repetitions` rounds over all cells.
+/// The run order: `repetitions` rounds over all cells; a randomized order is reproducible
+/// from `seed`.
 pub fn schedule(cells: usize, repetitions: u32, order: Order, seed: u64) -> Vec<Job> {
-    let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut jobs = Vec::with_capacity(cells * repetitions as usize);
     for repetition in 1..=repetitions {
         let mut round: Vec<usize> = (0..cells).collect();
         if order == Order::Randomized {
-            // Fisher–Yates.
-            for i in (1..round.len()).rev() {
-                let j = (rng.next() % (i as u64 + 1)) as usize;
-                round.swap(i, j);
-            }
+            rng.shuffle(&mut round);
         }
         jobs.extend(round.into_iter().map(|cell| Job { cell, repetition }));
     }

@@ -1,8 +1,9 @@
 //! Statistics behind `harness compare`/`gate` on synthetic data with known answers.
 
+use fastrand::Rng;
 use harness::compare::load::Second;
 use harness::compare::model::{decide, metric_named, Method, StatOptions, Verdict};
-use harness::compare::stats::{mann_whitney, Rng};
+use harness::compare::stats::{mann_whitney, normal};
 
 const ALPHA: f64 = 0.05;
 
@@ -16,7 +17,7 @@ fn raw() -> StatOptions {
 }
 
 fn sample(rng: &mut Rng, n: usize, mean: f64, sd: f64) -> Vec<f64> {
-    (0..n).map(|_| mean + sd * rng.normal()).collect()
+    (0..n).map(|_| mean + sd * normal(rng)).collect()
 }
 
 /// Per-second p99 around `level` with AR(1) noise (seconds are autocorrelated in real runs).
@@ -24,14 +25,14 @@ fn series(rng: &mut Rng, n: usize, level: f64, cv: f64) -> Vec<Second> {
     let mut ar = 0.0;
     (0..n)
         .map(|s| {
-            ar = 0.5 * ar + rng.normal();
+            ar = 0.5 * ar + normal(rng);
             let mut sec = Second::default();
             sec.values.insert("second".into(), Some(s as f64));
             sec.values
                 .insert("p99_ms".into(), Some(level * (1.0 + cv * ar)));
             sec.values.insert(
                 "achieved_rate".into(),
-                Some(1000.0 * (1.0 + 0.02 * rng.normal())),
+                Some(1000.0 * (1.0 + 0.02 * normal(rng))),
             );
             sec
         })
@@ -43,7 +44,7 @@ fn mann_whitney_false_positive_rate_is_near_alpha() {
     let mut positives = 0;
     let seeds = 200;
     for seed in 0..seeds {
-        let mut rng = Rng::new(seed);
+        let mut rng = Rng::with_seed(seed);
         let a = sample(&mut rng, 8, 10.0, 1.0);
         let b = sample(&mut rng, 8, 10.0, 1.0);
         if mann_whitney(&a, &b).unwrap().p < ALPHA {
@@ -62,7 +63,7 @@ fn identical_distributions_give_no_change_with_repetitions() {
     let metric = metric_named("p99_ms");
     let mut flagged = 0;
     for seed in 0..200 {
-        let mut rng = Rng::new(1000 + seed);
+        let mut rng = Rng::with_seed(1000 + seed);
         let a = sample(&mut rng, 5, 12.0, 1.2);
         let b = sample(&mut rng, 5, 12.0, 1.2);
         let d = decide(&metric, &a, &b, &[], &[], &raw(), seed);
@@ -82,7 +83,7 @@ fn bootstrap_false_positives(metric: &str, seconds: usize, seed0: u64) -> f64 {
     let metric = metric_named(metric);
     let mut flagged = 0;
     for seed in 0..200u64 {
-        let mut rng = Rng::new(seed0 + seed);
+        let mut rng = Rng::with_seed(seed0 + seed);
         let a = series(&mut rng, seconds, 12.0, 0.08);
         let b = series(&mut rng, seconds, 12.0, 0.08);
         let d = decide(&metric, &[12.0], &[12.0 * 1.01], &[&a], &[&b], &raw(), seed);
@@ -113,7 +114,7 @@ fn twenty_percent_shift_in_noisy_sample_is_worse() {
     let (mut worse, mut better) = (0, 0);
     let seeds = 50;
     for seed in 0..seeds {
-        let mut rng = Rng::new(seed);
+        let mut rng = Rng::with_seed(seed);
         // 10 repetitions per side, 8% noise: the U-test should catch nearly every one.
         let a = sample(&mut rng, 10, 10.0, 0.8);
         let b = sample(&mut rng, 10, 12.0, 0.96);
@@ -139,7 +140,7 @@ fn twenty_percent_shift_in_noisy_sample_is_worse() {
 
     // One repetition each: the per-second series decides.
     for seed in 0..10 {
-        let mut rng = Rng::new(100 + seed);
+        let mut rng = Rng::with_seed(100 + seed);
         let sa = series(&mut rng, 60, 10.0, 0.08);
         let sb = series(&mut rng, 60, 12.0, 0.08);
         let d = decide(&p99, &[10.0], &[12.0], &[&sa], &[&sb], &opts, seed);
@@ -176,7 +177,7 @@ fn too_few_samples_are_inconclusive() {
     assert_eq!(d.verdict, Verdict::Inconclusive);
     assert!(d.note.contains("timeseries"), "{}", d.note);
     // One repetition with 5 seconds: fewer than two 3-s blocks.
-    let mut rng = Rng::new(3);
+    let mut rng = Rng::with_seed(3);
     let a = series(&mut rng, 5, 10.0, 0.05);
     let b = series(&mut rng, 5, 13.0, 0.05);
     let d = decide(&p99, &[10.0], &[13.0], &[&a], &[&b], &opts, 1);
@@ -259,7 +260,7 @@ fn zero_base_and_missing_values() {
 #[test]
 fn bootstrap_is_reproducible_for_a_seed() {
     let p99 = metric_named("p99_ms");
-    let mut rng = Rng::new(9);
+    let mut rng = Rng::with_seed(9);
     let a = series(&mut rng, 40, 10.0, 0.1);
     let b = series(&mut rng, 40, 10.8, 0.1);
     let one = decide(
@@ -281,7 +282,19 @@ fn bootstrap_is_reproducible_for_a_seed() {
         42,
     );
     assert_eq!(one.ci, two.ci);
+    assert_eq!(one.verdict, two.verdict);
     assert!(one.ci.is_some());
+    // The seed does drive the resampling.
+    let other = decide(
+        &p99,
+        &[10.0],
+        &[10.8],
+        &[&a],
+        &[&b],
+        &StatOptions::default(),
+        43,
+    );
+    assert_ne!(one.ci, other.ci);
 }
 
 #[test]
@@ -299,7 +312,7 @@ fn per_second_statistics() {
 #[test]
 fn three_repetitions_fall_back_to_pooled_per_second_bootstrap() {
     let p99 = metric_named("p99_ms");
-    let mut rng = Rng::new(77);
+    let mut rng = Rng::with_seed(77);
     let base: Vec<Vec<Second>> = (0..3).map(|_| series(&mut rng, 20, 10.0, 0.05)).collect();
     let cand: Vec<Vec<Second>> = (0..3).map(|_| series(&mut rng, 20, 13.0, 0.05)).collect();
     let b: Vec<&[Second]> = base.iter().map(Vec::as_slice).collect();
@@ -325,7 +338,7 @@ fn three_repetitions_fall_back_to_pooled_per_second_bootstrap() {
 #[test]
 fn short_cells_get_shorter_blocks() {
     let p99 = metric_named("p99_ms");
-    let mut rng = Rng::new(11);
+    let mut rng = Rng::with_seed(11);
     let a = series(&mut rng, 8, 10.0, 0.05);
     let b = series(&mut rng, 8, 15.0, 0.05);
     let d = decide(
@@ -343,4 +356,58 @@ fn short_cells_get_shorter_blocks() {
         "{d:?}"
     );
     assert_eq!(d.note, "3-s blocks (8 s measured)");
+}
+
+/// Bootstrap seeds make verdicts reproducible across releases: values computed by the
+/// original hand-written FNV-1a, pinned.
+#[test]
+fn bootstrap_seeds_are_pinned() {
+    use harness::compare::load::CellKey;
+    use harness::compare::model::seed_for;
+    let key = CellKey {
+        params: [
+            (
+                "broker.waitTimeMillsInSendQueue".to_string(),
+                "200".to_string(),
+            ),
+            ("workload.rate".to_string(), "1000".to_string()),
+        ]
+        .into(),
+        step: "2".to_string(),
+    };
+    assert_eq!(seed_for(0x5eed, &key, "p99_ms"), 3_895_841_483_038_807_315);
+    let empty = CellKey {
+        params: Default::default(),
+        step: String::new(),
+    };
+    assert_eq!(seed_for(0, &empty, ""), 7_121_252_660_383_476_407);
+}
+
+/// A whole comparison is reproducible: same seed, same numbers; another seed moves the
+/// bootstrap intervals a little but not these clear verdicts.
+#[test]
+fn comparison_is_reproducible_for_a_seed() {
+    use clap::Parser;
+    use harness::{compare::build_comparison, Cli, Command};
+    let run = |seed: &str| {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/compare");
+        let (base, cand) = (format!("{dir}/smoke-base"), format!("{dir}/smoke-slower"));
+        let cli = Cli::try_parse_from(["harness", "compare", &base, &cand, "--seed", seed]);
+        let Command::Compare(args) = cli.unwrap().command else {
+            panic!("not compare")
+        };
+        let c = build_comparison(&args).unwrap();
+        let verdicts: Vec<(String, Verdict)> = c
+            .rows
+            .iter()
+            .map(|r| (r.metric.clone(), r.verdict))
+            .collect();
+        (serde_json::to_string(&c).unwrap(), verdicts)
+    };
+    let one = run("7");
+    assert_eq!(one, run("7"));
+    let other = run("8");
+    assert_ne!(one.0, other.0);
+    assert_eq!(one.1, other.1);
+    assert!(one.1.contains(&("p99_ms".to_string(), Verdict::Worse)));
 }

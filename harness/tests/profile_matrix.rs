@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use harness::matrix::{cell_id, expand, schedule, Job};
-use harness::profile::{Order, Profile, ProfileError};
+use harness::profile::{did_you_mean, Order, Profile, ProfileError, KEY_METRICS, WORKLOAD_KEYS};
 use harness::recorder::{classify, parse_queue_stats, BusyClass, Outcome};
 use harness::report::{summary_header, TIMESERIES_COLUMNS};
 
@@ -111,12 +111,81 @@ fn repetitions_are_interleaved_and_randomized_rounds_are_seeded() {
         .all(|w: &[Job]| w[0].repetition <= w[1].repetition));
 }
 
+/// Cell ids are persisted (results/baselines/*.csv) and matched across runs and releases:
+/// values computed by the original hand-written FNV-1a, pinned.
+#[test]
+fn cell_ids_are_pinned_to_the_committed_baseline() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let p = Profile::load(&root.join("profiles/smoke.toml"), &[]).unwrap();
+    let ids: Vec<String> = expand(&p).unwrap().into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, ["1a8ecdb2", "873daa4e"]);
+    let baseline = std::fs::read_to_string(root.join("results/baselines/smoke.csv")).unwrap();
+    for id in &ids {
+        assert!(
+            baseline.contains(&format!(",{id},")),
+            "{id} not in the baseline"
+        );
+    }
+    let kv = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(cell_id(&[]), "4fd0bfc1");
+    assert_eq!(
+        cell_id(&kv(&[
+            ("workload.rate", "200"),
+            ("broker.useReentrantLockWhenPutMessage", "false"),
+            ("broker.sendMessageThreadPoolNums", "4"),
+        ])),
+        "83d1d172"
+    );
+}
+
+#[test]
+fn randomized_order_is_a_pure_function_of_the_seed() {
+    for seed in [0, 1, 42, u64::MAX] {
+        let a = schedule(10, 4, Order::Randomized, seed);
+        assert_eq!(a, schedule(10, 4, Order::Randomized, seed), "seed {seed}");
+    }
+    // Different seeds give different orders, and rounds are shuffled independently.
+    let cells = |jobs: &[Job]| jobs.iter().map(|j| j.cell).collect::<Vec<_>>();
+    let r = schedule(10, 2, Order::Randomized, 7);
+    assert_ne!(cells(&r[..10]), cells(&r[10..]));
+    let distinct: std::collections::BTreeSet<Vec<usize>> = (0..20)
+        .map(|seed| cells(&schedule(10, 1, Order::Randomized, seed)))
+        .collect();
+    assert!(distinct.len() >= 19, "{}", distinct.len());
+}
+
 #[test]
 fn unknown_key_names_line_and_suggests() {
     let (line, msg, help) = invalid("name = \"x\"\n[workload]\nrate = 5\nmax_inflight = 3\n");
     assert_eq!(line, 4);
     assert!(msg.contains("max_inflight"), "{msg}");
     assert!(help.contains("did you mean `max_in_flight`"), "{help}");
+}
+
+#[test]
+fn did_you_mean_picks_the_first_closest_key_within_reach() {
+    assert_eq!(
+        did_you_mean("max_inflight", WORKLOAD_KEYS),
+        Some("max_in_flight")
+    );
+    assert_eq!(did_you_mean("rat", WORKLOAD_KEYS), Some("rate"));
+    // Edit distance counts characters, not bytes.
+    assert_eq!(did_you_mean("ratè", WORKLOAD_KEYS), Some("rate"));
+    // A tie goes to the candidate listed first.
+    assert_eq!(did_you_mean("p9_ms", KEY_METRICS), Some("p90_ms"));
+    // Up to 2 edits, or a third of the candidate's length for long names.
+    assert_eq!(did_you_mean("xyzzy", WORKLOAD_KEYS), None);
+    assert_eq!(
+        did_you_mean("prodcer_grop", WORKLOAD_KEYS),
+        Some("producer_group")
+    );
+    assert_eq!(did_you_mean("", &["ab", "abc"]), Some("ab"));
+    assert_eq!(did_you_mean("x", &[]), None);
 }
 
 #[test]

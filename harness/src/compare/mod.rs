@@ -3,9 +3,9 @@
 //!
 //! * load.rs   — summary.csv / timeseries.csv, matched by column name
 //! * stats.rs  — Mann–Whitney U and the moving-block bootstrap
-//! * model.rs  — cell pairing, metrics, verdicts
+//! * model/    — cell pairing, metrics, verdicts
 //! * render.rs — table, csv, json, markdown
-//! * rules.rs  — the gate's rule language and `[gate]` table
+//! * rules/    — the gate's rule language and `[gate]` table
 //! * gate.rs   — rule evaluation and exit codes (0 pass, 1 regression, 2 inconclusive, 3 invalid)
 
 pub mod gate;
@@ -201,7 +201,7 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
     let opts = args.stats.options(rules.threshold_pct, rules.alpha)?;
     let mut rules = rules;
     if args.rules.is_none() && args.baseline.is_some() {
-        for m in model::METRICS {
+        for m in model::METRICS.iter() {
             let text = format!("{}: regression <= {}%", m.name, opts.threshold_pct);
             rules
                 .rules

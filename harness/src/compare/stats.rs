@@ -21,35 +21,13 @@
 //!   Measured false-positive rates after that: 0.03–0.07 for ρ ≤ 0.5 and 20–120 s; about
 //!   0.1 for ρ = 0.8 (use a longer `--block` for such data).
 
-/// SplitMix64: tiny, seedable and good enough to drive resampling reproducibly.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+use fastrand::Rng;
 
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (n > 0); the modulo bias is < 2⁻⁴⁰ for our n.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Standard normal (Box–Muller), for synthetic test data.
-    pub fn normal(&mut self) -> f64 {
-        let u1 = self.unit().max(f64::MIN_POSITIVE);
-        let u2 = self.unit();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
+/// Standard normal (Box–Muller), for synthetic test data.
+pub fn normal(rng: &mut Rng) -> f64 {
+    let u1 = rng.f64().max(f64::MIN_POSITIVE);
+    let u2 = rng.f64();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 /// Median of finite values; `None` if there are none.
@@ -250,7 +228,7 @@ impl<'s, 'a, T> Blocks<'s, 'a, T> {
             return;
         }
         while out.len() < self.total {
-            let (r, st) = self.starts[rng.below(self.starts.len())];
+            let (r, st) = self.starts[rng.usize(..self.starts.len())];
             let s = self.series[r];
             let take = self.block.min(s.len()).min(self.total - out.len());
             out.extend((st..st + take).map(|i| &s[i % s.len()]));
@@ -284,7 +262,7 @@ pub fn block_bootstrap_diff(
     let flat_cand: Vec<&(f64, f64)> = cand.iter().flat_map(|x| x.iter()).collect();
     stat(&flat_base)?;
     stat(&flat_cand)?;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     let mut diffs = Vec::with_capacity(resamples);
     let (base_blocks, cand_blocks) = (Blocks::new(base, block), Blocks::new(cand, block));
     let (mut b, mut c) = (Vec::new(), Vec::new());
@@ -483,11 +461,11 @@ mod tests {
         let c = ar1_block_correction(&[&ramp], 5);
         assert!(c > 2.0 && c.is_finite(), "{c}");
         // Block length 1 sees no autocovariance at all: the full long-run factor.
-        let mut rng = Rng::new(1);
+        let mut rng = Rng::with_seed(1);
         let mut ar = 0.0;
         let s: Vec<(f64, f64)> = (0..5000)
             .map(|_| {
-                ar = 0.5 * ar + rng.normal();
+                ar = 0.5 * ar + normal(&mut rng);
                 (ar, 0.0)
             })
             .collect();
@@ -526,7 +504,7 @@ mod tests {
     fn block_resample_keeps_length_and_blocks() {
         let a: Vec<u32> = (0..23).collect();
         let b: Vec<u32> = (100..110).collect();
-        let mut rng = Rng::new(7);
+        let mut rng = Rng::with_seed(7);
         let r = block_resample(&[&a[..], &b[..]], 5, &mut rng);
         assert_eq!(r.len(), 33);
         // Within a block, values are consecutive.

@@ -1,0 +1,105 @@
+//! Errors that point at a line of the profile (or at the `--set` argument), with "did you
+//! mean" help.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// A profile problem, located in the file (or on the command line for `--set`).
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {file}: {source}")]
+    Io {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: {message}{}", help.as_deref().map(|h| format!("\n  help: {h}")).unwrap_or_default())]
+    Invalid {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+        help: Option<String>,
+    },
+    #[error("--set {arg}: {message}")]
+    Set { arg: String, message: String },
+}
+
+pub(super) struct Source<'a> {
+    pub(super) file: String,
+    pub(super) text: &'a str,
+}
+
+impl Source<'_> {
+    pub(super) fn err(
+        &self,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> ProfileError {
+        let (line, column) = match span {
+            Some(r) => line_col(self.text, r.start),
+            None => (1, 1),
+        };
+        ProfileError::Invalid {
+            file: self.file.clone(),
+            line,
+            column,
+            message: message.into(),
+            help,
+        }
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// The closest candidate within a small (Levenshtein, in characters) edit distance; the first
+/// listed wins a tie.
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(word, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Adds "did you mean" / valid keys to serde's unknown-field and unknown-variant messages.
+pub(super) fn help_for(message: &str) -> Option<String> {
+    let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
+    let (bad, valid) = quoted.split_first()?;
+    if !(message.starts_with("unknown field") || message.starts_with("unknown variant")) {
+        return None;
+    }
+    let mut help = String::new();
+    if let Some(best) = did_you_mean(bad, valid) {
+        help.push_str(&format!("did you mean `{best}`? "));
+    }
+    help.push_str(&format!("valid: {}", valid.join(", ")));
+    Some(help)
+}
+
+/// Best-effort span of `key = ...` inside `[table]`, for domain errors found after parsing.
+pub(super) fn find_key_span(text: &str, table: &str, key: &str) -> Option<Range<usize>> {
+    let header = format!("[{table}]");
+    let start = text.find(&header)?;
+    for line in text[start..].split_inclusive('\n').skip(1) {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') && !trimmed.starts_with("[[") {
+            break;
+        }
+        if let Some(rest) = trimmed.strip_prefix(key) {
+            if rest.trim_start().starts_with('=') {
+                let pos = text[start..].find(line).map(|p| start + p)?;
+                return Some(pos..pos + line.len());
+            }
+        }
+    }
+    Some(start..start + header.len())
+}

@@ -1,0 +1,29 @@
+//! A benchmark profile: a typed, validated TOML document.
+//!
+//! Parsing happens in two passes so that errors can point at a line: a strict serde pass over
+//! the source text (unknown keys, wrong types — `toml` reports the span), then domain checks
+//! (`Workload::validate`, matrix axes) that report the span of the offending value. `--set`
+//! overrides are applied after the strict pass and reported against the command line.
+//!
+//! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
+//! * workload.rs    — the `[workload]` table and its domain checks
+//! * settings.rs    — run order, `[validity]`, key metrics
+//! * secs.rs        — durations written as seconds or with a unit
+//! * value.rs       — scalar values as written into broker.conf and `param_` columns
+//! * diagnostics.rs — located errors and "did you mean"
+
+mod diagnostics;
+mod document;
+mod secs;
+mod settings;
+mod value;
+mod workload;
+
+pub use diagnostics::{did_you_mean, line_col, ProfileError};
+pub use document::{Axis, Profile};
+pub use secs::{parse_secs, Secs};
+pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
+pub use value::{parse_set_value, value_string};
+pub use workload::{
+    workload_with, HeaderKind, Model, RetryPolicy, SendCode, Step, Workload, WORKLOAD_KEYS,
+};
