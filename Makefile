@@ -32,9 +32,10 @@ test: ## Run every unit, integration and property test
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-lint: ## Format check and clippy with warnings as errors
+lint: ## Format check, clippy with warnings as errors, and the layout rules (no file over 600 lines, no import cycle)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets $(EXTRA_CARGO_ARGS) -- -D warnings
+	python3 scripts/check-architecture.py
 
 clippy: lint
 
