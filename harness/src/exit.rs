@@ -21,15 +21,22 @@ pub const USAGE: u8 = 64;
 /// Ctrl-C during `run`: 128 + SIGINT; every finished cell was kept.
 pub const INTERRUPTED: u8 = 130;
 
-/// Marks an error as the user's input being wrong (exit [`INVALID_INPUT`]), as opposed to a
-/// failure while running (exit [`RUN_FAILED`]). Attach it with `.context(InvalidInput)`.
-#[derive(Debug, Clone, Copy)]
-pub struct InvalidInput;
+/// An error caused by the user's input (exit [`INVALID_INPUT`]), as opposed to a failure while
+/// running (exit [`RUN_FAILED`]). Its text is the whole message: file, line and fix.
+#[derive(Debug, Clone)]
+pub struct InvalidInput(pub String);
 
 impl fmt::Display for InvalidInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("invalid input")
+        f.write_str(&self.0)
     }
+}
+
+impl std::error::Error for InvalidInput {}
+
+/// `error`, with its causes, as an invalid-input error.
+pub fn invalid(error: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(InvalidInput(format!("{:#}", error.into())))
 }
 
 /// The exit code for an error that ended a command.
@@ -48,12 +55,10 @@ mod tests {
 
     #[test]
     fn invalid_input_is_found_under_any_context() {
-        let e: anyhow::Result<()> = Err(anyhow::anyhow!("line 3: bad"));
-        let e = e
-            .context(InvalidInput)
-            .context("loading p.toml")
-            .unwrap_err();
+        let e: anyhow::Result<()> = Err(invalid(anyhow::anyhow!("line 3: bad")));
+        let e = e.context("loading p.toml").unwrap_err();
         assert_eq!(code_for(&e), INVALID_INPUT);
+        assert_eq!(format!("{e:#}"), "loading p.toml: line 3: bad");
         assert_eq!(code_for(&anyhow::anyhow!("broker died")), RUN_FAILED);
     }
 

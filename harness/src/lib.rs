@@ -85,7 +85,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_command(&args),
         // Every way compare fails is about its input: a missing folder, a bad CSV.
-        Command::Compare(a) => compare::run_compare(&a).context(exit::InvalidInput),
+        Command::Compare(a) => compare::run_compare(&a).map_err(exit::invalid),
         Command::Gate(a) => compare::run_gate(&a),
         Command::Recipe(a) => run_recipes(&a),
     }
@@ -126,8 +126,7 @@ fn run_recipes(args: &RecipeArgs) -> anyhow::Result<ExitCode> {
         }
         Some("all") => recipe::RECIPES.iter().collect(),
         Some(name) => vec![recipe::find(name)
-            .ok_or_else(|| anyhow::anyhow!("{}", recipe::unknown(name)))
-            .context(exit::InvalidInput)?],
+            .ok_or_else(|| exit::invalid(anyhow::anyhow!("{}", recipe::unknown(name))))?],
     };
     let mut broken = 0;
     for r in chosen {
@@ -156,7 +155,7 @@ fn run_recipes(args: &RecipeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let profile = profile::Profile::load(&args.profile, &args.set).context(exit::InvalidInput)?;
+    let profile = profile::Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
     // Ctrl-C stops the load; everything measured so far is still written.

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 /// A profile problem, located in the file (or on the command line for `--set`).
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("cannot read profile {file}: {source}")]
+    // The io error is shown in the message, not chained as a source, so `{:#}` says it once.
+    #[error("cannot read profile {file}: {error}")]
     Io {
         file: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{file}:{line}:{column}: {message}{}", help.as_deref().map(|h| format!("\n  help: {h}")).unwrap_or_default())]
     Invalid {

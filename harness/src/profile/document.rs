@@ -62,9 +62,9 @@ pub struct Profile {
 impl Profile {
     /// Reads and validates `path`, then applies `sets` (`workload.k=v`, `broker.k=v`).
     pub fn load(path: &Path, sets: &[String]) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
             file: path.to_owned(),
-            source,
+            error,
         })?;
         Profile::parse(&text, &path.display().to_string(), path, sets)
     }

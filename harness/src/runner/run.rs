@@ -22,11 +22,10 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if opts.target.is_some() {
         let axes = profile.broker_axes();
         if !axes.is_empty() {
-            return Err(anyhow::anyhow!(
+            return Err(crate::exit::invalid(anyhow::anyhow!(
                 "--target drives an existing broker, so the broker axes {} cannot be varied; remove them from [matrix] or run without --target",
                 axes.join(", ")
-            ))
-            .context(crate::exit::InvalidInput);
+            )));
         }
     }
     if opts.target.is_some() && !profile.broker.is_empty() && !opts.quiet {
