@@ -115,58 +115,66 @@ impl<'a> Scanner<'a> {
 
     fn int(&mut self) -> Option<i32> {
         self.skip_ws();
-        let start = self.i;
-        if self.b.get(self.i) == Some(&b'-') {
+        let negative = self.b.get(self.i) == Some(&b'-');
+        if negative {
             self.i += 1;
         }
-        let digits = self.b[self.i..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        if digits == 0 || digits > 10 {
+        let mut value: i64 = 0;
+        let start = self.i;
+        while let Some(&c) = self.b.get(self.i) {
+            if !c.is_ascii_digit() || self.i - start == 10 {
+                break;
+            }
+            value = value * 10 + i64::from(c - b'0');
+            self.i += 1;
+        }
+        let digits = self.i - start;
+        if digits == 0 || self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
             return None;
         }
-        self.i += digits;
-        std::str::from_utf8(&self.b[start..self.i])
-            .ok()?
-            .parse()
-            .ok()
+        i32::try_from(if negative { -value } else { value }).ok()
     }
 
+    /// Skips a string whose opening quote is at the cursor.
     fn skip_string(&mut self) -> Option<()> {
         self.expect(b'"')?;
+        self.skip_string_body()
+    }
+
+    /// Skips to just past the closing quote of a string that has been opened.
+    fn skip_string_body(&mut self) -> Option<()> {
         loop {
-            let c = *self.b.get(self.i)?;
-            self.i += 1;
-            match c {
-                b'"' => return Some(()),
-                b'\\' => self.i += 1,
-                _ => {}
+            let rest = self.b.get(self.i..)?;
+            // Strings are most of a header's bytes: memchr scans them a vector at a time.
+            let k = memchr::memchr2(b'"', b'\\', rest)?;
+            self.i += k + 1;
+            if rest[k] == b'"' {
+                return Some(());
             }
+            self.i += 1; // the escaped character
         }
     }
 
-    /// Skips one value of any kind; nesting is bounded by the header's length.
+    /// Skips one value of any kind. Objects and arrays are walked byte by byte, strings skipped
+    /// whole; nesting is bounded by the header's length.
     fn skip_value(&mut self) -> Option<()> {
         match self.peek_byte()? {
             b'"' => self.skip_string(),
             b'{' | b'[' => {
                 let mut depth = 0usize;
                 loop {
-                    match self.peek_byte()? {
-                        b'"' => self.skip_string()?,
-                        b'{' | b'[' => {
-                            depth += 1;
-                            self.i += 1;
-                        }
+                    let c = *self.b.get(self.i)?;
+                    self.i += 1;
+                    match c {
+                        b'"' => self.skip_string_body()?,
+                        b'{' | b'[' => depth += 1,
                         b'}' | b']' => {
                             depth -= 1;
-                            self.i += 1;
                             if depth == 0 {
                                 return Some(());
                             }
                         }
-                        _ => self.i += 1,
+                        _ => {}
                     }
                 }
             }

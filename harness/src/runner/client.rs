@@ -12,7 +12,9 @@ use remoting::headers::{
     CreateTopicRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
 };
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
-use remoting::{decode_frame, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN};
+use remoting::{
+    decode_frame, FrameTemplate, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN,
+};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
 
@@ -55,6 +57,11 @@ pub struct SendBuilder {
     month_start_ms: u64,
     /// The request with every constant field filled in, built on first use.
     template: Option<RemotingCommand>,
+    /// For JSON single-message sends: the template encoded once, with holes for the opaque,
+    /// queue id, born timestamp and properties (`remoting::FrameTemplate`).
+    frame: Option<FrameTemplate>,
+    /// Reused per send, so the fast path allocates nothing.
+    scratch: [String; 3],
 }
 
 impl SendBuilder {
@@ -85,6 +92,8 @@ impl SendBuilder {
             uniq_prefix,
             month_start_ms,
             template: None,
+            frame: None,
+            scratch: Default::default(),
         }
     }
 
@@ -94,27 +103,61 @@ impl SendBuilder {
 
     /// UNIQ_KEY for message `seq` (32 hex digits like MessageClientIDSetter).
     pub fn uniq_key(&self, seq: u64) -> String {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let t = (now_ms.saturating_sub(self.month_start_ms)) as u32;
-        format!("{}{:08X}{:04X}", self.uniq_prefix, t, seq as u16)
+        let mut out = String::with_capacity(32);
+        self.write_uniq_key(epoch_ms(), seq, &mut out);
+        out
+    }
+
+    fn write_uniq_key(&self, now_ms: i64, seq: u64, out: &mut String) {
+        let t = ((now_ms as u64).saturating_sub(self.month_start_ms)) as u32;
+        let _ = write!(out, "{}{:08X}{:04X}", self.uniq_prefix, t, seq as u16);
     }
 
     /// Encodes send number `seq` with `opaque` into `dst` (cleared first).
-    ///
-    /// The request is built once and only the per-send fields (opaque, queue id, born
-    /// timestamp, properties with UNIQ_KEY) are rewritten in place: at 100 k sends/s the
-    /// generator's own cost per send is what limits pacing precision.
     pub fn encode(&mut self, seq: u64, opaque: i32, dst: &mut BytesMut) {
         dst.clear();
+        self.encode_into(seq, opaque, dst);
+    }
+
+    /// Appends send number `seq` with `opaque` to `dst`; returns the bytes appended.
+    ///
+    /// The request is built once and only the per-send fields (opaque, queue id, born
+    /// timestamp, properties with UNIQ_KEY) change: at 100 k sends/s the generator's own cost
+    /// per send is what limits pacing precision. JSON single-message sends go through a
+    /// [`FrameTemplate`], which copies the constant bytes and writes only those four values.
+    pub fn encode_into(&mut self, seq: u64, opaque: i32, dst: &mut BytesMut) -> usize {
+        let start = dst.len();
         let queue_id = (seq % u64::from(self.queues)) as i32;
-        let born = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let born = epoch_ms();
         let batch = self.batch > 1;
         if self.template.is_none() {
-            self.template = Some(self.build_template());
+            let template = self.build_template();
+            let slots = match self.code {
+                SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
+                SendCode::V2 => ["e", "g", "i"],
+            };
+            if self.serialize == SerializeType::Json && !batch {
+                self.frame = FrameTemplate::new(&template, &slots).ok();
+            }
+            self.template = Some(template);
+        }
+        if self.frame.is_some() {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            for s in &mut scratch {
+                s.clear();
+            }
+            let [q, b, props] = &mut scratch;
+            let _ = write!(q, "{queue_id}");
+            let _ = write!(b, "{born}");
+            // The properties string of §3.4: name 0x01 value 0x02, for every pair.
+            props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
+            self.write_uniq_key(born, seq, props);
+            props.push('\u{2}');
+            if let Some(frame) = &self.frame {
+                frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            }
+            self.scratch = scratch;
+            return dst.len() - start;
         }
         let (kq, kg, ki) = match (self.code, batch) {
             (SendCode::V1, false) => ("queueId", "bornTimestamp", "properties"),
@@ -137,7 +180,7 @@ impl SendBuilder {
         };
         let uniq = (!batch).then(|| self.uniq_key(seq));
         let Some(cmd) = self.template.as_mut() else {
-            return;
+            return 0;
         };
         cmd.opaque = opaque;
         let set =
@@ -161,6 +204,7 @@ impl SendBuilder {
             cmd.body = b;
         }
         cmd.encode(dst);
+        dst.len() - start
     }
 
     fn build_template(&self) -> RemotingCommand {
@@ -219,6 +263,13 @@ impl SendBuilder {
         }
         cmd
     }
+}
+
+/// Wall-clock epoch milliseconds, as the Java client stamps `bornTimestamp`.
+fn epoch_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A blocking connection for admin calls, one request at a time.

@@ -58,10 +58,12 @@ impl Common {
         }
     }
 
-    /// Retries `e` if the policy and budget allow; otherwise ends the send.
+    /// Retries `e` if the policy and budget allow; otherwise ends the send. The caller holds
+    /// the recorder for a whole batch of answers and calls [`Common::wake`] once after it:
+    /// waking the pacer per answer would cost a futex call per response.
     pub fn finish(
         &self,
-        rec: &Mutex<Recorder>,
+        rec: &mut Recorder,
         e: InFlight,
         outcome: Outcome,
         code: Option<i32>,
@@ -80,19 +82,11 @@ impl Common {
                 attempt: e.attempt + 1,
             };
             if self.retry_tx.try_send(r).is_ok() {
-                self.wake();
                 return;
             }
         }
         let service = answered.then(|| us(now - e.written));
-        self.end_send(
-            &mut rec.lock(),
-            e.segment,
-            outcome,
-            Some(us(now - e.intended)),
-            service,
-        );
-        self.wake();
+        self.end_send(rec, e.segment, outcome, Some(us(now - e.intended)), service);
     }
 }
 

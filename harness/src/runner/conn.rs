@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use remoting::{decode_frame, MAX_FRAME_LEN};
+use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
 use crate::recorder::{classify, Outcome, Recorder};
 use crate::runner::common::{Common, InFlight};
@@ -81,10 +81,13 @@ pub fn connect(
     if let Some(old) = c.reader.take() {
         if let Ok((rx, map)) = old.join() {
             let now = Instant::now();
+            let mut rec = c.recorder.lock();
             for (_, e) in map.into_iter().chain(rx.try_iter()) {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                common.finish(&c.recorder, e, Outcome::ConnectionError, None, now, false);
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
             }
+            drop(rec);
+            common.wake();
         }
     }
     let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
@@ -128,38 +131,37 @@ impl ReaderCtx {
     }
 }
 
+/// Bytes asked of one `read`: enough for hundreds of pipelined answers.
+const READ_CHUNK: usize = 64 * 1024;
+
 fn reader_loop(mut stream: TcpStream, mut ctx: ReaderCtx) -> Leftover {
     if stream.set_read_timeout(Some(SWEEP)).is_err() {
         fail(&mut ctx);
         return (ctx.rx, ctx.map);
     }
-    let mut buf = BytesMut::with_capacity(256 * 1024);
-    let mut chunk = vec![0u8; 64 * 1024];
+    // Bytes are read straight into `inbox[filled..]`; its length is its capacity, so nothing
+    // is zeroed or copied per read. Only a partial frame at the end is moved to the front.
+    let mut inbox = vec![0u8; 4 * READ_CHUNK];
+    let mut filled = 0usize;
+    let mut answers: Vec<Answer> = Vec::new();
     let mut last_sweep = Instant::now();
     loop {
-        match stream.read(&mut chunk) {
+        if inbox.len() - filled < READ_CHUNK {
+            inbox.resize(filled + READ_CHUNK, 0);
+        }
+        match stream.read(&mut inbox[filled..]) {
             Ok(0) => {
                 fail(&mut ctx);
                 return (ctx.rx, ctx.map);
             }
             Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                let mut frames = Vec::new();
-                let mut corrupt = false;
-                loop {
-                    match decode_frame(&mut buf, MAX_FRAME_LEN) {
-                        // Broker-initiated requests (CHECK_TRANSACTION_STATE, ...) are not ours.
-                        Ok(Some(cmd)) if cmd.is_response() => frames.push(cmd),
-                        Ok(Some(_)) => {}
-                        Ok(None) => break,
-                        Err(_) => {
-                            corrupt = true;
-                            break;
-                        }
-                    }
-                }
-                handle_responses(&mut ctx, frames);
-                if corrupt {
+                filled += n;
+                let parsed = parse_answers(&inbox[..filled], &mut answers);
+                let used = parsed.unwrap_or(filled);
+                inbox.copy_within(used..filled, 0);
+                filled -= used;
+                handle_answers(&mut ctx, &mut answers);
+                if parsed.is_err() {
                     fail(&mut ctx);
                     let _ = stream.shutdown(Shutdown::Both);
                     return (ctx.rx, ctx.map);
@@ -185,39 +187,81 @@ fn reader_loop(mut stream: TcpStream, mut ctx: ReaderCtx) -> Leftover {
     }
 }
 
-/// Matches a read's worth of responses against the reader's in-flight map.
-fn handle_responses(ctx: &mut ReaderCtx, frames: Vec<remoting::RemotingCommand>) {
-    if frames.is_empty() {
+/// One response, as much of it as the recorder needs: the remark only where the code makes it
+/// matter (busy classes, `[PC_SYNCHRONIZED]` under code 1, error texts).
+struct Answer {
+    opaque: i32,
+    code: i32,
+    remark: Option<String>,
+}
+
+/// Appends the complete responses at the front of `buf` to `out` and returns the bytes they
+/// took. A success is read with a header peek; anything else is decoded in full. Broker-initiated
+/// requests (CHECK_TRANSACTION_STATE, ...) are skipped. `Err` means the stream is corrupt.
+fn parse_answers(buf: &[u8], out: &mut Vec<Answer>) -> Result<usize, ()> {
+    let mut pos = 0;
+    while buf.len() - pos >= 4 {
+        let len = u32::from_be_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
+        if !(4..=MAX_FRAME_LEN).contains(&len) {
+            return Err(());
+        }
+        if buf.len() - pos < 4 + len {
+            break;
+        }
+        let frame = &buf[pos + 4..pos + 4 + len];
+        pos += 4 + len;
+        match peek_frame(frame) {
+            Some(p) if p.flag & FLAG_RESPONSE == 0 => {}
+            Some(p) if p.code == ResponseCode::SUCCESS as i32 => out.push(Answer {
+                opaque: p.opaque,
+                code: p.code,
+                remark: None,
+            }),
+            _ => {
+                let cmd = RemotingCommand::decode(Bytes::copy_from_slice(frame)).map_err(|_| ())?;
+                if cmd.is_response() {
+                    out.push(Answer {
+                        opaque: cmd.opaque,
+                        code: cmd.code,
+                        remark: cmd.remark,
+                    });
+                }
+            }
+        }
+    }
+    Ok(pos)
+}
+
+/// Matches a read's worth of answers against the reader's in-flight map, holding the recorder
+/// once for all of them, and wakes the pacer once.
+fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
+    if answers.is_empty() {
         return;
     }
     let now = Instant::now();
     ctx.take_handoffs();
-    let entries: Vec<Option<InFlight>> = frames
-        .iter()
-        .map(|cmd| ctx.map.remove(&cmd.opaque))
-        .collect();
-    for (cmd, entry) in frames.into_iter().zip(entries) {
-        let remark = cmd.remark.as_deref();
-        let outcome = classify(cmd.code, remark);
-        match entry {
+    let mut rec = ctx.recorder.lock();
+    for a in answers.drain(..) {
+        let remark = a.remark.as_deref();
+        let outcome = classify(a.code, remark);
+        match ctx.map.remove(&a.opaque) {
             Some(e) => {
                 ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-                ctx.recorder
-                    .lock()
-                    .attempt_answer(e.segment, cmd.code, remark);
+                rec.attempt_answer(e.segment, a.code, remark);
                 ctx.common
-                    .finish(&ctx.recorder, e, outcome, Some(cmd.code), now, true);
+                    .finish(&mut rec, e, outcome, Some(a.code), now, true);
             }
             None => {
                 let seg = ctx.common.current_segment.load(Ordering::Relaxed);
-                let mut rec = ctx.recorder.lock();
-                rec.late_answer(seg, cmd.code, remark);
+                rec.late_answer(seg, a.code, remark);
                 if ctx.common.oneway {
                     rec.reclassify_oneway(seg, outcome);
                 }
             }
         }
     }
+    drop(rec);
+    ctx.common.wake();
 }
 
 /// Times out sends past their budget; with `all`, every remaining send.
@@ -232,11 +276,17 @@ fn sweep(ctx: &mut ReaderCtx, now: Instant, all: bool) {
             .collect();
         keys.into_iter().filter_map(|k| map.remove(&k)).collect()
     };
+    if expired.is_empty() {
+        return;
+    }
+    let mut rec = ctx.recorder.lock();
     for e in expired {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
         ctx.common
-            .finish(&ctx.recorder, e, Outcome::Timeout, None, now, false);
+            .finish(&mut rec, e, Outcome::Timeout, None, now, false);
     }
+    drop(rec);
+    ctx.common.wake();
 }
 
 fn fail(ctx: &mut ReaderCtx) {
@@ -247,9 +297,12 @@ fn fail(ctx: &mut ReaderCtx) {
     let now = Instant::now();
     ctx.take_handoffs();
     let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
+    let mut rec = ctx.recorder.lock();
     for e in lost {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
         ctx.common
-            .finish(&ctx.recorder, e, Outcome::ConnectionError, None, now, false);
+            .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
     }
+    drop(rec);
+    ctx.common.wake();
 }

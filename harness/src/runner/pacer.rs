@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +22,29 @@ use crate::runner::retry::Retry;
 
 /// How long before a due time the pacer stops sleeping and spins.
 pub const SPIN: Duration = Duration::from_micros(150);
+
+/// One attempt of a send, as handed to [`Pacer::write`].
+struct Attempt {
+    seq: u64,
+    intended: Instant,
+    /// The first attempt's write time; `None` for a first attempt.
+    first_written: Option<Instant>,
+    segment: usize,
+    /// 1 for the first attempt.
+    number: u32,
+}
+
+impl Attempt {
+    fn first(seq: u64, intended: Instant, segment: usize) -> Attempt {
+        Attempt {
+            seq,
+            intended,
+            first_written: None,
+            segment,
+            number: 1,
+        }
+    }
+}
 
 struct Pending {
     seq: u64,
@@ -50,7 +72,6 @@ pub struct Pacer {
     pub spin_ns: Arc<AtomicU64>,
     pub stop: CancellationToken,
     rr: usize,
-    buf: BytesMut,
     backlog: VecDeque<Pending>,
     backlog_cap: usize,
 }
@@ -78,7 +99,6 @@ impl Pacer {
             spin_ns: Arc::new(AtomicU64::new(0)),
             stop: CancellationToken::new(),
             rr: 0,
-            buf: BytesMut::with_capacity(8 * 1024),
             backlog: VecDeque::new(),
             backlog_cap,
         }
@@ -160,7 +180,7 @@ impl Pacer {
                                 self.rec.lock().scheduled(segment);
                                 self.common.outstanding.fetch_add(1, Ordering::AcqRel);
                                 let t = Instant::now();
-                                self.write(c, seq, t, None, segment, 1);
+                                self.write(c, Attempt::first(seq, t, segment), t);
                                 seq += 1;
                             }
                             Pick::Full => break,
@@ -218,7 +238,7 @@ impl Pacer {
             match self.pick() {
                 Pick::Conn(c) => {
                     let p = self.backlog.pop_front().expect("front exists");
-                    self.write(c, p.seq, p.intended, None, p.segment, 1);
+                    self.write(c, Attempt::first(p.seq, p.intended, p.segment), now);
                 }
                 Pick::Full => break,
                 Pick::Down => {
@@ -240,14 +260,16 @@ impl Pacer {
         loop {
             match self.retry_rx.try_recv() {
                 Ok(r) => match self.pick() {
-                    Pick::Conn(c) => self.write(
-                        c,
-                        r.seq,
-                        r.intended,
-                        Some(r.first_written),
-                        r.segment,
-                        r.attempt,
-                    ),
+                    Pick::Conn(c) => {
+                        let attempt = Attempt {
+                            seq: r.seq,
+                            intended: r.intended,
+                            first_written: Some(r.first_written),
+                            segment: r.segment,
+                            number: r.attempt,
+                        };
+                        self.write(c, attempt, Instant::now());
+                    }
                     Pick::Full | Pick::Down => {
                         // No slot: the retry fails like the Java client's would, as a connection error.
                         let now = Instant::now();
@@ -306,29 +328,28 @@ impl Pacer {
 
     /// Encodes one attempt into the connection's output buffer; [`Pacer::flush_conns`] writes
     /// it. Sends due together (a catch-up after a late wake-up) go out in one `write`.
-    fn write(
-        &mut self,
-        c: usize,
-        seq: u64,
-        intended: Instant,
-        first_written: Option<Instant>,
-        segment: usize,
-        attempt: u32,
-    ) {
+    /// `now` is the caller's clock reading: one per batch of writes, since a clock read is a
+    /// measurable share of the generator's cost per send.
+    fn write(&mut self, c: usize, a: Attempt, now: Instant) {
+        let Attempt {
+            seq,
+            intended,
+            first_written,
+            segment,
+            number,
+        } = a;
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
-        self.builder.encode(seq, opaque, &mut self.buf);
-        conn.out.extend_from_slice(&self.buf);
+        let encoded = self.builder.encode_into(seq, opaque, &mut conn.out);
         if !self.common.oneway {
-            let now = Instant::now();
             let e = InFlight {
                 seq,
                 intended,
                 written: now,
                 first_written: first_written.unwrap_or(now),
                 segment,
-                attempt,
+                attempt: number,
             };
             conn.shared.len.fetch_add(1, Ordering::AcqRel);
             let handed = match conn.tx.as_ref() {
@@ -339,14 +360,14 @@ impl Pacer {
                 // The reader is gone: this send cannot be answered.
                 conn.shared.len.fetch_sub(1, Ordering::AcqRel);
                 self.common.finish(
-                    &self.rec,
+                    &mut self.rec.lock(),
                     e,
                     Outcome::ConnectionError,
                     None,
                     Instant::now(),
                     false,
                 );
-                conn.out.truncate(conn.out.len() - self.buf.len());
+                conn.out.truncate(conn.out.len() - encoded);
                 return;
             }
         }
