@@ -395,9 +395,22 @@ mappedFileSizeCommitLog = 16777216
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the first cell's row is on disk, then interrupt the second cell.
+    // run.json is on disk before the first cell has finished: a crash keeps the record.
+    let run_json = out.join("run.json");
     let summary = out.join("summary.csv");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !run_json.is_file() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let early: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    if !summary.is_file() {
+        assert_eq!(early["status"], "running", "{early}");
+        assert_eq!(early["jobs_done"], 0, "{early}");
+        assert!(early["end"].is_null(), "{early}");
+    }
+    assert_eq!(early["jobs_planned"], 3, "{early}");
+    // Wait until the first cell's row is on disk, then interrupt the second cell.
     while !summary.is_file() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -412,4 +425,9 @@ mappedFileSizeCommitLog = 16777216
     let rows: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(rows.len(), 2, "{text}");
     assert!(rows[1].ends_with(",false,interrupted"), "{text}");
+    let last: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(last["status"], "interrupted", "{last}");
+    assert_eq!(last["jobs_done"], 2, "{last}");
+    assert!(last["end"].is_string(), "{last}");
 }

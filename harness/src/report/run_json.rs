@@ -1,5 +1,7 @@
 //! `run.json`: how a result folder was produced (provenance, the profile text, each cell's
-//! effective broker.conf), rewritten after every job like the CSV files.
+//! effective broker.conf). Written before the first job and rewritten after every job, so a
+//! crash at any point leaves the record of what was being measured; `status` says how far the
+//! run got.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,7 +20,8 @@ pub struct RunRecord<'a> {
     /// CPUs the harness was allowed to use.
     pub cores: usize,
     pub start: &'a str,
-    pub end: &'a str,
+    /// None while the run is going.
+    pub end: Option<&'a str>,
     pub command_line: &'a str,
     pub target: Option<SocketAddr>,
     pub broker_bin: Option<&'a Path>,
@@ -28,7 +31,26 @@ pub struct RunRecord<'a> {
     /// From [`cell_json`], in cell order.
     pub cells: &'a [Value],
     pub jobs_planned: usize,
-    pub interrupted: bool,
+    pub jobs_done: usize,
+    pub status: RunStatus,
+}
+
+/// How far a run got; `running` in a folder whose process is gone means it crashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Running,
+    Finished,
+    Interrupted,
+}
+
+impl RunStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Finished => "finished",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 impl RunRecord<'_> {
@@ -53,7 +75,9 @@ impl RunRecord<'_> {
             },
             "cells": self.cells,
             "jobs_planned": self.jobs_planned,
-            "interrupted": self.interrupted,
+            "jobs_done": self.jobs_done,
+            "status": self.status.as_str(),
+            "interrupted": self.status == RunStatus::Interrupted,
         });
         serde_json::to_string_pretty(&value)
     }

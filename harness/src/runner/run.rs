@@ -10,7 +10,7 @@ use crate::broker;
 use crate::matrix;
 use crate::profile::{higher_is_better, Profile};
 use crate::provenance::{utc, Provenance};
-use crate::report::run_json::{cell_json, RunRecord};
+use crate::report::run_json::{cell_json, RunRecord, RunStatus};
 use crate::report::{self, HlogBuffer, SummaryRow, TimeseriesRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::job::run_job;
@@ -81,6 +81,29 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         let conf = effective_conf(cell, Path::new("<cell dir>/store"));
         cell_meta.push(cell_json(cell, &conf));
     }
+    let provenance = Provenance::gather();
+    let write_record = |ctx: &Ctx, jobs_done: usize, status: RunStatus| -> anyhow::Result<()> {
+        let ended = (status != RunStatus::Running).then(|| utc(SystemTime::now()).1);
+        let record = RunRecord {
+            provenance: &provenance,
+            cores: cpus.len(),
+            start: &started_iso,
+            end: ended.as_deref(),
+            command_line: &opts.command_line,
+            target: opts.target,
+            broker_bin: ctx.broker_bin.as_deref(),
+            pinning: ctx.pinning.as_ref(),
+            profile,
+            cells: &cell_meta,
+            jobs_planned: jobs.len(),
+            jobs_done,
+            status,
+        };
+        report::write_atomic(&ctx.out_dir.join("run.json"), record.to_json()?.as_bytes())
+            .context("writing run.json")
+    };
+    write_record(&ctx, 0, RunStatus::Running)?;
+    let mut jobs_done = 0;
     for (n, job) in jobs.iter().enumerate() {
         if opts.cancel.is_cancelled() || opts.stop_after_jobs.is_some_and(|k| n >= k) {
             interrupted = true;
@@ -90,7 +113,9 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         let (mut r, mut s, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
         rows.append(&mut r);
         series.append(&mut s);
+        jobs_done += 1;
         write_outputs(&ctx, &rows, &series).context("writing results")?;
+        write_record(&ctx, jobs_done, RunStatus::Running)?;
         if let Some(b) = &ctx.progress.overall {
             b.inc(1);
         }
@@ -102,22 +127,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if let Some(b) = &ctx.progress.overall {
         b.finish_and_clear();
     }
-    let (_, ended_iso) = utc(SystemTime::now());
-    let record = RunRecord {
-        provenance: &Provenance::gather(),
-        cores: cpus.len(),
-        start: &started_iso,
-        end: &ended_iso,
-        command_line: &opts.command_line,
-        target: opts.target,
-        broker_bin: ctx.broker_bin.as_deref(),
-        pinning: ctx.pinning.as_ref(),
-        profile,
-        cells: &cell_meta,
-        jobs_planned: jobs.len(),
-        interrupted,
+    let status = if interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Finished
     };
-    report::write_atomic(&out_dir.join("run.json"), record.to_json()?.as_bytes())?;
+    write_record(&ctx, jobs_done, status)?;
     let table = report::table(
         &rows,
         &profile.key_metric,
