@@ -178,7 +178,10 @@ impl BrokerProcess {
     ) -> Result<BrokerProcess, BrokerError> {
         let log_file = std::fs::File::create(log)?;
         let mut cmd = Command::new(bin);
-        cmd.arg("-c")
+        // Unknown keys were refused before the run; --strict keeps any that slip through from
+        // being ignored in silence.
+        cmd.arg("--strict")
+            .arg("-c")
             .arg(conf)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

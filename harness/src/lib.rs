@@ -4,6 +4,7 @@
 //! integration tests can call it in-process.
 
 pub mod broker;
+pub mod broker_keys;
 pub mod compare;
 pub mod exit;
 pub mod fnv;

@@ -80,3 +80,53 @@ fn gate_keeps_its_verdict_codes() {
     ]);
     assert_eq!(code, exit::SUCCESS, "{err}");
 }
+
+/// A misspelled matrix axis or an invalid 2nd cell fails before the first cell runs, with the
+/// file, the line and a suggestion, and writes no result folder.
+#[test]
+fn bad_broker_keys_fail_before_the_first_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("typo.toml");
+    std::fs::write(
+        &profile,
+        "name = \"typo\"\n[workload]\nrate = 10\nduration = \"1s\"\n[matrix]\n\"broker.waitTimeMillsInSendQueu\" = [100, 200]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, err) = harness(&[
+        "run",
+        profile.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    assert!(
+        err.contains("typo.toml:6:1: unknown broker key `waitTimeMillsInSendQueu`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("did you mean `waitTimeMillsInSendQueue`?"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "nothing may be written for a refused profile"
+    );
+
+    // Every key is known, but the second cell's value contradicts another key.
+    std::fs::write(
+        &profile,
+        "name = \"typo\"\n[workload]\nrate = 10\nduration = \"1s\"\n[broker]\nmappedFileSizeCommitLog = 1048576\n[matrix]\n\"broker.maxMessageSize\" = [65536, 4194304]\n",
+    )
+    .unwrap();
+    let (code, err) = harness(&[
+        "run",
+        profile.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    assert!(err.contains("cell 2 (maxMessageSize=4194304)"), "{err}");
+    assert!(!err.contains("cell 1 "), "{err}");
+    assert!(!out.exists());
+}

@@ -104,3 +104,10 @@ pub(super) fn find_key_span(text: &str, table: &str, key: &str) -> Option<Range<
     }
     Some(start..start + header.len())
 }
+
+/// Span of a quoted key such as `"broker.sendMessageThreadPoolNums" = [...]` (matrix axes).
+pub(super) fn find_quoted_key_span(text: &str, key: &str) -> Option<Range<usize>> {
+    let quoted = format!("\"{key}\"");
+    let at = text.find(&quoted)?;
+    Some(at..at + quoted.len())
+}

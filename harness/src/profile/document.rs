@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::diagnostics::{did_you_mean, find_key_span, help_for, ProfileError, Source};
+use super::diagnostics::{
+    did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
+};
 use super::settings::{Order, Validity, KEY_METRICS};
 use super::value::{is_scalar, parse_set_value, value_string};
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
@@ -57,6 +59,10 @@ pub struct Profile {
     /// Axes sorted by key.
     pub axes: Vec<Axis>,
     pub validity: Validity,
+    /// Where each broker key was given, for messages about it found later (against the
+    /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
+    /// `--set broker.k=v`. Keyed by the bare broker.conf key.
+    pub broker_origins: BTreeMap<String, String>,
 }
 
 impl Profile {
@@ -115,8 +121,15 @@ impl Profile {
             ));
         }
 
+        let locate = |span: std::ops::Range<usize>| {
+            let (line, column) = line_col(text, span.start);
+            format!("{file}:{line}:{column}")
+        };
+        let mut broker_origins = BTreeMap::new();
         let mut broker = BTreeMap::new();
         for (k, v) in raw.broker.iter().flatten() {
+            let key_span = find_key_span(text, "broker", k).unwrap_or_else(|| v.span());
+            broker_origins.insert(k.clone(), locate(key_span));
             if !is_scalar(v.get_ref()) {
                 return Err(src.err(Some(v.span()), format!("broker key `{k}` must be a string, number or boolean (it is written into broker.conf)"), None));
             }
@@ -145,6 +158,10 @@ impl Profile {
             }
             check_axis(key, &values, &workload_table, &broker)
                 .map_err(|(m, h)| src.err(span.clone(), m, h))?;
+            if let Some(k) = key.strip_prefix("broker.") {
+                let axis_span = find_quoted_key_span(text, key).unwrap_or_else(|| v.span());
+                broker_origins.insert(k.to_owned(), locate(axis_span));
+            }
             axes.push(Axis {
                 key: key.clone(),
                 values,
@@ -186,6 +203,7 @@ impl Profile {
             broker,
             axes,
             validity: raw.validity.unwrap_or_default(),
+            broker_origins,
         };
         for arg in sets {
             profile.apply_set(arg)?;
@@ -224,6 +242,8 @@ impl Profile {
                 ));
             }
             self.broker.insert(k.to_owned(), value_string(&value));
+            self.broker_origins
+                .insert(k.to_owned(), format!("--set {}", arg.trim()));
         } else {
             return Err(set_err(
                 "the key must start with `workload.` or `broker.`".into(),

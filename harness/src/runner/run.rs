@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::Context;
 
 use crate::broker;
+use crate::broker_keys::{check_cells, BrokerKeys};
 use crate::matrix;
 use crate::profile::{higher_is_better, Profile};
 use crate::provenance::{utc, Provenance};
@@ -41,6 +42,15 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         profile.order,
         profile.seed,
     );
+    // Every broker key and every cell's configuration is checked before anything is written
+    // or started: a bad 7th cell fails the run now, not after six cells.
+    let broker_bin = match opts.target {
+        Some(_) => None,
+        None => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
+    };
+    if let Some(bin) = &broker_bin {
+        check_broker_config(bin, profile, &cells)?;
+    }
     let started = SystemTime::now();
     let (stamp, started_iso) = utc(started);
     let out_dir = opts
@@ -58,10 +68,6 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if let Some((_, harness_cpus)) = &pinning {
         broker::pin_current_thread(harness_cpus).context("pinning the harness")?;
     }
-    let broker_bin = match opts.target {
-        Some(_) => None,
-        None => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
-    };
     let mut ctx = Ctx {
         profile,
         opts,
@@ -144,6 +150,35 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         interrupted,
         table,
     })
+}
+
+/// The broker keys of `profile` against the broker's key list, then every cell's effective
+/// configuration through the broker's own `--strict --check`. All problems at once, as invalid
+/// input (exit 3).
+fn check_broker_config(
+    bin: &Path,
+    profile: &Profile,
+    cells: &[matrix::Cell],
+) -> anyhow::Result<()> {
+    let keys = BrokerKeys::from_binary(bin)?;
+    let mut problems = keys.check_profile(profile);
+    if problems.is_empty() {
+        let scratch = tempfile::tempdir().context("creating a scratch folder for --check")?;
+        let confs: Vec<_> = cells
+            .iter()
+            .map(|c| effective_conf(c, &scratch.path().join("store")))
+            .collect();
+        problems = check_cells(bin, cells, &confs, scratch.path())?;
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(crate::exit::invalid(anyhow::anyhow!(
+        "{} problem{} with the broker configuration, nothing was run:\n{}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems.join("\n")
+    )))
 }
 
 fn write_outputs(ctx: &Ctx, rows: &[SummaryRow], series: &[TimeseriesRow]) -> std::io::Result<()> {
