@@ -325,6 +325,16 @@ impl ProcSampler {
     }
 }
 
+/// This process's resident memory in MiB, from `/proc/self/statm` (resident pages × page
+/// size); `None` where that file does not exist.
+pub fn self_rss_mb() -> Option<f64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let resident: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions; it only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (page > 0).then(|| (resident * page as u64) as f64 / (1024.0 * 1024.0))
+}
+
 /// This process's CPU time (user + system).
 pub fn self_cpu_time() -> Duration {
     // SAFETY: getrusage fills the struct we pass.

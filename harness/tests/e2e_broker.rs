@@ -230,7 +230,11 @@ max_harness_cpu = 1000
 #[test]
 fn broker_start_failure_is_an_invalid_row() {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"
+    // A valid configuration (it passes the key checks and --check) whose store cannot be
+    // created: the broker exits at start-up, as on a full or read-only disk.
+    let good_store = dir.path().join("good-store");
+    let text = format!(
+        r#"
 name = "e2e-bad"
 [workload]
 rate = 200
@@ -242,19 +246,25 @@ mappedFileSizeCommitLog = 16777216
 max_lag_p99_us = 1e9
 max_harness_cpu = 1000
 [matrix]
-"broker.sendMessageThreadPoolNums" = ["not-a-number", 1]
-"#;
-    let profile = Profile::parse(text, "b.toml", Path::new("b.toml"), &[]).unwrap();
-    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+"broker.storePathRootDir" = ["/dev/null/store", "{}"]
+"#,
+        good_store.display()
+    );
+    let profile = Profile::parse(&text, "b.toml", Path::new("b.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(&dir.path().join("out"))).unwrap();
     assert_eq!(outcome.rows.len(), 2);
     let bad = outcome
         .rows
         .iter()
-        .find(|r| r.params[0] == "not-a-number")
+        .find(|r| r.params[0] == "/dev/null/store")
         .unwrap();
     assert!(!bad.valid);
     assert!(!bad.invalid_reason.is_empty());
-    let good = outcome.rows.iter().find(|r| r.params[0] == "1").unwrap();
+    let good = outcome
+        .rows
+        .iter()
+        .find(|r| r.params[0] != "/dev/null/store")
+        .unwrap();
     assert!(good.valid, "{good:?}");
 }
 

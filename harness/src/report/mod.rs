@@ -1,6 +1,7 @@
 //! Outputs: `summary.csv` and `timeseries.csv` (a contract with `harness compare`), the
-//! HdrHistogram interval log, `run.json`, and the final table. Every file is rewritten
-//! atomically (temp file in the same directory + rename) after each cell.
+//! HdrHistogram interval log, `run.json`, and the final table. `summary.csv` and `run.json` are
+//! rewritten atomically (temp file in the same directory + rename) after each cell;
+//! `timeseries.csv` and `latency.hlog` are appended line by line as each second ends.
 
 mod atomic;
 pub mod cells;
@@ -11,12 +12,13 @@ mod table;
 mod timeseries;
 
 pub use atomic::write_atomic;
-pub use hlog::HlogBuffer;
+pub use hlog::HlogWriter;
 pub use summary::{
     summary_csv, summary_header, Resources, SegmentFigures, SummaryRecord, SummaryRow,
     SUMMARY_LEADING, SUMMARY_METRICS,
 };
 pub use table::table;
 pub use timeseries::{
-    timeseries_csv, TimeseriesKey, TimeseriesRow, TimeseriesTail, TIMESERIES_COLUMNS,
+    timeseries_csv, TimeseriesKey, TimeseriesRow, TimeseriesTail, TimeseriesWriter,
+    TIMESERIES_COLUMNS,
 };

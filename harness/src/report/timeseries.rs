@@ -1,5 +1,10 @@
 //! `timeseries.csv`: one row per sampled second of every job, a contract with `harness compare`.
+//! Appended as each second ends (header first, one `write` per row), so the file is complete up
+//! to the last second at every moment and no row is kept in memory.
 
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
 use std::sync::LazyLock;
 
 use serde::Serialize;
@@ -56,6 +61,8 @@ pub struct TimeseriesTail {
     pub send_queue_size: String,
     pub send_queue_head_wait_ms: String,
     pub page_cache_lock_ms: String,
+    /// The harness's own resident memory: flat over a long run, or the run is leaking.
+    pub harness_rss_mb: Option<Fixed<1>>,
 }
 
 /// Renders `timeseries.csv`.
@@ -70,6 +77,37 @@ pub fn timeseries_csv(rows: &[TimeseriesRow]) -> std::io::Result<Vec<u8>> {
     }
     w.into_inner()
         .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// `timeseries.csv` of one run, open for appending.
+pub struct TimeseriesWriter {
+    file: File,
+    line: Vec<u8>,
+}
+
+impl TimeseriesWriter {
+    /// Creates `path` (truncating it) with the header line.
+    pub fn create(path: &Path) -> std::io::Result<TimeseriesWriter> {
+        let mut file = File::create(path)?;
+        file.write_all(&timeseries_csv(&[])?)?;
+        Ok(TimeseriesWriter {
+            file,
+            line: Vec::new(),
+        })
+    }
+
+    /// Appends one row in one `write`.
+    pub fn append(&mut self, row: &TimeseriesRow) -> std::io::Result<()> {
+        self.line.clear();
+        {
+            let mut w = csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(&mut self.line);
+            w.serialize(row).map_err(std::io::Error::other)?;
+            w.flush()?;
+        }
+        self.file.write_all(&self.line)
+    }
 }
 
 #[cfg(test)]
@@ -106,14 +144,27 @@ mod tests {
                 send_queue_size: "5".into(),
                 send_queue_head_wait_ms: "12".into(),
                 page_cache_lock_ms: String::new(),
+                harness_rss_mb: Some(Fixed(14.25)),
             },
         };
-        let text = String::from_utf8(timeseries_csv(&[row]).unwrap()).unwrap();
+        let text = String::from_utf8(timeseries_csv(std::slice::from_ref(&row)).unwrap()).unwrap();
         let mut lines = text.lines();
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2"
         );
+
+        // The streaming writer produces the same file, row by row.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timeseries.csv");
+        let mut w = TimeseriesWriter::create(&path).unwrap();
+        w.append(&row).unwrap();
+        w.append(&row).unwrap();
+        let streamed = std::fs::read_to_string(&path).unwrap();
+        let mut once = text.clone();
+        once.push_str(text.lines().nth(1).unwrap());
+        once.push('\n');
+        assert_eq!(streamed, once);
     }
 }

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use crate::matrix::Cell;
 use crate::profile::Profile;
-use crate::report::HlogBuffer;
+use parking_lot::Mutex;
+
+use crate::report::{HlogWriter, TimeseriesWriter};
 use crate::runner::options::RunOptions;
 use crate::runner::progress::Progress;
 
@@ -19,9 +21,16 @@ pub struct Ctx<'a> {
     /// (broker CPUs, harness CPUs) when the profile pins.
     pub pinning: Option<(Vec<usize>, Vec<usize>)>,
     pub broker_bin: Option<PathBuf>,
-    pub hlog: HlogBuffer,
+    /// The files written second by second, shared with the sampling loop.
+    pub streams: Mutex<Streams>,
     pub run_start: Instant,
     pub progress: Progress,
+}
+
+/// `latency.hlog` and `timeseries.csv`, appended as each second ends.
+pub struct Streams {
+    pub hlog: HlogWriter,
+    pub series: TimeseriesWriter,
 }
 
 /// The broker.conf of a cell: its keys, an ephemeral port and a fresh store unless given.

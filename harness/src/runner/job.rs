@@ -1,5 +1,5 @@
-//! One job (a cell's repetition): a fresh broker, the load with sampling, the broker stopped,
-//! then its time series, interval log and summary rows. Problems never fail the run: they
+//! One job (a cell's repetition): a fresh broker, the load with sampling (which streams the time
+//! series and interval log), the broker stopped, then its summary rows. Problems never fail the run: they
 //! become invalid rows with a reason.
 
 use std::net::SocketAddr;
@@ -9,18 +9,14 @@ use crate::broker::{self, BrokerProcess};
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::Recorder;
-use crate::report::{Resources, SegmentFigures, SummaryRow, TimeseriesRow};
+use crate::report::{Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::plan::{LoadConfig, Phase};
-use crate::runner::sampler::{drive, segment_resources, timeseries_row, Sample};
+use crate::runner::sampler::{drive, segment_resources, Sample};
 use crate::runner::validity::validity_problem;
 
 /// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
-pub fn run_job(
-    ctx: &mut Ctx,
-    cell: &Cell,
-    repetition: u32,
-) -> (Vec<SummaryRow>, Vec<TimeseriesRow>, bool) {
+pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>, bool) {
     let profile = ctx.profile;
     let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
     let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
@@ -103,31 +99,6 @@ pub fn run_job(
         invalid = Some("interrupted".into());
     }
 
-    // Time series and hlog.
-    let tag_base = format!("{}/r{repetition}", cell.id);
-    let mut series = Vec::new();
-    for s in &samples {
-        series.push(timeseries_row(
-            &profile.name,
-            cell,
-            repetition,
-            &cfg_probe,
-            s,
-        ));
-        let i = &s.interval;
-        let start = s.at.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
-        for (name, h) in [
-            ("latency", &i.latency),
-            ("service", &i.service),
-            ("lag", &i.lag),
-            ("busy_latency", &i.busy_latency),
-        ] {
-            if !h.is_empty() {
-                ctx.hlog.push(&format!("{tag_base}/{name}"), start, 1.0, h);
-            }
-        }
-    }
-
     // Summary rows: one per measured segment.
     let measured: Vec<&Phase> = cfg_probe.phases.iter().filter(|p| p.segment > 0).collect();
     let params: Vec<String> = ctx
@@ -182,5 +153,5 @@ pub fn run_job(
             if r.valid { String::new() } else { format!("  INVALID: {}", r.invalid_reason) }
         ));
     }
-    (rows, series, interrupted)
+    (rows, interrupted)
 }

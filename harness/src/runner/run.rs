@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
+use parking_lot::Mutex;
 
 use crate::broker;
 use crate::broker_keys::{check_cells, BrokerKeys};
@@ -12,8 +13,8 @@ use crate::matrix;
 use crate::profile::{higher_is_better, Profile};
 use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
-use crate::report::{self, HlogBuffer, SummaryRow, TimeseriesRow};
-use crate::runner::context::{effective_conf, Ctx};
+use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
+use crate::runner::context::{effective_conf, Ctx, Streams};
 use crate::runner::job::run_job;
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::progress::Progress;
@@ -75,12 +76,16 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         axis_keys: matrix::axis_keys(profile),
         pinning,
         broker_bin,
-        hlog: HlogBuffer::new(started),
+        streams: Mutex::new(Streams {
+            hlog: HlogWriter::create(&out_dir.join("latency.hlog"), started)
+                .context("creating latency.hlog")?,
+            series: TimeseriesWriter::create(&out_dir.join("timeseries.csv"))
+                .context("creating timeseries.csv")?,
+        }),
         run_start: Instant::now(),
         progress: Progress::new(jobs.len(), opts.quiet),
     };
     let mut rows: Vec<SummaryRow> = Vec::new();
-    let mut series: Vec<TimeseriesRow> = Vec::new();
     let mut interrupted = false;
     let mut cell_meta = Vec::new();
     for cell in &cells {
@@ -116,11 +121,10 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             break;
         }
         let cell = &cells[job.cell];
-        let (mut r, mut s, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
+        let (mut r, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
         rows.append(&mut r);
-        series.append(&mut s);
         jobs_done += 1;
-        write_outputs(&ctx, &rows, &series).context("writing results")?;
+        write_summary(&ctx, &rows).context("writing summary.csv")?;
         write_record(&ctx, jobs_done, RunStatus::Running)?;
         if let Some(b) = &ctx.progress.overall {
             b.inc(1);
@@ -181,14 +185,9 @@ fn check_broker_config(
     )))
 }
 
-fn write_outputs(ctx: &Ctx, rows: &[SummaryRow], series: &[TimeseriesRow]) -> std::io::Result<()> {
+fn write_summary(ctx: &Ctx, rows: &[SummaryRow]) -> std::io::Result<()> {
     report::write_atomic(
         &ctx.out_dir.join("summary.csv"),
         &report::summary_csv(&ctx.axis_keys, rows)?,
-    )?;
-    report::write_atomic(
-        &ctx.out_dir.join("timeseries.csv"),
-        &report::timeseries_csv(series)?,
-    )?;
-    report::write_atomic(&ctx.out_dir.join("latency.hlog"), ctx.hlog.bytes())
+    )
 }

@@ -19,19 +19,16 @@ use crate::runner::plan::LoadConfig;
 
 /// One sampled second (or the short drain interval at the end).
 pub struct Sample {
-    /// When the interval ended.
-    pub at: Instant,
     /// A short last interval (the drain after the schedule): too short for CPU figures.
     pub partial: bool,
     /// Taken after the schedule ended: only answers to sends already written arrive. Kept
     /// apart in timeseries.csv so per-second statistics never read it as a measured second.
     pub drain: bool,
     pub second: u64,
-    pub interval: Interval,
     pub segment: Option<usize>,
     pub broker: Option<(f64, f64)>,
     pub harness_cpu: f64,
-    pub info: Option<BTreeMap<String, String>>,
+    pub harness_rss_mb: Option<f64>,
 }
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
@@ -161,17 +158,49 @@ pub fn drive(
                 .progress
                 .line(&format!("  [{} r{repetition} {second}s] {msg}", cell.id)),
         }
-        samples.push(Sample {
-            at: now,
+        let sample = Sample {
             partial: wall < 0.5,
             drain: finished && interval_start >= load.start + cfg.total(),
             second,
-            interval,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
             broker: broker_sample,
             harness_cpu,
-            info,
-        });
+            harness_rss_mb: broker::self_rss_mb(),
+        };
+        // The second goes to disk now and only its few summary figures stay in memory: a
+        // one-hour soak must not hold an hour of histograms.
+        let row = timeseries_row(
+            &ctx.profile.name,
+            cell,
+            repetition,
+            &cfg,
+            &sample,
+            &interval,
+            info.as_ref(),
+        );
+        let start = now.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
+        let tag_base = format!("{}/r{repetition}", cell.id);
+        {
+            let mut streams = ctx.streams.lock();
+            for (name, h) in [
+                ("latency", &interval.latency),
+                ("service", &interval.service),
+                ("lag", &interval.lag),
+                ("busy_latency", &interval.busy_latency),
+            ] {
+                if !h.is_empty() {
+                    streams
+                        .hlog
+                        .push(&format!("{tag_base}/{name}"), start, 1.0, h);
+                }
+            }
+            streams
+                .hlog
+                .flush_second()
+                .and_then(|()| streams.series.append(&row))
+                .map_err(|e| format!("writing the time series: {e}"))?;
+        }
+        samples.push(sample);
         if finished {
             break;
         }
@@ -237,6 +266,8 @@ pub fn timeseries_row(
     repetition: u32,
     cfg: &LoadConfig,
     s: &Sample,
+    i: &Interval,
+    info: Option<&BTreeMap<String, String>>,
 ) -> TimeseriesRow {
     let phase = match s.segment {
         _ if s.drain => "drain",
@@ -254,14 +285,11 @@ pub fn timeseries_row(
             .and_then(|seg| cfg.phases.iter().find(|p| p.segment == seg))
             .map(|p| Fixed(p.rate)),
     };
-    let i = &s.interval;
     let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
         (!h.is_empty()).then(|| Fixed(h.value_at_quantile(p) as f64 / 1000.0))
     };
     let info = |k: &str| {
-        s.info
-            .as_ref()
-            .and_then(|m| m.get(k))
+        info.and_then(|m| m.get(k))
             .map_or(String::new(), |v| v.trim().to_owned())
     };
     TimeseriesRow {
@@ -291,6 +319,7 @@ pub fn timeseries_row(
             send_queue_size: info("sendThreadPoolQueueSize"),
             send_queue_head_wait_ms: info("sendThreadPoolQueueHeadWaitTimeMills"),
             page_cache_lock_ms: info("pageCacheLockTimeMills"),
+            harness_rss_mb: s.harness_rss_mb.map(Fixed),
         },
     }
 }
