@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,6 +61,12 @@ cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant 
 
 floor: build ## The generator's own ceiling: minimal sender vs harness against the null responder, pinned; prints both rates and the ratio
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
+
+SOAK_OUT     ?= $(RESULTS)/soak
+soak: build ## 10 minutes at 20,000 sends/s (profiles/soak.toml), then the drift of the first minute against the last; fails if the harness's RSS grew > 5 MiB
+	rm -rf $(SOAK_OUT)
+	$(HARNESS) run profiles/soak.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(SOAK_OUT)
+	$(HARNESS) drift $(SOAK_OUT) --window 60s --max-harness-rss-growth-mb 5
 
 ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
 

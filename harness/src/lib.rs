@@ -6,6 +6,7 @@
 pub mod broker;
 pub mod broker_keys;
 pub mod compare;
+pub mod drift;
 pub mod exit;
 pub mod fnv;
 pub mod matrix;
@@ -44,6 +45,8 @@ pub enum Command {
     Gate(compare::GateArgs),
     /// Produce one flow-control answer on a fresh broker-under-test and check it (`--list`).
     Recipe(RecipeArgs),
+    /// Compare the first and the last minute of a long run: ok rate, p99, broker and harness RSS.
+    Drift(drift::DriftArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -89,6 +92,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => compare::run_compare(&a).map_err(exit::invalid),
         Command::Gate(a) => compare::run_gate(&a),
         Command::Recipe(a) => run_recipes(&a),
+        Command::Drift(a) => drift::run_drift(&a),
     }
 }
 

@@ -220,19 +220,25 @@ impl Pacer {
         self.close();
     }
 
+    /// Ends a send that never reached the wire (or whose answer can no longer come): latency
+    /// from its intended time, no service time.
+    fn end_unwritten(&self, segment: usize, outcome: Outcome, intended: Instant, now: Instant) {
+        self.common.end_send(
+            &mut self.rec.lock(),
+            segment,
+            outcome,
+            Some(us(now - intended)),
+            None,
+        );
+    }
+
     /// Writes backlog entries while connections have free slots.
     fn flush_backlog(&mut self) {
         while let Some(p) = self.backlog.front() {
             let now = Instant::now();
             if now.saturating_duration_since(p.intended) >= self.common.send_timeout {
                 let p = self.backlog.pop_front().expect("front exists");
-                self.common.end_send(
-                    &mut self.rec.lock(),
-                    p.segment,
-                    Outcome::Dropped,
-                    Some(us(now - p.intended)),
-                    None,
-                );
+                self.end_unwritten(p.segment, Outcome::Dropped, p.intended, now);
                 continue;
             }
             match self.pick() {
@@ -243,13 +249,7 @@ impl Pacer {
                 Pick::Full => break,
                 Pick::Down => {
                     let p = self.backlog.pop_front().expect("front exists");
-                    self.common.end_send(
-                        &mut self.rec.lock(),
-                        p.segment,
-                        Outcome::ConnectionError,
-                        Some(us(now - p.intended)),
-                        None,
-                    );
+                    self.end_unwritten(p.segment, Outcome::ConnectionError, p.intended, now);
                 }
             }
         }
@@ -273,13 +273,7 @@ impl Pacer {
                     Pick::Full | Pick::Down => {
                         // No slot: the retry fails like the Java client's would, as a connection error.
                         let now = Instant::now();
-                        self.common.end_send(
-                            &mut self.rec.lock(),
-                            r.segment,
-                            Outcome::ConnectionError,
-                            Some(us(now - r.intended)),
-                            None,
-                        );
+                        self.end_unwritten(r.segment, Outcome::ConnectionError, r.intended, now);
                     }
                 },
                 Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
@@ -448,13 +442,7 @@ impl Pacer {
         }
         let now = Instant::now();
         for p in std::mem::take(&mut self.backlog) {
-            self.common.end_send(
-                &mut self.rec.lock(),
-                p.segment,
-                Outcome::Dropped,
-                Some(us(now - p.intended)),
-                None,
-            );
+            self.end_unwritten(p.segment, Outcome::Dropped, p.intended, now);
         }
     }
 
@@ -485,13 +473,7 @@ impl Pacer {
             }
         }
         while let Ok(r) = self.retry_rx.try_recv() {
-            self.common.end_send(
-                &mut self.rec.lock(),
-                r.segment,
-                Outcome::Timeout,
-                Some(us(now - r.intended)),
-                None,
-            );
+            self.end_unwritten(r.segment, Outcome::Timeout, r.intended, now);
         }
     }
 
