@@ -309,6 +309,17 @@ impl Default for Interval {
 }
 
 impl Interval {
+    /// Empties the interval but keeps its histograms' memory, so that a second's intervals
+    /// allocate nothing once they have grown to the run's range.
+    pub fn reset(&mut self) {
+        self.counts = Counts::default();
+        self.written = 0;
+        self.latency.reset();
+        self.service.reset();
+        self.lag.reset();
+        self.busy_latency.reset();
+    }
+
     pub fn merge(&mut self, o: &Interval) {
         self.counts.merge(&o.counts);
         self.written += o.written;
@@ -421,8 +432,12 @@ impl Recorder {
         self.attempt_answer(seg, code, remark);
     }
 
-    pub fn take_interval(&mut self) -> Interval {
-        std::mem::take(&mut self.interval)
+    /// Adds the current interval to `total` and starts the next one in the same memory.
+    /// (Handing out a fresh interval each second made every worker allocate new histograms
+    /// that the sampler thread freed: the allocator's arenas crept up over a long run.)
+    pub fn move_interval_into(&mut self, total: &mut Interval) {
+        total.merge(&self.interval);
+        self.interval.reset();
     }
 
     pub fn merge(&mut self, o: &Recorder) {

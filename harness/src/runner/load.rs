@@ -122,13 +122,13 @@ impl LoadHandle {
     }
 
     /// Takes the per-second interval out of every worker.
-    pub fn take_interval(&self) -> Interval {
-        let mut total = Interval::default();
+    /// The last second of every worker, merged into `total` (emptied first), which the caller
+    /// keeps and passes again every second.
+    pub fn take_interval_into(&self, total: &mut Interval) {
+        total.reset();
         for r in &self.recorders {
-            let i = r.lock().take_interval();
-            total.merge(&i);
+            r.lock().move_interval_into(total);
         }
-        total
     }
 
     /// Nanoseconds the pacer spent spin-waiting (excluded from harness CPU).

@@ -94,6 +94,8 @@ pub fn drive(
     let mut last_t = Instant::now();
     let mut second = 0u64;
     let mut next = load.start + Duration::from_secs(1);
+    // One interval for the whole job, refilled every second: no per-second allocation.
+    let mut interval = Interval::default();
     loop {
         let finished = load.is_finished();
         if !finished && Instant::now() < next {
@@ -112,7 +114,7 @@ pub fn drive(
         }
         next += Duration::from_secs(1);
         second += 1;
-        let interval = load.take_interval();
+        load.take_interval_into(&mut interval);
         let now = Instant::now();
         let cpu = broker::self_cpu_time();
         let spin = load.spin_ns();
