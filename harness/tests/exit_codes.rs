@@ -34,6 +34,9 @@ fn a_command_line_error_is_a_usage_error_not_inconclusive() {
 fn wrong_input_is_invalid_input() {
     let (code, err) = harness(&["run", "profiles/no-such-profile.toml"]);
     assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    let (code, err) = harness(&["run", "profiles/smok.toml"]);
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+    assert!(err.contains("did you mean profiles/smoke.toml?"), "{err}");
     let (code, err) = harness(&["compare", "results/no-such-run", "results/no-such-run-2"]);
     assert_eq!(code, exit::INVALID_INPUT, "{err}");
     let (code, err) = harness(&["recipe", "pc-synchronised"]);
