@@ -447,4 +447,22 @@ pub const KEYS: &[KeySpec] = &[
         Fixed("0"),
         "ours: every force takes this much longer",
     ),
+    ours(
+        "injectPageCacheStallMillis",
+        MILLIS,
+        Fixed("0"),
+        "ours: once per interval the next write into file-backed pages blocks this long: the append (pool off, inside the put lock) or the commit thread's write (pool on)",
+    ),
+    ours(
+        "injectPageCacheStallIntervalMillis",
+        MILLIS,
+        Fixed("0"),
+        "ours: minimum time between two page-cache stalls (0 = every write into file-backed pages)",
+    ),
+    ours(
+        "injectWritebackStallMillis",
+        MILLIS,
+        Fixed("0"),
+        "ours: every force takes this much longer and writes into the pages being forced wait for it (stable pages)",
+    ),
 ];

@@ -16,6 +16,7 @@ use super::consume_queue::{ConsumeQueues, CqEntry};
 use super::error::{AppendError, StoreError};
 use super::lock::{PutLock, PutLockGuard};
 use super::mapped_file::MappedFile;
+use super::page_cache::PageCacheModel;
 use super::pool::TransientStorePool;
 use super::record::{is_prepared_or_rollback, parse_for_dispatch, EncodedMessage, Parsed};
 use super::recovery::recover_files;
@@ -48,6 +49,8 @@ pub(crate) struct CommitLog {
     dir: PathBuf,
     file_size: usize,
     pool: Option<Arc<TransientStorePool>>,
+    /// Every file's writes into its mapped pages go through this (the page-cache stall model).
+    page_cache: Arc<PageCacheModel>,
     fast_fail_if_no_buffer: bool,
     pub(crate) lock: PutLock<AppendState>,
     /// Files in offset order. Appended to under the put lock; read by everyone.
@@ -85,11 +88,13 @@ impl CommitLog {
         let consume_queues =
             ConsumeQueues::open_empty(config.store_path_root_dir.join("consumequeue"))?;
         let file_size = config.mapped_file_size_commit_log;
-        let files = recover_files(&dir, file_size)?;
+        let page_cache = PageCacheModel::new(&config.injection);
+        let files = recover_files(&dir, file_size, &page_cache)?;
         let log = CommitLog {
             dir,
             file_size,
             pool,
+            page_cache,
             fast_fail_if_no_buffer: config.fast_fail_if_no_buffer_in_store_pool,
             lock: PutLock::new(
                 config.put_lock,
@@ -197,6 +202,7 @@ impl CommitLog {
             file_from_offset,
             self.file_size,
             buffer.clone(),
+            &self.page_cache,
         )
         .map_err(|e| {
             eprintln!("create mapped file failed: {}: {e}", path.display());
@@ -412,6 +418,22 @@ impl CommitLog {
     /// Bytes appended but not yet committed (pool only).
     pub(crate) fn remain_to_commit(&self) -> i64 {
         (self.max_wrote_offset() - self.committed_where()).max(0)
+    }
+
+    /// The commit lag: bytes appended (so acknowledged under ASYNC_FLUSH) but not yet in the page
+    /// cache, hence invisible to readers and lost if the process dies. 0 without the pool, whose
+    /// appends write the page cache directly (`committedWhere` does not move then).
+    pub(crate) fn uncommitted_bytes(&self) -> i64 {
+        if self.pool.is_some() {
+            self.remain_to_commit()
+        } else {
+            0
+        }
+    }
+
+    /// Page-cache stalls taken so far (periodic stalls and writeback waits).
+    pub(crate) fn page_cache_stall_times(&self) -> u64 {
+        self.page_cache.stall_times()
     }
 
     /// Bytes readable but not yet forced.

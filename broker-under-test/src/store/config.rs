@@ -36,8 +36,15 @@ pub struct FaultInjection {
     pub put_stall_interval_millis: u64,
     /// Every append takes at least this long inside the put lock (a slower disk).
     pub append_delay_micros: u64,
-    /// Every force (msync) takes this much longer.
+    /// Every force (msync) takes this much longer; writers do not wait for it.
     pub flush_stall_millis: u64,
+    /// Once per `page_cache_stall_interval_millis`, the next write into file-backed pages blocks
+    /// this long, on whichever thread makes it (the page-cache model, `page_cache.rs`).
+    pub page_cache_stall_millis: u64,
+    /// Minimum time between two page-cache stalls; 0 = every such write stalls.
+    pub page_cache_stall_interval_millis: u64,
+    /// Every force takes this much longer, and writes into the pages being forced wait for it.
+    pub writeback_stall_millis: u64,
 }
 
 impl FaultInjection {
@@ -154,6 +161,9 @@ impl StoreConfig {
                 put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,
                 append_delay_micros: r.get("injectAppendDelayMicros")?,
                 flush_stall_millis: r.get("injectFlushStallMillis")?,
+                page_cache_stall_millis: r.get("injectPageCacheStallMillis")?,
+                page_cache_stall_interval_millis: r.get("injectPageCacheStallIntervalMillis")?,
+                writeback_stall_millis: r.get("injectWritebackStallMillis")?,
             },
         })
     }

@@ -10,6 +10,7 @@ use memmap2::{MmapOptions, MmapRaw};
 use parking_lot::Mutex;
 
 use super::error::StoreError;
+use super::page_cache::{FilePages, PageCacheModel};
 use super::pool::{PoolBuffer, TransientStorePool};
 
 /// `MappedFile.OS_PAGE_SIZE`: the unit of "least pages".
@@ -31,6 +32,8 @@ pub(crate) struct MappedFile {
     committed: AtomicUsize,
     /// Bytes forced to disk.
     flushed: AtomicUsize,
+    /// The page-cache model's view of this file's pages: every copy into `map` goes through it.
+    pages: FilePages,
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> StoreError {
@@ -47,6 +50,7 @@ impl MappedFile {
         file_from_offset: i64,
         size: usize,
         write_buffer: Option<Arc<PoolBuffer>>,
+        page_cache: &Arc<PageCacheModel>,
     ) -> Result<Self, StoreError> {
         let file = OpenOptions::new()
             .read(true)
@@ -89,6 +93,7 @@ impl MappedFile {
             wrote: AtomicUsize::new(0),
             committed: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
+            pages: FilePages::new(page_cache),
         })
     }
 
@@ -132,21 +137,36 @@ impl MappedFile {
     pub(crate) fn append(&self, bytes: &[u8]) {
         let pos = self.wrote.load(Ordering::Relaxed);
         debug_assert!(pos + bytes.len() <= self.size);
-        let dst = if self.buffered {
-            let buf = self.write_buffer.lock().clone();
-            match buf {
-                Some(b) => b.ptr(),
-                // The buffer is returned only when the file is full, and nothing appends to a full file.
-                None => self.map.as_mut_ptr(),
-            }
+        // The buffer is returned only when the file is full, and nothing appends to a full file;
+        // without one, the append writes the page cache itself and takes its stalls.
+        let buf = if self.buffered {
+            self.write_buffer.lock().clone()
         } else {
-            self.map.as_mut_ptr()
+            None
         };
-        // SAFETY: [pos, pos + len) is inside the mapping, beyond every position readers or the
-        // commit thread may touch (they stop at `wrote`, which is advanced only after this copy),
-        // and the put lock makes this the only writer.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(pos), bytes.len()) };
+        match buf {
+            // SAFETY: [pos, pos + len) is inside the buffer, beyond every position the commit
+            // thread may touch (it stops at `wrote`, which is advanced only after this copy), and
+            // the put lock makes this the only writer.
+            Some(b) => unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.ptr().add(pos), bytes.len())
+            },
+            // SAFETY: as above for the map: readers stop at `wrote` too.
+            None => unsafe { self.write_pages(pos, bytes.as_ptr(), bytes.len()) },
+        }
         self.wrote.store(pos + bytes.len(), Ordering::Release);
+    }
+
+    /// The one place bytes are copied into the file's mapped pages (appends without a buffer,
+    /// commits with one): the page-cache model stalls the calling thread here.
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` bytes, `[pos, pos + len)` inside the file and written by
+    /// nobody else, and beyond every position readers may read.
+    unsafe fn write_pages(&self, pos: usize, src: *const u8, len: usize) {
+        self.pages.before_write(pos);
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, self.map.as_mut_ptr().add(pos), len) };
     }
 
     /// Writes the end-of-file blank marker at the write position and marks the file full; the
@@ -213,14 +233,9 @@ impl MappedFile {
             if let Some(b) = buf {
                 // SAFETY: [committed, wrote) of the buffer is fully written (wrote was loaded with
                 // Acquire) and no appender touches it again; the destination range of the map is
-                // above every reader's limit until `committed` is advanced below.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        b.ptr().add(committed),
-                        self.map.as_mut_ptr().add(committed),
-                        wrote - committed,
-                    )
-                };
+                // above every reader's limit until `committed` is advanced below, and the
+                // CommitLog's commit lock makes this the only committer.
+                unsafe { self.write_pages(committed, b.ptr().add(committed), wrote - committed) };
                 self.committed.store(wrote, Ordering::Release);
             }
         }
@@ -251,8 +266,9 @@ impl MappedFile {
             }
             // msync wants a page-aligned start.
             let start = flushed - flushed % OS_PAGE_SIZE;
-            self.map
-                .flush_range(start, write - start)
+            let end_page = write.next_multiple_of(OS_PAGE_SIZE).min(self.size);
+            self.pages
+                .force(end_page, || self.map.flush_range(start, write - start))
                 .map_err(|e| io_err(&self.path, e))?;
             self.flushed.store(write, Ordering::Release);
         }

@@ -215,6 +215,12 @@ impl MessageStore {
         self.inner.commit_log.max_wrote_offset()
     }
 
+    /// The commit lag (`commitLogUncommittedBytes`): bytes appended but not yet committed from a
+    /// pool buffer into the page cache; always 0 without the pool.
+    pub fn uncommitted_bytes(&self) -> i64 {
+        self.inner.commit_log.uncommitted_bytes()
+    }
+
     /// CommitLog bytes readable (committed) so far: `commitLogMaxOffset`.
     pub fn commit_log_max_offset(&self) -> i64 {
         self.inner.commit_log.max_offset()
@@ -248,6 +254,16 @@ impl MessageStore {
         m.insert(
             "remainHowManyDataToFlush".into(),
             human_readable_bytes(log.remain_to_flush()),
+        );
+        // Ours: the commit lag as a plain number, so it can be plotted per second (the
+        // human-readable `remainHowManyDataToCommit` above is RocketMQ's and absent without the pool).
+        m.insert(
+            "commitLogUncommittedBytes".into(),
+            log.uncommitted_bytes().to_string(),
+        );
+        m.insert(
+            "storePageCacheStallTimes".into(),
+            log.page_cache_stall_times().to_string(),
         );
         m.insert("commitLogMinOffset".into(), log.min_offset().to_string());
         m.insert(

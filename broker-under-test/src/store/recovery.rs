@@ -8,12 +8,14 @@ use remoting::message::{decode_record, RecordAt};
 
 use super::error::StoreError;
 use super::mapped_file::MappedFile;
+use super::page_cache::PageCacheModel;
 
 /// Loads the files under `dir`, validates records from the start, and truncates at the first
 /// invalid one: the rest of that file is zeroed and later files are deleted.
 pub(super) fn recover_files(
     dir: &Path,
     file_size: usize,
+    page_cache: &Arc<PageCacheModel>,
 ) -> Result<Vec<Arc<MappedFile>>, StoreError> {
     let io = |source| StoreError::Io {
         path: dir.to_path_buf(),
@@ -49,7 +51,7 @@ pub(super) fn recover_files(
             })?;
             continue;
         }
-        let file = MappedFile::open(path.clone(), *off, file_size, None)?;
+        let file = MappedFile::open(path.clone(), *off, file_size, None, page_cache)?;
         // Scan with all positions at the end so the whole file is readable.
         file.set_positions(file_size);
         let data = file.readable_from(0);

@@ -63,6 +63,11 @@ pub struct TimeseriesTail {
     pub page_cache_lock_ms: String,
     /// The harness's own resident memory: flat over a long run, or the run is leaking.
     pub harness_rss_mb: Option<Fixed<1>>,
+    /// `remainTransientStoreBufferNumbs` as the broker wrote it (2147483647 without the pool).
+    pub pool_buffers_free: String,
+    /// `commitLogUncommittedBytes`: acknowledged bytes still in a pool buffer, not yet in the
+    /// page cache (empty when the broker does not report it, e.g. a real RocketMQ).
+    pub commit_lag_bytes: String,
 }
 
 /// Renders `timeseries.csv`.
@@ -145,6 +150,8 @@ mod tests {
                 send_queue_head_wait_ms: "12".into(),
                 page_cache_lock_ms: String::new(),
                 harness_rss_mb: Some(Fixed(14.25)),
+                pool_buffers_free: "3".into(),
+                commit_lag_bytes: "40960".into(),
             },
         };
         let text = String::from_utf8(timeseries_csv(std::slice::from_ref(&row)).unwrap()).unwrap();
@@ -152,7 +159,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960"
         );
 
         // The streaming writer produces the same file, row by row.

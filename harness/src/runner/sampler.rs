@@ -322,6 +322,8 @@ pub fn timeseries_row(
             send_queue_head_wait_ms: info("sendThreadPoolQueueHeadWaitTimeMills"),
             page_cache_lock_ms: info("pageCacheLockTimeMills"),
             harness_rss_mb: s.harness_rss_mb.map(Fixed),
+            pool_buffers_free: info("remainTransientStoreBufferNumbs"),
+            commit_lag_bytes: info("commitLogUncommittedBytes"),
         },
     }
 }
