@@ -7,6 +7,7 @@
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod consumer;
 pub mod counters;
 pub mod dispatch;
 pub mod executor;
@@ -25,6 +26,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     broker::Broker,
     config::BrokerConfig,
+    consumer::Periodic,
     dispatch::fast_failure::FastFailure,
     executor::Workers,
     store::MessageStore,
@@ -32,6 +34,9 @@ use crate::{
 };
 
 pub use crate::{config::ConfigSources, keys::VersionProfile};
+
+/// RocketMQ's delay before the first consumerOffset.json write.
+const OFFSET_FLUSH_FIRST_DELAY: Duration = Duration::from_secs(10);
 
 /// How often the flow-control summary line is logged.
 const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
@@ -63,7 +68,13 @@ async fn serve(
         .context("store start-up task")?
         .with_context(|| format!("opening the store under {}", root.display()))?;
     let store_host = SocketAddr::new(config.broker_ip, local.port());
-    let broker = Arc::new(Broker::new(config, store, store_host));
+    let (broker, loaded) = Broker::open(config, store.clone(), store_host).inspect_err(|_| {
+        store.shutdown();
+    })?;
+    for line in loaded {
+        eprintln!("{line}");
+    }
+    let broker = Arc::new(broker);
 
     let handler: Arc<dyn Fn(RequestTask) + Send + Sync> = {
         let b = broker.clone();
@@ -78,6 +89,18 @@ async fn serve(
     }
     drop(handler);
     let fast_failure = FastFailure::start(broker.clone()).context("starting BrokerFastFailure")?;
+    let offset_flush = {
+        let b = broker.clone();
+        let period = broker.config.flush_consumer_offset_interval;
+        // RocketMQ's first write is after 10 s; a shorter period (tests) starts sooner.
+        Periodic::start(
+            "ConsumerOffsetFlushService",
+            period.min(OFFSET_FLUSH_FIRST_DELAY),
+            period,
+            move || b.persist(false),
+        )
+        .context("starting the consumer-offset flush thread")?
+    };
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -121,6 +144,9 @@ async fn serve(
         for mut w in workers {
             w.shutdown();
         }
+        let mut offset_flush = offset_flush;
+        offset_flush.stop();
+        b.persist(true);
         b.store.shutdown();
     })
     .await

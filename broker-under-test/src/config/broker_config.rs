@@ -51,6 +51,8 @@ pub struct BrokerConfig {
     pub broker_fast_failure_enable: bool,
     /// `serverChannelMaxIdleTimeSeconds`. Default: 120.
     pub server_channel_max_idle: Duration,
+    /// `flushConsumerOffsetInterval`: period of the consumerOffset.json write. Default: 5000 ms.
+    pub flush_consumer_offset_interval: Duration,
     /// `maxConnections` (ours). Default: 1024.
     pub max_connections: usize,
     /// Everything the store needs; `store_host` is filled in once the port is bound.

@@ -156,6 +156,7 @@ impl BrokerConfig {
             executors,
             broker_fast_failure_enable: r.bool("brokerFastFailureEnable")?,
             server_channel_max_idle: Duration::from_secs(r.get("serverChannelMaxIdleTimeSeconds")?),
+            flush_consumer_offset_interval: r.millis("flushConsumerOffsetInterval")?,
             max_connections: r.get("maxConnections")?,
             store,
             effective,

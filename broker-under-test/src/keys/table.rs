@@ -333,6 +333,12 @@ pub const KEYS: &[KeySpec] = &[
         Fixed("120"),
         "idle connections are closed after this long",
     ),
+    key(
+        "flushConsumerOffsetInterval",
+        INTERVAL,
+        Fixed("5000"),
+        "period of the `config/consumerOffset.json` write (first after min(10 s, this))",
+    ),
     ours(
         "maxConnections",
         int(Unit::Count, 1, 1_000_000),

@@ -19,9 +19,8 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
             Err(e) => return header_error(broker, request, &e),
         };
         broker
-            .consumer_offsets
-            .lock()
-            .insert((h.consumer_group, h.topic, h.queue_id), h.commit_offset);
+            .offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         return response(profile, request, ResponseCode::SUCCESS, None);
     }
     let h = match request.header::<QueryConsumerOffsetRequestHeader>() {
@@ -29,10 +28,8 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
         Err(e) => return header_error(broker, request, &e),
     };
     let stored = broker
-        .consumer_offsets
-        .lock()
-        .get(&(h.consumer_group.clone(), h.topic.clone(), h.queue_id))
-        .copied();
+        .offsets
+        .query(&h.consumer_group, &h.topic, h.queue_id);
     let offset = match stored {
         Some(o) => Some(o),
         // A group that never committed reads from 0 while the queue still starts at 0.

@@ -1,0 +1,14 @@
+//! The consumer side of the broker: topics and offsets persisted in RocketMQ's files, and the
+//! services that serve consumers (consumer §3, §5–§7). A façade; every child is a leaf that does
+//! not know the [`Broker`](crate::broker::Broker), which wires them together.
+
+pub mod config_file;
+pub mod fastjson;
+pub mod offsets;
+pub mod periodic;
+pub mod topics;
+
+pub use config_file::{ConfigFile, ConfigFileError};
+pub use offsets::OffsetTable;
+pub use periodic::Periodic;
+pub use topics::{TopicConfig, TopicTable, PERM_INHERIT, PERM_READ, PERM_WRITE};
