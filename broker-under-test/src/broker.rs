@@ -6,7 +6,9 @@ use std::{net::SocketAddr, sync::Arc, time::Instant};
 use crate::{
     clock::epoch_millis,
     config::BrokerConfig,
-    consumer::{ConfigFile, ConfigFileError},
+    consumer::{
+        clients::ConsumerManager, hold::PullHold, locks::LockManager, ConfigFile, ConfigFileError,
+    },
     counters::FlowControlCounters,
     executor::TaskQueue,
     store::MessageStore,
@@ -14,7 +16,8 @@ use crate::{
 };
 
 pub use crate::consumer::{
-    OffsetTable, TopicConfig, TopicTable, PERM_INHERIT, PERM_READ, PERM_WRITE,
+    OffsetTable, SubscriptionGroupConfig, SubscriptionGroupTable, TopicConfig, TopicTable,
+    PERM_INHERIT, PERM_READ, PERM_WRITE,
 };
 
 /// The template topic clients name in `defaultTopic` for auto-creation.
@@ -32,6 +35,14 @@ pub struct Broker {
     pub topics: TopicTable,
     /// Committed consume offsets.
     pub offsets: OffsetTable,
+    /// Subscription groups.
+    pub groups: SubscriptionGroupTable,
+    /// Registered consumers and producers.
+    pub consumers: ConsumerManager,
+    /// Long polling: pulls waiting for messages.
+    pub pull_hold: Arc<PullHold>,
+    /// Queue locks for orderly consumption.
+    pub locks: LockManager,
     pub boot: Instant,
     pub boot_epoch_ms: i64,
 }
@@ -45,6 +56,7 @@ impl Broker {
             store_host,
             TopicTable::default(),
             OffsetTable::default(),
+            SubscriptionGroupTable::default(),
         )
     }
 
@@ -58,9 +70,15 @@ impl Broker {
     ) -> Result<(Self, Vec<String>), ConfigFileError> {
         let dir = config.store_path_root_dir.join("config");
         let topics = TopicTable::persisted(ConfigFile::new(dir.join("topics.json")));
-        let offsets = OffsetTable::persisted(ConfigFile::new(dir.join("consumerOffset.json")));
-        let broker = Self::with_tables(config, store, store_host, topics, offsets);
-        let log = vec![broker.topics.load()?, broker.offsets.load()?];
+        let offsets = OffsetTable::persisted(ConfigFile::durable(dir.join("consumerOffset.json")));
+        let groups =
+            SubscriptionGroupTable::persisted(ConfigFile::new(dir.join("subscriptionGroup.json")));
+        let broker = Self::with_tables(config, store, store_host, topics, offsets, groups);
+        let log = vec![
+            broker.topics.load()?,
+            broker.offsets.load()?,
+            broker.groups.load()?,
+        ];
         Ok((broker, log))
     }
 
@@ -73,6 +91,9 @@ impl Broker {
             if let Err(e) = self.topics.persist() {
                 eprintln!("topics: {e}");
             }
+            if let Err(e) = self.groups.persist() {
+                eprintln!("subscription groups: {e}");
+            }
         }
     }
 
@@ -82,9 +103,13 @@ impl Broker {
         store_host: SocketAddr,
         topics: TopicTable,
         offsets: OffsetTable,
+        groups: SubscriptionGroupTable,
     ) -> Self {
         let queues = ExecutorKind::ALL
             .map(|kind| Arc::new(TaskQueue::new(kind, config.executor(kind).queue_capacity)));
+        let pull_hold = Arc::new(PullHold::new(queues[ExecutorKind::Pull.index()].clone()));
+        let config_version = config.profile.ordinal();
+        let lock_live = config.rebalance_lock_max_live_time;
         if config.auto_create_topic_enable {
             // TopicConfigManager creates the template topic only when auto-creation is on; a
             // loaded topics.json replaces it (`putAll` after the built-ins).
@@ -104,9 +129,62 @@ impl Broker {
             counters: FlowControlCounters::default(),
             topics,
             offsets,
+            groups,
+            consumers: ConsumerManager::new(config_version),
+            pull_hold,
+            locks: LockManager::new(lock_live),
             boot: Instant::now(),
             boot_epoch_ms: epoch_millis(),
         }
+    }
+
+    /// findSubscriptionGroupConfig with this broker's settings (consumer §2.5).
+    pub fn find_group(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.groups.find_or_create(
+            group,
+            self.config.auto_create_subscription_group,
+            !self.config.profile.is_4x(),
+        )
+    }
+
+    /// A group's membership changed: NOTIFY_CONSUMER_IDS_CHANGED to its members, if the
+    /// group's `notifyConsumerIdsChangedEnable` (a group without config notifies, as 4.x).
+    pub fn consumer_ids_changed(&self, group: &str) {
+        let enabled = self
+            .groups
+            .get(group)
+            .is_none_or(|g| g.notify_consumer_ids_changed_enable);
+        if enabled {
+            self.consumers.notify_ids_changed(group);
+        }
+    }
+
+    /// ClientHousekeepingService.onChannelClose: the connection leaves every group; the
+    /// remaining members are told (4.x always, 5.3 not for BROADCASTING groups).
+    pub fn channel_closed(&self, peer: SocketAddr) {
+        for (group, model) in self.consumers.channel_closed(peer) {
+            if self.config.profile.is_4x() || model != "BROADCASTING" {
+                self.consumers.notify_ids_changed(&group);
+            }
+        }
+    }
+
+    /// Consumer-side figures for GET_BROKER_RUNTIME_INFO.
+    pub fn consumer_runtime_info(&self) -> Vec<(String, String)> {
+        let (groups, connections) = self.consumers.counts();
+        vec![
+            (
+                "pullRequestHoldCount".into(),
+                self.pull_hold.held().to_string(),
+            ),
+            (
+                "pullRequestHoldLostWakeups".into(),
+                self.pull_hold.lost_wakeups().to_string(),
+            ),
+            ("consumerGroupCount".into(), groups.to_string()),
+            ("rebalanceLockCount".into(), self.locks.held().to_string()),
+            ("consumerConnectionCount".into(), connections.to_string()),
+        ]
     }
 
     pub fn queue(&self, kind: ExecutorKind) -> &Arc<TaskQueue> {

@@ -25,7 +25,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     broker::Broker,
-    config::BrokerConfig,
+    config::{BrokerConfig, BrokerRole},
     consumer::Periodic,
     dispatch::fast_failure::FastFailure,
     executor::Workers,
@@ -37,6 +37,12 @@ pub use crate::{config::ConfigSources, keys::VersionProfile};
 
 /// RocketMQ's delay before the first consumerOffset.json write.
 const OFFSET_FLUSH_FIRST_DELAY: Duration = Duration::from_secs(10);
+
+/// PullRequestHoldService's period with long polling on.
+const LONG_POLLING_CHECK: Duration = Duration::from_secs(5);
+
+/// ClientHousekeepingService's scan period.
+const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 
 /// How often the flow-control summary line is logged.
 const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
@@ -89,6 +95,44 @@ async fn serve(
     }
     drop(handler);
     let fast_failure = FastFailure::start(broker.clone()).context("starting BrokerFastFailure")?;
+    {
+        let hold = broker.pull_hold.clone();
+        let long_polling = broker.config.long_polling_enable;
+        // 4.x notifies only on a master (5.3 on slaves too); both only with long polling on.
+        let notify = long_polling
+            && !(broker.config.profile.is_4x() && broker.config.broker_role == BrokerRole::Slave);
+        if notify {
+            broker.store.set_message_arriving_listener(Box::new(
+                move |topic, queue_id, max, tags| hold.notify(topic, queue_id, max, Some(tags)),
+            ));
+        }
+    }
+    let hold_check = {
+        let hold = broker.pull_hold.clone();
+        let store = broker.store.clone();
+        let period = if broker.config.long_polling_enable {
+            LONG_POLLING_CHECK
+        } else {
+            broker.config.short_polling_time
+        };
+        Periodic::start("PullRequestHoldService", period, period, move || {
+            hold.check_all(|topic, queue_id| store.max_offset_in_queue(topic, queue_id))
+        })
+        .context("starting PullRequestHoldService")?
+    };
+    let housekeeping = {
+        let b = broker.clone();
+        let timeout = broker.config.channel_expired_timeout;
+        Periodic::start(
+            "ClientHousekeepingScheduledThread",
+            CLIENT_SCAN_PERIOD,
+            CLIENT_SCAN_PERIOD,
+            move || {
+                b.consumers.scan_expired(timeout);
+            },
+        )
+        .context("starting the client housekeeping thread")?
+    };
     let offset_flush = {
         let b = broker.clone();
         let period = broker.config.flush_consumer_offset_interval;
@@ -137,6 +181,12 @@ async fn serve(
     shutdown.await;
     eprintln!("shutting down: no new connections, finishing queued work");
     token.cancel();
+    // Held pulls are never answered (as in RocketMQ); dropping them lets connections close.
+    let mut hold_check = hold_check;
+    hold_check.stop();
+    broker.pull_hold.clear();
+    let mut housekeeping = housekeeping;
+    housekeeping.stop();
     let b = broker.clone();
     tokio::task::spawn_blocking(move || {
         let mut fast_failure = fast_failure;
@@ -144,6 +194,8 @@ async fn serve(
         for mut w in workers {
             w.shutdown();
         }
+        // Pulls the last queued tasks parked.
+        b.pull_hold.clear();
         let mut offset_flush = offset_flush;
         offset_flush.stop();
         b.persist(true);

@@ -122,6 +122,8 @@ async fn query_offset(c: &mut Client, group: &str, queue_id: i32) -> (i32, Optio
 /// Sends MESSAGES to the auto-created topic and commits offsets 1..=4 for group G.
 async fn fill(addr: std::net::SocketAddr) {
     let mut c = Client::connect(addr).await;
+    // 5.3 commits offsets only for a known group: the heartbeat creates it.
+    c.heartbeat("10.0.0.5@1", "G", &[TOPIC], "*").await;
     for i in 0..MESSAGES {
         let o = c.opaque();
         let body = format!("message {i}");
@@ -184,6 +186,7 @@ fn topics_and_offsets_survive_sigint() {
     assert!(b.signal(libc::SIGTERM).success());
     let log = b.stderr.lock().unwrap().clone();
     assert!(log.contains("loaded 4 consumer offsets"), "{log}");
+    assert!(log.contains("loaded 1 subscription groups"), "{log}");
 }
 
 #[test]

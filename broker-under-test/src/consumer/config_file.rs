@@ -1,9 +1,12 @@
 //! One persisted config file, written and read as RocketMQ's ConfigManager does (consumer §6.2).
 //!
 //! Write (4.x's sequence, kept for every profile because 5.1+'s in-place overwrite can leave a
-//! torn file behind a crash): new content to `<file>.tmp` (fsynced), the current content copied
-//! to `<file>.bak`, then `.tmp` renamed over `<file>`. A rename is atomic, so after a crash at
-//! any point `<file>` is either the old or the new content, and `.bak` holds the previous one.
+//! torn file behind a crash): new content to `<file>.tmp`, the current content copied to
+//! `<file>.bak`, then `.tmp` renamed over `<file>`. A rename is atomic, so after a process crash
+//! at any point `<file>` is either the old or the new content, and `.bak` holds the previous
+//! one. A `durable` file is also fsynced (content, then directory) so that this holds after a
+//! power loss; RocketMQ never fsyncs these files, and the files written on the send and pull
+//! paths (topics, groups) do not either, since a stalled disk would stall those requests.
 //! RocketMQ deletes `<file>` before the rename; we rename over it, which never leaves the name
 //! missing.
 //!
@@ -52,6 +55,7 @@ pub enum Loaded<T> {
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
     path: PathBuf,
+    durable: bool,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -75,7 +79,18 @@ fn read_content(path: &Path) -> Result<Option<String>, String> {
 
 impl ConfigFile {
     pub fn new(path: PathBuf) -> Self {
-        ConfigFile { path }
+        ConfigFile {
+            path,
+            durable: false,
+        }
+    }
+
+    /// A file fsynced on every write (written off the request path).
+    pub fn durable(path: PathBuf) -> Self {
+        ConfigFile {
+            path,
+            durable: true,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -103,14 +118,16 @@ impl ConfigFile {
         {
             let mut f = fs::File::create(&tmp).map_err(err(&tmp))?;
             f.write_all(content.as_bytes()).map_err(err(&tmp))?;
-            f.sync_all().map_err(err(&tmp))?;
+            if self.durable {
+                f.sync_all().map_err(err(&tmp))?;
+            }
         }
         if let Ok(Some(previous)) = read_content(&self.path) {
             let bak = self.backup_path();
             fs::write(&bak, previous).map_err(err(&bak))?;
         }
         fs::rename(&tmp, &self.path).map_err(err(&self.path))?;
-        if let Some(dir) = self.path.parent() {
+        if let (true, Some(dir)) = (self.durable, self.path.parent()) {
             // The rename is durable only once the directory entry is.
             if let Ok(d) = fs::File::open(dir) {
                 let _ = d.sync_all();
