@@ -187,6 +187,16 @@ impl Broker {
         ]
     }
 
+    /// The per-minute `flow-control:` line, with the long-polling figures.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{} pull-hold: held={} lostWakeups={}",
+            self.counters.summary_line(),
+            self.pull_hold.held(),
+            self.pull_hold.lost_wakeups()
+        )
+    }
+
     pub fn queue(&self, kind: ExecutorKind) -> &Arc<TaskQueue> {
         &self.queues[kind.index()]
     }

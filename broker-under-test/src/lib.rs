@@ -64,7 +64,7 @@ async fn serve(
     config: BrokerConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    ready: Option<oneshot::Sender<SocketAddr>>,
+    ready: Option<oneshot::Sender<(SocketAddr, Option<SocketAddr>)>>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
     let store_config = config.store_config(local);
@@ -148,6 +148,16 @@ async fn serve(
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let fast = bind_fast_port(&broker.config, local).await?;
+    let fast_addr = fast.as_ref().and_then(|l| l.local_addr().ok());
+    if let Some(fast) = fast {
+        tracker.spawn(server::accept_loop(
+            fast,
+            broker.clone(),
+            token.clone(),
+            tracker.clone(),
+        ));
+    }
     tracker.spawn(server::accept_loop(
         listener,
         broker.clone(),
@@ -163,7 +173,7 @@ async fn serve(
             loop {
                 tokio::select! {
                     _ = token.cancelled() => return,
-                    _ = tick.tick() => eprintln!("{}", broker.counters.summary_line()),
+                    _ = tick.tick() => eprintln!("{}", broker.summary_line()),
                 }
             }
         });
@@ -175,7 +185,7 @@ async fn serve(
         out.flush().context("flushing stdout")?;
     }
     if let Some(ready) = ready {
-        let _ = ready.send(local);
+        let _ = ready.send((local, fast_addr));
     }
 
     shutdown.await;
@@ -205,13 +215,40 @@ async fn serve(
     .context("joining the executor threads")?;
     tracker.close();
     tracker.wait().await;
-    eprintln!("{}", broker.counters.summary_line());
+    eprintln!("{}", broker.summary_line());
     Ok(())
+}
+
+/// The fast port (NettyServerConfig `listenPort − 2`, the VIP channel 4.3 clients use for offset,
+/// lock and send-back calls; consumer §8.1), served like the main port. With an explicit
+/// `listenPort` failing to bind it is an error, as in RocketMQ; with an ephemeral one (tests)
+/// the port below may belong to someone else, and the broker goes on without it.
+async fn bind_fast_port(
+    config: &BrokerConfig,
+    main: SocketAddr,
+) -> anyhow::Result<Option<TcpListener>> {
+    let Some(port) = main.port().checked_sub(2).filter(|p| *p > 0) else {
+        return Ok(None);
+    };
+    let addr = SocketAddr::new(main.ip(), port);
+    match TcpListener::bind(addr).await {
+        Ok(l) => {
+            eprintln!("fast port: listening on {addr}");
+            Ok(Some(l))
+        }
+        Err(e) if config.listen_port == 0 => {
+            eprintln!("fast port {addr} not bound ({e}); serving the main port only");
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("binding the fast port {addr}")),
+    }
 }
 
 /// A broker served in-process on its own tokio task.
 pub struct RunningBroker {
     pub addr: SocketAddr,
+    /// The fast (VIP) port, `listenPort − 2`, when it could be bound.
+    pub fast_addr: Option<SocketAddr>,
     stop: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -228,7 +265,12 @@ impl RunningBroker {
         let shutdown = stop.clone().cancelled_owned();
         let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
         match ready_rx.await {
-            Ok(addr) => Ok(RunningBroker { addr, stop, task }),
+            Ok((addr, fast_addr)) => Ok(RunningBroker {
+                addr,
+                fast_addr,
+                stop,
+                task,
+            }),
             // The sender was dropped: start-up failed; the task holds the error.
             Err(_) => match task.await {
                 Ok(Err(e)) => Err(e),

@@ -82,7 +82,12 @@ pub fn read(
         on_disk: cfg.max_transfer_on_disk,
     };
     let chunk_bytes = limits.in_memory.1.max(limits.on_disk.1);
-    let first = store.get_message(topic, queue_id, offset, CHUNK, chunk_bytes);
+    let mut first = store.get_message(topic, queue_id, offset, CHUNK, chunk_bytes);
+    if first.status == GetMessageStatus::NoMatchedLogicQueue {
+        // RocketMQ's lookup creates the consume queue, so a known topic's unwritten queue
+        // reads as an empty one.
+        first.status = GetMessageStatus::NoMessageInQueue;
+    }
     let mut out = PullRead {
         status: ReadStatus::Store(first.status),
         body: Vec::new(),
