@@ -183,3 +183,75 @@ async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
     wait_held(&mut admin, 0).await;
     b.stop().await;
 }
+
+/// Consumer load, not the recipe: 2,000 long polls released by one burst of messages all re-run
+/// on a single pull thread; the ones that wait in the pull queue longer than
+/// `waitTimeMillsInPullQueue` are answered `[TIMEOUT_CLEAN_QUEUE]` (consumer §3 "re-run").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_long_polls_meet_timeout_clean_queue() {
+    const PULLS: usize = 2_000;
+    let b = TestBroker::start(&[
+        ("pullMessageThreadPoolNums", "1"),
+        ("waitTimeMillsInPullQueue", "2"),
+    ])
+    .await;
+    let mut admin = b.client().await;
+    for q in 0..4 {
+        assert_eq!(admin.call(send_v2(q + 1, "Burst", q, b"x")).await.code, 0);
+    }
+    // BrokerFastFailure starts 1 s after the broker.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let mut consumers = Vec::new();
+    for _ in 0..4 {
+        consumers.push(b.client().await);
+    }
+    for (i, c) in consumers.iter_mut().enumerate() {
+        for k in 0..PULLS / 4 {
+            c.send(&pull((k + 1) as i32, "Burst", i as i32, 1, 60_000))
+                .await;
+        }
+    }
+    // With a 2 ms limit some first runs expire in the queue too: wait until every pull is
+    // either held or answered, and count only what expires after the release.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let before = loop {
+        let info = admin.runtime_info().await;
+        let expired = counter(&info, "flowControlTimeoutCleanQueuePull");
+        if counter(&info, "pullRequestHoldCount") + expired == PULLS as u64 {
+            break expired;
+        }
+        assert!(Instant::now() < deadline, "pulls neither held nor answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for q in 0..4 {
+        assert_eq!(
+            admin
+                .call(send_v2(10 + q, "Burst", q, &[b'y'; 4096]))
+                .await
+                .code,
+            0
+        );
+    }
+    let (mut found, mut expired) = (0u64, 0u64);
+    for c in &mut consumers {
+        for _ in 0..PULLS / 4 {
+            let r = c.read().await;
+            match r.code {
+                0 => found += 1,
+                2 => {
+                    assert!(common::remark(&r).starts_with("[TIMEOUT_CLEAN_QUEUE]"));
+                    expired += 1;
+                }
+                other => panic!("code {other}: {:?}", r.remark),
+            }
+        }
+    }
+    eprintln!(
+        "{found} found, {expired} [TIMEOUT_CLEAN_QUEUE] ({before} of them before the release)"
+    );
+    assert!(expired > before, "no released pull waited long enough");
+    assert_eq!(found + expired, PULLS as u64);
+    let info = admin.runtime_info().await;
+    assert_eq!(counter(&info, "flowControlTimeoutCleanQueuePull"), expired);
+    b.stop().await;
+}

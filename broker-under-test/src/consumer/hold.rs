@@ -69,7 +69,7 @@ impl PullHold {
             .entry((topic.to_owned(), queue_id))
             .or_default()
             .push(pull);
-        self.count.fetch_add(1, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::AcqRel);
         let max = max_offset();
         if max > offset {
             self.notify(topic, queue_id, max, None);
@@ -79,6 +79,11 @@ impl PullHold {
     /// notifyMessageArriving: re-runs the pulls of this queue that the new data (or the hold
     /// time) releases. `tags_code` is the new entry's; `None` (the periodic check) matches all.
     pub fn notify(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: Option<i64>) {
+        // The send path calls this for every message: no lock while nothing is held. A pull
+        // parked concurrently re-reads the max offset after parking, so it cannot miss this.
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let now = Instant::now();
         let ready = {
             let mut table = self.table.lock();
