@@ -1,108 +1,27 @@
 //! The shared state every processor sees: configuration, store, executor queues, topic and
 //! consumer-offset tables, counters.
 
-use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Instant};
-
-use parking_lot::{Mutex, RwLock};
+use std::{net::SocketAddr, sync::Arc, time::Instant};
 
 use crate::{
-    clock::epoch_millis, config::BrokerConfig, counters::FlowControlCounters, executor::TaskQueue,
-    store::MessageStore, task::ExecutorKind,
+    clock::epoch_millis,
+    config::BrokerConfig,
+    consumer::{
+        clients::ConsumerManager, hold::PullHold, locks::LockManager, ConfigFile, ConfigFileError,
+    },
+    counters::FlowControlCounters,
+    executor::TaskQueue,
+    store::MessageStore,
+    task::ExecutorKind,
+};
+
+pub use crate::consumer::{
+    OffsetTable, SubscriptionGroupConfig, SubscriptionGroupTable, TopicConfig, TopicTable,
+    PERM_INHERIT, PERM_READ, PERM_WRITE,
 };
 
 /// The template topic clients name in `defaultTopic` for auto-creation.
 pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
-
-/// PermName bits.
-pub const PERM_INHERIT: i32 = 1;
-pub const PERM_WRITE: i32 = 2;
-pub const PERM_READ: i32 = 4;
-
-/// A topic's queues and permissions (TopicConfig).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicConfig {
-    pub topic_name: String,
-    pub read_queue_nums: i32,
-    pub write_queue_nums: i32,
-    pub perm: i32,
-    pub order: bool,
-}
-
-impl std::fmt::Display for TopicConfig {
-    /// Java's `TopicConfig.toString()` (4.9.8), which RocketMQ puts into some remarks.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let perm = format!(
-            "{}{}{}",
-            if self.perm & PERM_READ != 0 { "R" } else { "-" },
-            if self.perm & PERM_WRITE != 0 {
-                "W"
-            } else {
-                "-"
-            },
-            if self.perm & PERM_INHERIT != 0 {
-                "X"
-            } else {
-                "-"
-            },
-        );
-        write!(
-            f,
-            "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, \
-             topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}]",
-            self.topic_name, self.read_queue_nums, self.write_queue_nums, perm, self.order
-        )
-    }
-}
-
-/// Topics known to the broker (TopicConfigManager, in memory only).
-#[derive(Debug, Default)]
-pub struct TopicTable {
-    // Read on every send, written on creation: an RwLock keeps sends from serializing here.
-    topics: RwLock<HashMap<String, TopicConfig>>,
-}
-
-impl TopicTable {
-    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
-        self.topics.read().get(topic).cloned()
-    }
-
-    pub fn put(&self, config: TopicConfig) {
-        self.topics
-            .write()
-            .insert(config.topic_name.clone(), config);
-    }
-
-    /// TopicConfigManager.createTopicInSendMessageMethod: a new topic copies the template's
-    /// permissions (without INHERIT) with min(client's, template's write) queues. `None` when the
-    /// template is unknown or not inheritable.
-    pub fn create_in_send(
-        &self,
-        topic: &str,
-        default_topic: &str,
-        client_default_queue_nums: i32,
-    ) -> Option<TopicConfig> {
-        let mut topics = self.topics.write();
-        if let Some(existing) = topics.get(topic) {
-            return Some(existing.clone());
-        }
-        let template = topics.get(default_topic)?;
-        if template.perm & PERM_INHERIT == 0 {
-            return None;
-        }
-        let queues = client_default_queue_nums
-            .min(template.write_queue_nums)
-            .max(1);
-        let config = TopicConfig {
-            topic_name: topic.to_owned(),
-            read_queue_nums: queues,
-            write_queue_nums: queues,
-            perm: template.perm & !PERM_INHERIT,
-            order: false,
-        };
-        topics.insert(topic.to_owned(), config.clone());
-        Some(config)
-    }
-}
 
 /// Everything a request handler needs.
 pub struct Broker {
@@ -114,20 +33,87 @@ pub struct Broker {
     pub queues: [Arc<TaskQueue>; ExecutorKind::COUNT],
     pub counters: FlowControlCounters,
     pub topics: TopicTable,
-    /// (group, topic, queueId) → committed consume offset.
-    pub consumer_offsets: Mutex<HashMap<(String, String, i32), i64>>,
+    /// Committed consume offsets.
+    pub offsets: OffsetTable,
+    /// Subscription groups.
+    pub groups: SubscriptionGroupTable,
+    /// Registered consumers and producers.
+    pub consumers: ConsumerManager,
+    /// Long polling: pulls waiting for messages.
+    pub pull_hold: Arc<PullHold>,
+    /// Queue locks for orderly consumption.
+    pub locks: LockManager,
     pub boot: Instant,
     pub boot_epoch_ms: i64,
 }
 
 impl Broker {
+    /// A broker whose topics and offsets live in memory only (unit tests).
     pub fn new(config: BrokerConfig, store: Arc<MessageStore>, store_host: SocketAddr) -> Self {
+        Self::with_tables(
+            config,
+            store,
+            store_host,
+            TopicTable::default(),
+            OffsetTable::default(),
+            SubscriptionGroupTable::default(),
+        )
+    }
+
+    /// A broker with `config/topics.json` and `config/consumerOffset.json` under
+    /// `storePathRootDir`, loaded now (consumer §6.1, §6.2). Returns the broker and the log lines
+    /// of the loads.
+    pub fn open(
+        config: BrokerConfig,
+        store: Arc<MessageStore>,
+        store_host: SocketAddr,
+    ) -> Result<(Self, Vec<String>), ConfigFileError> {
+        let dir = config.store_path_root_dir.join("config");
+        let topics = TopicTable::persisted(ConfigFile::new(dir.join("topics.json")));
+        let offsets = OffsetTable::persisted(ConfigFile::durable(dir.join("consumerOffset.json")));
+        let groups =
+            SubscriptionGroupTable::persisted(ConfigFile::new(dir.join("subscriptionGroup.json")));
+        let broker = Self::with_tables(config, store, store_host, topics, offsets, groups);
+        let log = vec![
+            broker.topics.load()?,
+            broker.offsets.load()?,
+            broker.groups.load()?,
+        ];
+        Ok((broker, log))
+    }
+
+    /// Writes both files (the periodic flush and the clean stop).
+    pub fn persist(&self, force: bool) {
+        if let Err(e) = self.offsets.persist(force) {
+            eprintln!("consumer offsets: {e}");
+        }
+        if force {
+            if let Err(e) = self.topics.persist() {
+                eprintln!("topics: {e}");
+            }
+            if let Err(e) = self.groups.persist() {
+                eprintln!("subscription groups: {e}");
+            }
+        }
+    }
+
+    fn with_tables(
+        config: BrokerConfig,
+        store: Arc<MessageStore>,
+        store_host: SocketAddr,
+        topics: TopicTable,
+        offsets: OffsetTable,
+        groups: SubscriptionGroupTable,
+    ) -> Self {
         let queues = ExecutorKind::ALL
             .map(|kind| Arc::new(TaskQueue::new(kind, config.executor(kind).queue_capacity)));
-        let topics = TopicTable::default();
+        let pull_hold = Arc::new(PullHold::new(queues[ExecutorKind::Pull.index()].clone()));
+        let config_version = config.profile.ordinal();
+        let lock_live = config.rebalance_lock_max_live_time;
         if config.auto_create_topic_enable {
-            // TopicConfigManager creates the template topic only when auto-creation is on.
-            topics.put(TopicConfig {
+            // TopicConfigManager creates the template topic only when auto-creation is on; a
+            // loaded topics.json replaces it (`putAll` after the built-ins).
+            topics.put_default(TopicConfig {
                 topic_name: AUTO_CREATE_TOPIC_KEY_TOPIC.into(),
                 read_queue_nums: config.default_topic_queue_nums,
                 write_queue_nums: config.default_topic_queue_nums,
@@ -142,10 +128,73 @@ impl Broker {
             queues,
             counters: FlowControlCounters::default(),
             topics,
-            consumer_offsets: Mutex::new(HashMap::new()),
+            offsets,
+            groups,
+            consumers: ConsumerManager::new(config_version),
+            pull_hold,
+            locks: LockManager::new(lock_live),
             boot: Instant::now(),
             boot_epoch_ms: epoch_millis(),
         }
+    }
+
+    /// findSubscriptionGroupConfig with this broker's settings (consumer §2.5).
+    pub fn find_group(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.groups.find_or_create(
+            group,
+            self.config.auto_create_subscription_group,
+            !self.config.profile.is_4x(),
+        )
+    }
+
+    /// A group's membership changed: NOTIFY_CONSUMER_IDS_CHANGED to its members, if the
+    /// group's `notifyConsumerIdsChangedEnable` (a group without config notifies, as 4.x).
+    pub fn consumer_ids_changed(&self, group: &str) {
+        let enabled = self
+            .groups
+            .get(group)
+            .is_none_or(|g| g.notify_consumer_ids_changed_enable);
+        if enabled {
+            self.consumers.notify_ids_changed(group);
+        }
+    }
+
+    /// ClientHousekeepingService.onChannelClose: the connection leaves every group; the
+    /// remaining members are told (4.x always, 5.3 not for BROADCASTING groups).
+    pub fn channel_closed(&self, peer: SocketAddr) {
+        for (group, model) in self.consumers.channel_closed(peer) {
+            if self.config.profile.is_4x() || model != "BROADCASTING" {
+                self.consumers.notify_ids_changed(&group);
+            }
+        }
+    }
+
+    /// Consumer-side figures for GET_BROKER_RUNTIME_INFO.
+    pub fn consumer_runtime_info(&self) -> Vec<(String, String)> {
+        let (groups, connections) = self.consumers.counts();
+        vec![
+            (
+                "pullRequestHoldCount".into(),
+                self.pull_hold.held().to_string(),
+            ),
+            (
+                "pullRequestHoldLostWakeups".into(),
+                self.pull_hold.lost_wakeups().to_string(),
+            ),
+            ("consumerGroupCount".into(), groups.to_string()),
+            ("rebalanceLockCount".into(), self.locks.held().to_string()),
+            ("consumerConnectionCount".into(), connections.to_string()),
+        ]
+    }
+
+    /// The per-minute `flow-control:` line, with the long-polling figures.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{} pull-hold: held={} lostWakeups={}",
+            self.counters.summary_line(),
+            self.pull_hold.held(),
+            self.pull_hold.lost_wakeups()
+        )
     }
 
     pub fn queue(&self, kind: ExecutorKind) -> &Arc<TaskQueue> {

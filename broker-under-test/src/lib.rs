@@ -7,6 +7,7 @@
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod consumer;
 pub mod counters;
 pub mod dispatch;
 pub mod executor;
@@ -24,7 +25,8 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     broker::Broker,
-    config::BrokerConfig,
+    config::{BrokerConfig, BrokerRole},
+    consumer::Periodic,
     dispatch::fast_failure::FastFailure,
     executor::Workers,
     store::MessageStore,
@@ -32,6 +34,15 @@ use crate::{
 };
 
 pub use crate::{config::ConfigSources, keys::VersionProfile};
+
+/// RocketMQ's delay before the first consumerOffset.json write.
+const OFFSET_FLUSH_FIRST_DELAY: Duration = Duration::from_secs(10);
+
+/// PullRequestHoldService's period with long polling on.
+const LONG_POLLING_CHECK: Duration = Duration::from_secs(5);
+
+/// ClientHousekeepingService's scan period.
+const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 
 /// How often the flow-control summary line is logged.
 const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
@@ -53,7 +64,7 @@ async fn serve(
     config: BrokerConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    ready: Option<oneshot::Sender<SocketAddr>>,
+    ready: Option<oneshot::Sender<(SocketAddr, Option<SocketAddr>)>>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
     let store_config = config.store_config(local);
@@ -63,7 +74,13 @@ async fn serve(
         .context("store start-up task")?
         .with_context(|| format!("opening the store under {}", root.display()))?;
     let store_host = SocketAddr::new(config.broker_ip, local.port());
-    let broker = Arc::new(Broker::new(config, store, store_host));
+    let (broker, loaded) = Broker::open(config, store.clone(), store_host).inspect_err(|_| {
+        store.shutdown();
+    })?;
+    for line in loaded {
+        eprintln!("{line}");
+    }
+    let broker = Arc::new(broker);
 
     let handler: Arc<dyn Fn(RequestTask) + Send + Sync> = {
         let b = broker.clone();
@@ -78,9 +95,69 @@ async fn serve(
     }
     drop(handler);
     let fast_failure = FastFailure::start(broker.clone()).context("starting BrokerFastFailure")?;
+    {
+        let hold = broker.pull_hold.clone();
+        let long_polling = broker.config.long_polling_enable;
+        // 4.x notifies only on a master (5.3 on slaves too); both only with long polling on.
+        let notify = long_polling
+            && !(broker.config.profile.is_4x() && broker.config.broker_role == BrokerRole::Slave);
+        if notify {
+            broker.store.set_message_arriving_listener(Box::new(
+                move |topic, queue_id, max, tags| hold.notify(topic, queue_id, max, Some(tags)),
+            ));
+        }
+    }
+    let hold_check = {
+        let hold = broker.pull_hold.clone();
+        let store = broker.store.clone();
+        let period = if broker.config.long_polling_enable {
+            LONG_POLLING_CHECK
+        } else {
+            broker.config.short_polling_time
+        };
+        Periodic::start("PullRequestHoldService", period, period, move || {
+            hold.check_all(|topic, queue_id| store.max_offset_in_queue(topic, queue_id))
+        })
+        .context("starting PullRequestHoldService")?
+    };
+    let housekeeping = {
+        let b = broker.clone();
+        let timeout = broker.config.channel_expired_timeout;
+        Periodic::start(
+            "ClientHousekeepingScheduledThread",
+            CLIENT_SCAN_PERIOD,
+            CLIENT_SCAN_PERIOD,
+            move || {
+                b.consumers.scan_expired(timeout);
+            },
+        )
+        .context("starting the client housekeeping thread")?
+    };
+    let offset_flush = {
+        let b = broker.clone();
+        let period = broker.config.flush_consumer_offset_interval;
+        // RocketMQ's first write is after 10 s; a shorter period (tests) starts sooner.
+        Periodic::start(
+            "ConsumerOffsetFlushService",
+            period.min(OFFSET_FLUSH_FIRST_DELAY),
+            period,
+            move || b.persist(false),
+        )
+        .context("starting the consumer-offset flush thread")?
+    };
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let fast = bind_fast_port(&broker.config, local).await?;
+    let fast_addr = fast.as_ref().and_then(|l| l.local_addr().ok());
+    if let Some(fast) = fast {
+        tracker.spawn(server::accept_loop(
+            fast,
+            broker.clone(),
+            token.clone(),
+            tracker.clone(),
+        ));
+    }
     tracker.spawn(server::accept_loop(
         listener,
         broker.clone(),
@@ -96,7 +173,7 @@ async fn serve(
             loop {
                 tokio::select! {
                     _ = token.cancelled() => return,
-                    _ = tick.tick() => eprintln!("{}", broker.counters.summary_line()),
+                    _ = tick.tick() => eprintln!("{}", broker.summary_line()),
                 }
             }
         });
@@ -108,12 +185,18 @@ async fn serve(
         out.flush().context("flushing stdout")?;
     }
     if let Some(ready) = ready {
-        let _ = ready.send(local);
+        let _ = ready.send((local, fast_addr));
     }
 
     shutdown.await;
     eprintln!("shutting down: no new connections, finishing queued work");
     token.cancel();
+    // Held pulls are never answered (as in RocketMQ); dropping them lets connections close.
+    let mut hold_check = hold_check;
+    hold_check.stop();
+    broker.pull_hold.clear();
+    let mut housekeeping = housekeeping;
+    housekeeping.stop();
     let b = broker.clone();
     tokio::task::spawn_blocking(move || {
         let mut fast_failure = fast_failure;
@@ -121,19 +204,51 @@ async fn serve(
         for mut w in workers {
             w.shutdown();
         }
+        // Pulls the last queued tasks parked.
+        b.pull_hold.clear();
+        let mut offset_flush = offset_flush;
+        offset_flush.stop();
+        b.persist(true);
         b.store.shutdown();
     })
     .await
     .context("joining the executor threads")?;
     tracker.close();
     tracker.wait().await;
-    eprintln!("{}", broker.counters.summary_line());
+    eprintln!("{}", broker.summary_line());
     Ok(())
+}
+
+/// The fast port (NettyServerConfig `listenPort − 2`, the VIP channel 4.3 clients use for offset,
+/// lock and send-back calls; consumer §8.1), served like the main port. With an explicit
+/// `listenPort` failing to bind it is an error, as in RocketMQ; with an ephemeral one (tests)
+/// the port below may belong to someone else, and the broker goes on without it.
+async fn bind_fast_port(
+    config: &BrokerConfig,
+    main: SocketAddr,
+) -> anyhow::Result<Option<TcpListener>> {
+    let Some(port) = main.port().checked_sub(2).filter(|p| *p > 0) else {
+        return Ok(None);
+    };
+    let addr = SocketAddr::new(main.ip(), port);
+    match TcpListener::bind(addr).await {
+        Ok(l) => {
+            eprintln!("fast port: listening on {addr}");
+            Ok(Some(l))
+        }
+        Err(e) if config.listen_port == 0 => {
+            eprintln!("fast port {addr} not bound ({e}); serving the main port only");
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("binding the fast port {addr}")),
+    }
 }
 
 /// A broker served in-process on its own tokio task.
 pub struct RunningBroker {
     pub addr: SocketAddr,
+    /// The fast (VIP) port, `listenPort − 2`, when it could be bound.
+    pub fast_addr: Option<SocketAddr>,
     stop: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -150,7 +265,12 @@ impl RunningBroker {
         let shutdown = stop.clone().cancelled_owned();
         let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
         match ready_rx.await {
-            Ok(addr) => Ok(RunningBroker { addr, stop, task }),
+            Ok((addr, fast_addr)) => Ok(RunningBroker {
+                addr,
+                fast_addr,
+                stop,
+                task,
+            }),
             // The sender was dropped: start-up failed; the task holds the error.
             Err(_) => match task.await {
                 Ok(Err(e)) => Err(e),

@@ -110,11 +110,18 @@ impl ExecutorKind {
 pub enum ProcessorKind {
     Send,
     Pull,
+    /// A held pull re-run by long polling (`brokerAllowSuspend = false`): never held again,
+    /// commits no offset.
+    PullResumed,
+    /// HEART_BEAT and UNREGISTER_CLIENT (ClientManageProcessor).
     Heartbeat,
     EndTransaction,
-    /// QUERY/UPDATE_CONSUMER_OFFSET (ConsumerManageProcessor).
+    /// QUERY/UPDATE_CONSUMER_OFFSET, GET_CONSUMER_LIST_BY_GROUP (ConsumerManageProcessor), and
+    /// GET_MAX/MIN_OFFSET.
     ConsumerManage,
-    /// UPDATE_AND_CREATE_TOPIC, GET_BROKER_RUNTIME_INFO, UNREGISTER_CLIENT (default processor).
+    /// LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (AdminBrokerProcessor's lock calls).
+    Lock,
+    /// UPDATE_AND_CREATE_TOPIC, GET_BROKER_RUNTIME_INFO (default processor).
     Admin,
 }
 
@@ -158,6 +165,11 @@ impl Responder {
 
     pub fn peer(&self) -> SocketAddr {
         self.peer
+    }
+
+    /// Closes the connection (the client-expiry scan).
+    pub fn close(&self) {
+        self.close.cancel();
     }
 
     /// Queues one encoded frame. A peer that does not read its answers fills the queue; we then

@@ -313,12 +313,13 @@ async fn timeout_clean_queue_expires_waiting_pulls() {
                 queue_id: 0,
                 queue_offset: 0,
                 max_msg_nums: 32,
-                sys_flag: 0,
+                // SUBSCRIPTION: the expression travels in the pull (no heartbeat needed).
+                sys_flag: 4,
                 commit_offset: 0,
                 suspend_timeout_millis: 0,
-                subscription: None,
+                subscription: Some("*".into()),
                 sub_version: 0,
-                expression_type: None,
+                expression_type: Some("TAG".into()),
                 max_msg_bytes: None,
             };
             c.send(

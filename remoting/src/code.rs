@@ -42,6 +42,8 @@ code_enum! {
         UPDATE_CONSUMER_OFFSET = 15,
         UPDATE_AND_CREATE_TOPIC = 17,
         GET_BROKER_RUNTIME_INFO = 28,
+        GET_MAX_OFFSET = 30,
+        GET_MIN_OFFSET = 31,
         HEART_BEAT = 34,
         UNREGISTER_CLIENT = 35,
         CONSUMER_SEND_MSG_BACK = 36,
@@ -49,6 +51,8 @@ code_enum! {
         GET_CONSUMER_LIST_BY_GROUP = 38,
         CHECK_TRANSACTION_STATE = 39,
         NOTIFY_CONSUMER_IDS_CHANGED = 40,
+        LOCK_BATCH_MQ = 41,
+        UNLOCK_BATCH_MQ = 42,
         GET_ROUTEINFO_BY_TOPIC = 105,
         GET_BROKER_CLUSTER_INFO = 106,
         GET_CONSUMER_RUNNING_INFO = 307,
@@ -82,6 +86,12 @@ code_enum! {
         PULL_RETRY_IMMEDIATELY = 20,
         PULL_OFFSET_MOVED = 21,
         QUERY_NOT_FOUND = 22,
+        SUBSCRIPTION_PARSE_FAILED = 23,
+        SUBSCRIPTION_NOT_EXIST = 24,
+        SUBSCRIPTION_NOT_LATEST = 25,
+        SUBSCRIPTION_GROUP_NOT_EXIST = 26,
+        FILTER_DATA_NOT_EXIST = 27,
+        FILTER_DATA_NOT_LATEST = 28,
         INVALID_PARAMETER = 29,
         NO_BUYER_ID = 204,
         NOT_IN_CURRENT_UNIT = 205,
@@ -131,6 +141,11 @@ mod tests {
             Some(RequestCode::SEND_BATCH_MESSAGE)
         );
         assert_eq!(RequestCode::from_i32(9999), None);
+        assert_eq!(RequestCode::LOCK_BATCH_MQ.as_i32(), 41);
+        assert_eq!(RequestCode::UNLOCK_BATCH_MQ.as_i32(), 42);
+        assert_eq!(RequestCode::GET_MAX_OFFSET.as_i32(), 30);
+        assert_eq!(ResponseCode::SUBSCRIPTION_NOT_EXIST.as_i32(), 24);
+        assert_eq!(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.as_i32(), 26);
         assert_eq!(ResponseCode::SYSTEM_BUSY.as_i32(), 2);
         assert_eq!(
             ResponseCode::from_i32(13).unwrap().name(),

@@ -244,6 +244,38 @@ custom_header! {
 }
 
 custom_header! {
+    /// GET_MAX_OFFSET (30) and GET_MIN_OFFSET (31); 5.x adds `committed` to 30.
+    pub struct GetQueueOffsetRequestHeader {
+        topic: String => "topic",
+        queue_id: i32 => "queueId",
+        committed: Option<bool> => "committed",
+    }
+}
+
+custom_header! {
+    /// The GET_MAX_OFFSET / GET_MIN_OFFSET response.
+    pub struct GetQueueOffsetResponseHeader {
+        offset: i64 => "offset",
+    }
+}
+
+custom_header! {
+    /// UNREGISTER_CLIENT (35).
+    pub struct UnregisterClientRequestHeader {
+        client_id: String => "clientID",
+        producer_group: Option<String> => "producerGroup",
+        consumer_group: Option<String> => "consumerGroup",
+    }
+}
+
+custom_header! {
+    /// GET_CONSUMER_LIST_BY_GROUP (38) and NOTIFY_CONSUMER_IDS_CHANGED (40).
+    pub struct ConsumerGroupHeader {
+        consumer_group: String => "consumerGroup",
+    }
+}
+
+custom_header! {
     /// END_TRANSACTION (37).
     pub struct EndTransactionRequestHeader {
         producer_group: String => "producerGroup",
@@ -302,6 +334,52 @@ mod tests {
             Some("pg")
         );
         assert_eq!(SendMessageRequestHeaderV2::from(v1), v2());
+    }
+
+    /// The frames the broker sends and reads on the consumer side, byte for byte.
+    #[test]
+    fn consumer_side_headers_encode_byte_exact() {
+        use crate::{RemotingCommand, RequestCode};
+        let notify = RemotingCommand::request(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED, 7)
+            .with_oneway()
+            .with_header(&ConsumerGroupHeader {
+                consumer_group: "G".into(),
+            });
+        let bytes = notify.to_bytes();
+        let header_len = u32::from_be_bytes(bytes[4..8].try_into().unwrap()) as usize;
+        assert_eq!(
+            u32::from_be_bytes(bytes[0..4].try_into().unwrap()) as usize,
+            4 + header_len
+        );
+        assert_eq!(
+            std::str::from_utf8(&bytes[8..]).unwrap(),
+            r#"{"code":40,"extFields":{"consumerGroup":"G"},"flag":2,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":401}"#
+        );
+        let u = UnregisterClientRequestHeader {
+            client_id: "10.0.0.5@1".into(),
+            producer_group: None,
+            consumer_group: Some("G".into()),
+        };
+        let f = u.to_ext_fields();
+        assert_eq!(
+            f.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            ["clientID=10.0.0.5@1", "consumerGroup=G"]
+        );
+        let o = GetQueueOffsetRequestHeader {
+            topic: "T".into(),
+            queue_id: 3,
+            committed: Some(true),
+        };
+        assert_eq!(
+            o.to_ext_fields().into_iter().collect::<Vec<_>>(),
+            [
+                ("committed".to_owned(), "true".to_owned()),
+                ("queueId".to_owned(), "3".to_owned()),
+                ("topic".to_owned(), "T".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -51,6 +51,24 @@ pub struct BrokerConfig {
     pub broker_fast_failure_enable: bool,
     /// `serverChannelMaxIdleTimeSeconds`. Default: 120.
     pub server_channel_max_idle: Duration,
+    /// `flushConsumerOffsetInterval`: period of the consumerOffset.json write. Default: 5000 ms.
+    pub flush_consumer_offset_interval: Duration,
+    /// `autoCreateSubscriptionGroup`. Default: true.
+    pub auto_create_subscription_group: bool,
+    /// `accessMessageInMemoryMaxRatio` (%). Default: 40.
+    pub access_message_in_memory_max_ratio: u64,
+    /// `longPollingEnable`. Default: true.
+    pub long_polling_enable: bool,
+    /// `shortPollingTimeMills`. Default: 1000 ms.
+    pub short_polling_time: Duration,
+    /// Pull limits (consumer §4): (count, bytes) in memory and on disk. Defaults: 32, 256 KiB,
+    /// 8, 64 KiB.
+    pub max_transfer_in_memory: (usize, usize),
+    pub max_transfer_on_disk: (usize, usize),
+    /// `channelExpiredTimeout`. Default: 120000 ms.
+    pub channel_expired_timeout: Duration,
+    /// `rebalanceLockMaxLiveTime` (ours). Default: 60000 ms.
+    pub rebalance_lock_max_live_time: Duration,
     /// `maxConnections` (ours). Default: 1024.
     pub max_connections: usize,
     /// Everything the store needs; `store_host` is filled in once the port is bound.

@@ -23,10 +23,14 @@ pub fn route(code: i32, profile: VersionProfile) -> Option<(ProcessorKind, Execu
         R::END_TRANSACTION => (ProcessorKind::EndTransaction, ExecutorKind::EndTransaction),
         // RocketMQ runs these on the consumer-manage / client-manage pools, which have no
         // fast-failure limit; the admin pool stands in for both.
-        R::QUERY_CONSUMER_OFFSET | R::UPDATE_CONSUMER_OFFSET => {
-            (ProcessorKind::ConsumerManage, ExecutorKind::Admin)
-        }
-        R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_RUNTIME_INFO | R::UNREGISTER_CLIENT => {
+        R::QUERY_CONSUMER_OFFSET
+        | R::UPDATE_CONSUMER_OFFSET
+        | R::GET_CONSUMER_LIST_BY_GROUP
+        | R::GET_MAX_OFFSET
+        | R::GET_MIN_OFFSET => (ProcessorKind::ConsumerManage, ExecutorKind::Admin),
+        R::UNREGISTER_CLIENT => (ProcessorKind::Heartbeat, ExecutorKind::Admin),
+        R::LOCK_BATCH_MQ | R::UNLOCK_BATCH_MQ => (ProcessorKind::Lock, ExecutorKind::Admin),
+        R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_RUNTIME_INFO => {
             (ProcessorKind::Admin, ExecutorKind::Admin)
         }
         _ => return None,

@@ -108,6 +108,7 @@ pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
     for (k, v) in broker.counters.snapshot() {
         t.insert(k, v.to_string());
     }
+    t.extend(broker.consumer_runtime_info());
     t
 }
 

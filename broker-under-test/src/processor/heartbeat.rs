@@ -1,9 +1,146 @@
-//! HEART_BEAT (34): accepted; this broker keeps no client registry.
+//! ClientManageProcessor: HEART_BEAT (34) registers a client's consumer groups (with their
+//! subscriptions) and producer groups on its connection; UNREGISTER_CLIENT (35) removes them at
+//! once (consumer §5.1, §5.2, §5.5).
 
-use remoting::{RemotingCommand, ResponseCode};
+use std::collections::BTreeMap;
 
-use crate::{broker::Broker, dispatch::response};
+use remoting::{
+    headers::UnregisterClientRequestHeader, RemotingCommand, RequestCode, ResponseCode,
+};
+use serde::Deserialize;
 
-pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
-    response(broker.config.profile, request, ResponseCode::SUCCESS, None)
+use crate::{
+    broker::{Broker, PERM_READ, PERM_WRITE},
+    consumer::{
+        clients::{ConsumerRegistration, Subscription},
+        filter::TagFilter,
+    },
+    dispatch::response,
+    processor::header::header_error,
+    task::RequestTask,
+};
+
+/// MixAll.RETRY_GROUP_TOPIC_PREFIX.
+pub const RETRY_PREFIX: &str = "%RETRY%";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct HeartbeatData {
+    #[serde(rename = "clientID")]
+    client_id: String,
+    consumer_data_set: Vec<ConsumerData>,
+    producer_data_set: Vec<ProducerData>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ConsumerData {
+    group_name: String,
+    consume_type: String,
+    message_model: String,
+    consume_from_where: String,
+    subscription_data_set: Vec<SubscriptionData>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct SubscriptionData {
+    topic: String,
+    sub_string: Option<String>,
+    expression_type: Option<String>,
+    sub_version: i64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProducerData {
+    group_name: String,
+}
+
+pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
+    if task.request.code == RequestCode::UNREGISTER_CLIENT.as_i32() {
+        return unregister(broker, task);
+    }
+    let profile = broker.config.profile;
+    let req = &task.request;
+    let data: HeartbeatData = match serde_json::from_slice(&req.body) {
+        Ok(d) => d,
+        Err(e) => {
+            return response(
+                profile,
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                Some(format!("the heartbeat body does not decode: {e}")),
+            )
+        }
+    };
+    let peer = task.responder.peer();
+    for c in data.consumer_data_set {
+        let config = broker.find_group(&c.group_name);
+        match &config {
+            Some(g) => {
+                // The group's retry topic, created (and persisted) on its first heartbeat.
+                broker.topics.create_if_absent(
+                    &format!("{RETRY_PREFIX}{}", c.group_name),
+                    g.retry_queue_nums,
+                    PERM_READ | PERM_WRITE,
+                );
+            }
+            // 5.2.0+ skips a group it has no config for; 4.x registers it anyway.
+            None if !profile.is_4x() => continue,
+            None => {}
+        }
+        let reg = ConsumerRegistration {
+            group: c.group_name.clone(),
+            client_id: data.client_id.clone(),
+            consume_type: c.consume_type,
+            message_model: c.message_model,
+            consume_from_where: c.consume_from_where,
+            subscriptions: c
+                .subscription_data_set
+                .into_iter()
+                .map(|s| Subscription {
+                    filter: TagFilter::parse(s.sub_string.as_deref()),
+                    topic: s.topic,
+                    expression_type: s.expression_type.unwrap_or_else(|| "TAG".into()),
+                    sub_version: s.sub_version,
+                })
+                .collect(),
+        };
+        if broker.consumers.register(reg, &task.responder) {
+            broker.consumer_ids_changed(&c.group_name);
+        }
+    }
+    for p in data.producer_data_set {
+        broker.consumers.register_producer(&p.group_name, peer);
+    }
+    let r = response(profile, req, ResponseCode::SUCCESS, None);
+    if profile.is_4x() {
+        r
+    } else {
+        r.with_ext_fields(BTreeMap::from([
+            ("IS_SUPPORT_HEART_BEAT_V2".to_owned(), "true".to_owned()),
+            ("IS_SUB_CHANGE".to_owned(), "true".to_owned()),
+        ]))
+    }
+}
+
+fn unregister(broker: &Broker, task: &RequestTask) -> RemotingCommand {
+    let req = &task.request;
+    let h = match req.header::<UnregisterClientRequestHeader>() {
+        Ok(h) => h,
+        Err(e) => return header_error(broker, req, &e),
+    };
+    let peer = task.responder.peer();
+    if let Some(p) = h.producer_group.as_deref() {
+        broker.consumers.unregister_producer(p, peer);
+    }
+    if let Some(g) = h.consumer_group.as_deref() {
+        // findSubscriptionGroupConfig runs here too (and may create the group).
+        let _ = broker.find_group(g);
+        if broker.consumers.unregister(g, peer) {
+            broker.consumer_ids_changed(g);
+        }
+    }
+    response(broker.config.profile, req, ResponseCode::SUCCESS, None)
 }

@@ -7,7 +7,9 @@ pub mod consumer;
 pub mod end_transaction;
 mod header;
 pub mod heartbeat;
+pub mod lock;
 pub mod pull;
+mod pull_read;
 mod run;
 pub mod send;
 

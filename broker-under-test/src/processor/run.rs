@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{admin, consumer, end_transaction, heartbeat, pull, send};
+use super::{admin, consumer, end_transaction, heartbeat, lock, pull, send};
 use crate::{
     broker::Broker,
     dispatch::answer,
@@ -14,10 +14,13 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let reply = match task.processor {
         // The send processor answers from the store's completion callback.
         ProcessorKind::Send => return send::process(broker, task),
-        ProcessorKind::Pull => pull::process(broker, &task.request, task.responder.peer()),
-        ProcessorKind::Heartbeat => heartbeat::process(broker, &task.request),
+        // A pull may be held (long polling) and answered later.
+        ProcessorKind::Pull => return pull::process(broker, task, true),
+        ProcessorKind::PullResumed => return pull::process(broker, task, false),
+        ProcessorKind::Heartbeat => heartbeat::process(broker, &task),
         ProcessorKind::EndTransaction => end_transaction::process(broker, &task.request),
         ProcessorKind::ConsumerManage => consumer::process(broker, &task.request),
+        ProcessorKind::Lock => lock::process(broker, &task.request),
         ProcessorKind::Admin => admin::process(broker, &task.request),
     };
     answer(

@@ -83,8 +83,11 @@ pub async fn serve(
             },
         }
     }
+    // The client leaves its consumer groups; the other members are told.
+    broker.channel_closed(peer);
     // Stop reading; answers still being produced for this connection (queued tasks, store
-    // callbacks) hold their own senders, and the writer flushes them until all are dropped.
+    // callbacks, held pulls) hold their own senders, and the writer flushes them until all are
+    // dropped.
     drop(responder);
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, writer_task).await;
     if drained.is_err() {

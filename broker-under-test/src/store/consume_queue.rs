@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use memmap2::{MmapOptions, MmapRaw};
 use parking_lot::RwLock;
 
 use super::error::StoreError;
+use super::types::ArrivingListener;
 
 pub(crate) const CQ_ENTRY_SIZE: usize = 20;
 /// `mappedFileSizeConsumeQueue` = 300,000 entries.
@@ -153,6 +154,8 @@ fn create_cq_file(dir: &Path, start: usize) -> Result<CqFile, StoreError> {
 pub(crate) struct ConsumeQueues {
     root: PathBuf,
     queues: RwLock<HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>>,
+    /// Long polling's wake-up (set once by the broker, after recovery).
+    pub(crate) arriving: OnceLock<ArrivingListener>,
 }
 
 impl ConsumeQueues {
@@ -171,6 +174,7 @@ impl ConsumeQueues {
         Ok(ConsumeQueues {
             root,
             queues: RwLock::new(HashMap::new()),
+            arriving: OnceLock::new(),
         })
     }
 
@@ -207,7 +211,11 @@ impl ConsumeQueues {
         if queue_offset != q.max_offset() {
             return Ok(());
         }
-        q.put(queue_offset, entry)
+        q.put(queue_offset, entry)?;
+        if let Some(listener) = self.arriving.get() {
+            listener(topic, queue_id, queue_offset + 1, entry.tag_hash);
+        }
+        Ok(())
     }
 
     /// Every queue's next logical offset (`topicQueueTable`).

@@ -16,7 +16,9 @@ use super::flush_request::SyncFlushQueues;
 use super::inner::StoreInner;
 use super::pool::TransientStorePool;
 use super::stats::{human_readable_bytes, StoreStats};
-use super::types::{GetMessageResult, PutCallback, PutMessage, PutMessageStatus, PutResult};
+use super::types::{
+    ArrivingListener, GetMessageResult, PutCallback, PutMessage, PutMessageStatus, PutResult,
+};
 use super::waiter::Waiter;
 use super::{get, put, service};
 
@@ -161,6 +163,12 @@ impl MessageStore {
             max_msg_nums,
             max_total_bytes,
         )
+    }
+
+    /// Installs the listener every dispatched consume-queue entry is reported to (long
+    /// polling). Only the first call takes effect.
+    pub fn set_message_arriving_listener(&self, listener: ArrivingListener) {
+        let _ = self.inner.commit_log.consume_queues.arriving.set(listener);
     }
 
     /// Next logical offset of a queue (0 if unknown).

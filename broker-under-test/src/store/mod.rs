@@ -51,8 +51,8 @@ pub use error::StoreError;
 pub use message_store::MessageStore;
 pub use stats::human_readable_bytes;
 pub use types::{
-    AppendResult, GetMessageResult, GetMessageStatus, PutCallback, PutMessage, PutMessageStatus,
-    PutResult, MAX_PROPERTIES_LEN, RECORD_SLACK,
+    AppendResult, ArrivingListener, GetMessageResult, GetMessageStatus, PutCallback, PutMessage,
+    PutMessageStatus, PutResult, MAX_PROPERTIES_LEN, RECORD_SLACK,
 };
 
 #[cfg(test)]

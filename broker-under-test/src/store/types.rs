@@ -90,3 +90,8 @@ pub struct GetMessageResult {
     pub min_offset: i64,
     pub max_offset: i64,
 }
+
+/// Called by the dispatch after each consume-queue entry is written (MessageArrivingListener):
+/// topic, queue id, the queue's new max offset, the entry's tags hash. Runs on the dispatching
+/// thread, so it must be quick.
+pub type ArrivingListener = Box<dyn Fn(&str, i32, i64, i64) + Send + Sync>;

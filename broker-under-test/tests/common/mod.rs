@@ -56,6 +56,8 @@ pub struct Client {
     pub stream: TcpStream,
     buf: BytesMut,
     next_opaque: i32,
+    /// The broker's own requests (NOTIFY_CONSUMER_IDS_CHANGED) read while `call` waited.
+    pending: std::collections::VecDeque<RemotingCommand>,
 }
 
 impl Client {
@@ -66,6 +68,7 @@ impl Client {
             stream,
             buf: BytesMut::new(),
             next_opaque: 1,
+            pending: Default::default(),
         }
     }
 
@@ -109,6 +112,13 @@ impl Client {
 
     /// The next frame, or `None` after `wait` without one. Panics if the connection closes.
     pub async fn try_read(&mut self, wait: Duration) -> Option<RemotingCommand> {
+        if let Some(cmd) = self.pending.pop_front() {
+            return Some(cmd);
+        }
+        self.read_socket(wait).await
+    }
+
+    async fn read_socket(&mut self, wait: Duration) -> Option<RemotingCommand> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             if let Some(cmd) = decode_frame(&mut self.buf, MAX_FRAME_LEN).expect("valid frame") {
@@ -140,8 +150,15 @@ impl Client {
         let opaque = cmd.opaque;
         self.send(&cmd).await;
         loop {
-            let r = self.read().await;
-            if r.opaque == opaque {
+            let r = self
+                .read_socket(READ_TIMEOUT)
+                .await
+                .expect("no frame before the timeout");
+            // The broker's own requests (NOTIFY_CONSUMER_IDS_CHANGED) may share the opaque;
+            // they are kept for `read`.
+            if !r.is_response() {
+                self.pending.push_back(r);
+            } else if r.opaque == opaque {
                 return r;
             }
         }
@@ -177,7 +194,8 @@ impl Client {
                 queue_id,
                 queue_offset: offset,
                 max_msg_nums: 1000,
-                sys_flag: 0,
+                // SUBSCRIPTION: the expression below is used, no heartbeat needed.
+                sys_flag: 4,
                 commit_offset: 0,
                 suspend_timeout_millis: 0,
                 subscription: Some("*".into()),
@@ -254,4 +272,40 @@ pub fn counter(info: &BTreeMap<String, String>, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("runtime info lacks {key}"))
         .parse()
         .expect("numeric counter")
+}
+
+/// A HEART_BEAT body as a 4.9.8 push consumer sends it (consumer §5.1): one CLUSTERING
+/// consumer group subscribed to `topics` with `expression`, plus the inner producer.
+pub fn heartbeat_body(client_id: &str, group: &str, topics: &[&str], expression: &str) -> Vec<u8> {
+    let subs: Vec<serde_json::Value> = topics
+        .iter()
+        .map(|t| {
+            serde_json::json!({"classFilterMode": false, "codeSet": [], "expressionType": "TAG",
+                "subString": expression, "subVersion": 1_717_000_000_000i64, "tagsSet": [],
+                "topic": t})
+        })
+        .collect();
+    serde_json::json!({
+        "clientID": client_id,
+        "consumerDataSet": [{"consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+            "consumeType": "CONSUME_PASSIVELY", "groupName": group,
+            "messageModel": "CLUSTERING", "subscriptionDataSet": subs, "unitMode": false}],
+        "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+impl Client {
+    /// Sends a heartbeat registering `client_id` in `group` on this connection.
+    pub async fn heartbeat(&mut self, client_id: &str, group: &str, topics: &[&str], expr: &str) {
+        let o = self.opaque();
+        let r = self
+            .call(
+                RemotingCommand::request(RequestCode::HEART_BEAT, o)
+                    .with_body(heartbeat_body(client_id, group, topics, expr)),
+            )
+            .await;
+        assert_eq!(r.code, 0, "heartbeat: {:?}", r.remark);
+    }
 }

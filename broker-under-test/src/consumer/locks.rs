@@ -1,0 +1,144 @@
+//! Queue locks for orderly consumption (RebalanceLockManager, consumer §7.2): one lock per
+//! (group, queue), held by a client id, expiring `rebalanceLockMaxLiveTime` after its last
+//! renewal; a lock held by another live client is refused; only the holder unlocks.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+/// MessageQueue; equality on all three fields.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageQueue {
+    pub broker_name: String,
+    pub queue_id: i32,
+    pub topic: String,
+}
+
+struct LockEntry {
+    client_id: String,
+    last_update: Instant,
+}
+
+pub struct LockManager {
+    max_live: Duration,
+    // One lock for the whole table, as RocketMQ's `lock` ReentrantLock.
+    table: Mutex<HashMap<String, HashMap<MessageQueue, LockEntry>>>,
+}
+
+impl LockManager {
+    pub fn new(max_live: Duration) -> Self {
+        LockManager {
+            max_live,
+            table: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// tryLockBatch: the queues now locked by `client_id` (taken, renewed or handed over).
+    pub fn try_lock_batch(
+        &self,
+        group: &str,
+        mqs: &[MessageQueue],
+        client_id: &str,
+    ) -> Vec<MessageQueue> {
+        let now = Instant::now();
+        let mut table = self.table.lock();
+        let locks = table.entry(group.to_owned()).or_default();
+        let mut ok = Vec::new();
+        for mq in mqs {
+            match locks.get_mut(mq) {
+                None => {
+                    locks.insert(
+                        mq.clone(),
+                        LockEntry {
+                            client_id: client_id.to_owned(),
+                            last_update: now,
+                        },
+                    );
+                }
+                Some(e) if e.client_id == client_id => e.last_update = now,
+                Some(e) if now.duration_since(e.last_update) > self.max_live => {
+                    eprintln!(
+                        "tryLockBatch, message queue lock expired, OLD: {} NEW: {client_id} {mq:?}",
+                        e.client_id
+                    );
+                    e.client_id = client_id.to_owned();
+                    e.last_update = now;
+                }
+                Some(e) => {
+                    eprintln!(
+                        "tryLockBatch, message queue locked by other client. Group: {group} \
+                         OtherClientId: {} NewClientId: {client_id} {mq:?}",
+                        e.client_id
+                    );
+                    continue;
+                }
+            }
+            ok.push(mq.clone());
+        }
+        ok
+    }
+
+    /// unlockBatch: removes only the caller's locks.
+    pub fn unlock_batch(&self, group: &str, mqs: &[MessageQueue], client_id: &str) {
+        let mut table = self.table.lock();
+        let Some(locks) = table.get_mut(group) else {
+            return;
+        };
+        for mq in mqs {
+            match locks.get(mq) {
+                Some(e) if e.client_id == client_id => {
+                    locks.remove(mq);
+                }
+                Some(e) => eprintln!(
+                    "unlockBatch, but mq locked by other client: {}, group={group}, mq={mq:?}",
+                    e.client_id
+                ),
+                None => {}
+            }
+        }
+        if locks.is_empty() {
+            table.remove(group);
+        }
+    }
+
+    /// Locks held now (runtime info).
+    pub fn held(&self) -> usize {
+        self.table.lock().values().map(HashMap::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mq(q: i32) -> MessageQueue {
+        MessageQueue {
+            broker_name: "b".into(),
+            queue_id: q,
+            topic: "T".into(),
+        }
+    }
+
+    #[test]
+    fn one_holder_per_queue_until_unlock_or_expiry() {
+        let m = LockManager::new(Duration::from_millis(50));
+        assert_eq!(m.try_lock_batch("G", &[mq(0), mq(1)], "A"), [mq(0), mq(1)]);
+        assert_eq!(m.try_lock_batch("G", &[mq(0), mq(2)], "B"), [mq(2)]);
+        assert_eq!(m.try_lock_batch("H", &[mq(0)], "B"), [mq(0)], "per group");
+        m.unlock_batch("G", &[mq(0)], "B");
+        assert_eq!(
+            m.try_lock_batch("G", &[mq(0)], "B"),
+            Vec::<MessageQueue>::new()
+        );
+        m.unlock_batch("G", &[mq(0)], "A");
+        assert_eq!(m.try_lock_batch("G", &[mq(0)], "B"), [mq(0)]);
+        std::thread::sleep(Duration::from_millis(80));
+        assert_eq!(m.try_lock_batch("G", &[mq(1)], "B"), [mq(1)], "expired");
+        assert_eq!(m.held(), 4);
+    }
+}
