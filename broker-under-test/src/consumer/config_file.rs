@@ -136,6 +136,26 @@ impl ConfigFile {
         Ok(())
     }
 
+    /// [`ConfigFile::load`] for the start-up log: `None` for a new store (with a line that says
+    /// so), else the value and a note naming the backup when it was used.
+    pub fn load_logged<T>(
+        &self,
+        decode: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Result<(T, String), String>, ConfigFileError> {
+        Ok(match self.load(decode)? {
+            Loaded::Fresh => Err(format!("{}: none yet", self.path.display())),
+            Loaded::FromFile(v) => Ok((v, String::new())),
+            Loaded::FromBackup(v, why) => Ok((
+                v,
+                format!(
+                    " from the backup {} ({} {why})",
+                    self.backup_path().display(),
+                    self.path.display()
+                ),
+            )),
+        })
+    }
+
     /// Loads and decodes the file, falling back to `.bak` (see the module docs).
     pub fn load<T>(
         &self,

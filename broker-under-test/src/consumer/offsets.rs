@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::{
-    config_file::{ConfigFile, ConfigFileError, Loaded},
+    config_file::{ConfigFile, ConfigFileError},
     fastjson::quote_integer_keys,
 };
 
@@ -80,17 +80,9 @@ impl OffsetTable {
         let Some(file) = &self.file else {
             return Ok(String::new());
         };
-        let (table, note) = match file.load(decode)? {
-            Loaded::Fresh => return Ok(format!("{}: none yet", file.path().display())),
-            Loaded::FromFile(t) => (t, String::new()),
-            Loaded::FromBackup(t, why) => (
-                t,
-                format!(
-                    " from the backup {} ({} {why})",
-                    file.backup_path().display(),
-                    file.path().display()
-                ),
-            ),
+        let (table, note) = match file.load_logged(decode)? {
+            Ok(found) => found,
+            Err(fresh) => return Ok(fresh),
         };
         let n: usize = table.values().map(BTreeMap::len).sum();
         *self.table.lock() = table;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
-    config_file::{ConfigFile, ConfigFileError, Loaded},
+    config_file::{ConfigFile, ConfigFileError},
     fastjson::{pretty_tabs, quote_integer_keys},
     topics::DataVersion,
 };
@@ -136,17 +136,9 @@ impl SubscriptionGroupTable {
         let Some(file) = &self.file else {
             return Ok(String::new());
         };
-        let (groups, note) = match file.load(decode)? {
-            Loaded::Fresh => return Ok(format!("{}: none yet", file.path().display())),
-            Loaded::FromFile(g) => (g, String::new()),
-            Loaded::FromBackup(g, why) => (
-                g,
-                format!(
-                    " from the backup {} ({} {why})",
-                    file.backup_path().display(),
-                    file.path().display()
-                ),
-            ),
+        let (groups, note) = match file.load_logged(decode)? {
+            Ok(found) => found,
+            Err(fresh) => return Ok(fresh),
         };
         let n = groups.len();
         self.groups.write().extend(groups);

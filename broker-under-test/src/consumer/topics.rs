@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 
 use super::{
-    config_file::{ConfigFile, ConfigFileError, Loaded},
+    config_file::{ConfigFile, ConfigFileError},
     fastjson::{pretty_tabs, quote_integer_keys},
 };
 
@@ -188,17 +188,9 @@ impl TopicTable {
         let Some(file) = &self.file else {
             return Ok(String::new());
         };
-        let (loaded, note) = match file.load(decode)? {
-            Loaded::Fresh => return Ok(format!("{}: none yet", file.path().display())),
-            Loaded::FromFile(t) => (t, String::new()),
-            Loaded::FromBackup(t, why) => (
-                t,
-                format!(
-                    " from the backup {} ({} {why})",
-                    file.backup_path().display(),
-                    file.path().display()
-                ),
-            ),
+        let (loaded, note) = match file.load_logged(decode)? {
+            Ok(found) => found,
+            Err(fresh) => return Ok(fresh),
         };
         let n = loaded.1.len();
         *self.version.lock() = loaded.0;
