@@ -12,6 +12,7 @@ pub mod counters;
 pub mod dispatch;
 pub mod executor;
 pub mod keys;
+pub mod periodic;
 pub mod processor;
 pub mod server;
 pub mod store;
@@ -26,9 +27,9 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     broker::Broker,
     config::{BrokerConfig, BrokerRole},
-    consumer::Periodic,
-    dispatch::fast_failure::FastFailure,
+    dispatch::fast_failure,
     executor::Workers,
+    periodic::Periodic,
     store::MessageStore,
     task::{ExecutorKind, RequestTask},
 };
@@ -94,7 +95,7 @@ async fn serve(
         workers.push(w);
     }
     drop(handler);
-    let fast_failure = FastFailure::start(broker.clone()).context("starting BrokerFastFailure")?;
+    let fast_failure = fast_failure::start(broker.clone()).context("starting BrokerFastFailure")?;
     {
         let hold = broker.pull_hold.clone();
         let long_polling = broker.config.long_polling_enable;

@@ -10,12 +10,10 @@ pub mod hold;
 pub mod locks;
 pub mod memory;
 pub mod offsets;
-pub mod periodic;
 pub mod subscriptions;
 pub mod topics;
 
 pub use config_file::{ConfigFile, ConfigFileError};
 pub use offsets::OffsetTable;
-pub use periodic::Periodic;
 pub use subscriptions::{SubscriptionGroupConfig, SubscriptionGroupTable};
 pub use topics::{TopicConfig, TopicTable, PERM_INHERIT, PERM_READ, PERM_WRITE};

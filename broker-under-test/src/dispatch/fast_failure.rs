@@ -4,8 +4,7 @@
 
 use std::{
     io,
-    sync::{mpsc, Arc},
-    thread::JoinHandle,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -14,67 +13,27 @@ use remoting::ResponseCode;
 use super::answer::{answer, response};
 use crate::{
     broker::Broker,
+    periodic::Periodic,
     task::{AnswerSource, ExecutorKind, RequestTask},
 };
 
 pub const INITIAL_DELAY: Duration = Duration::from_millis(1000);
 pub const PERIOD: Duration = Duration::from_millis(10);
 
-/// The running cleaner; dropping it (or [`FastFailure::stop`]) wakes and joins the thread.
-pub struct FastFailure {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl FastFailure {
-    pub fn start(broker: Arc<Broker>) -> io::Result<Self> {
-        let (tx, rx) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("BrokerFastFailureScheduledThread".into())
-            .spawn(move || {
-                // Fixed rate: the next round is scheduled from the previous schedule, not from
-                // when the previous round ended.
-                let mut next = Instant::now() + INITIAL_DELAY;
-                loop {
-                    let wait = next.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        // A stop message or the owner gone: stop now.
-                        _ => return,
-                    }
-                    if broker.config.broker_fast_failure_enable {
-                        clean(&broker);
-                    }
-                    next += PERIOD;
-                    let now = Instant::now();
-                    if next < now {
-                        // Fell behind (a loaded machine): don't burst to catch up.
-                        next = now;
-                    }
-                }
-            })?;
-        Ok(FastFailure {
-            stop: Some(tx),
-            thread: Some(thread),
-        })
-    }
-
-    pub fn stop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                eprintln!("BrokerFastFailureScheduledThread ended by a panic");
+/// Starts the BrokerFastFailure thread; dropping the handle (or `stop`) wakes and joins it.
+/// Fixed rate: a round is scheduled from the previous schedule, not from when it ended, and a
+/// late round (a loaded machine) does not burst to catch up.
+pub fn start(broker: Arc<Broker>) -> io::Result<Periodic> {
+    Periodic::start(
+        "BrokerFastFailureScheduledThread",
+        INITIAL_DELAY,
+        PERIOD,
+        move || {
+            if broker.config.broker_fast_failure_enable {
+                clean(&broker);
             }
-        }
-    }
-}
-
-impl Drop for FastFailure {
-    fn drop(&mut self) {
-        self.stop();
-    }
+        },
+    )
 }
 
 fn reply_busy(broker: &Broker, task: &RequestTask, remark: String) {
