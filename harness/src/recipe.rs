@@ -8,19 +8,16 @@
 //! more than 1050 ms", never only on a sleep), and checks the answer it promises.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use bytes::BytesMut;
 use remoting::headers::{PullMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::encode_properties;
-use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
+use remoting::{RemotingCommand, RequestCode};
 
 use crate::broker::{locate_or_build, write_conf, BrokerProcess};
-use crate::runner::client::parse_runtime_info;
+use crate::runner::client::AdminConn;
 
 /// One recipe: broker keys, the steps, and the promised answer.
 pub struct Recipe {
@@ -198,10 +195,10 @@ pub fn run(recipe: &Recipe, broker_bin: Option<&Path>) -> anyhow::Result<Check> 
     .with_context(|| format!("starting {}", bin.display()))?;
     let started = Instant::now();
     let mut session = Session {
-        wire: Wire::connect(broker.addr)?,
-        probe: Wire::connect(broker.addr)?,
+        wire: AdminConn::connect(broker.addr, CONNECT_TIMEOUT)?,
+        probe: AdminConn::connect(broker.addr, CONNECT_TIMEOUT)?,
         started,
-        next_opaque: 0,
+        sent: 0,
     };
     let check = (recipe.run)(&mut session);
     broker.stop(Duration::from_secs(10));
@@ -211,24 +208,21 @@ pub fn run(recipe: &Recipe, broker_bin: Option<&Path>) -> anyhow::Result<Check> 
 /// A recipe's connections to the broker: `wire` carries the recipe's requests, `probe` the
 /// runtime-info polls, so a poll never waits behind a queued send.
 pub struct Session {
-    wire: Wire,
-    probe: Wire,
+    wire: AdminConn,
+    probe: AdminConn,
     started: Instant,
-    next_opaque: i32,
+    /// Sends so far: numbers each message's UNIQ_KEY.
+    sent: u64,
 }
 
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Session {
-    fn opaque(&mut self) -> i32 {
-        self.next_opaque += 1;
-        self.next_opaque
-    }
-
     fn send(&mut self, label: &str, wait_store: bool, body: &[u8]) -> anyhow::Result<i32> {
-        let o = self.opaque();
-        self.wire.write(&send_request(o, label, wait_store, body))?;
-        Ok(o)
+        self.sent += 1;
+        let request = send_request(self.sent, label, wait_store, body);
+        Ok(self.wire.send(request, ANSWER_TIMEOUT)?)
     }
 
     /// Reads answers until every opaque in `want` has one.
@@ -236,26 +230,15 @@ impl Session {
         let mut got = BTreeMap::new();
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         while want.iter().any(|o| !got.contains_key(o)) {
-            let r = self.wire.read(deadline)?;
+            let r = self.wire.read_response(deadline, ANSWER_TIMEOUT)?;
             got.insert(r.opaque, r);
         }
         Ok(got)
     }
 
     fn runtime_counter(&mut self, key: &str) -> anyhow::Result<u64> {
-        let o = self.opaque();
-        self.probe.write(&RemotingCommand::request(
-            RequestCode::GET_BROKER_RUNTIME_INFO,
-            o,
-        ))?;
-        let deadline = Instant::now() + ANSWER_TIMEOUT;
-        loop {
-            let r = self.probe.read(deadline)?;
-            if r.opaque == o {
-                let table = parse_runtime_info(&r.body)?;
-                return Ok(table.get(key).and_then(|v| v.parse().ok()).unwrap_or(0));
-            }
-        }
+        let table = self.probe.runtime_info(ANSWER_TIMEOUT)?;
+        Ok(table.get(key).and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
     /// Waits until the put lock's current holder has held it longer than `ms`.
@@ -279,8 +262,8 @@ impl Session {
     }
 }
 
-fn send_request(opaque: i32, label: &str, wait_store: bool, body: &[u8]) -> RemotingCommand {
-    let uniq = format!("RECIPE{opaque:026}");
+fn send_request(seq: u64, label: &str, wait_store: bool, body: &[u8]) -> RemotingCommand {
+    let uniq = format!("RECIPE{seq:026}");
     let wait = if wait_store { "true" } else { "false" };
     let header = SendMessageRequestHeaderV2 {
         a: "recipe_producer".into(),
@@ -302,62 +285,9 @@ fn send_request(opaque: i32, label: &str, wait_store: bool, body: &[u8]) -> Remo
         m: Some(false),
         n: None,
     };
-    RemotingCommand::request(RequestCode::SEND_MESSAGE_V2, opaque)
+    RemotingCommand::request(RequestCode::SEND_MESSAGE_V2, 0)
         .with_header(&header)
         .with_body(body.to_vec())
-}
-
-/// A blocking connection that reads whole frames.
-struct Wire {
-    stream: TcpStream,
-    buf: BytesMut,
-}
-
-impl Wire {
-    fn connect(addr: SocketAddr) -> anyhow::Result<Wire> {
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-            .with_context(|| format!("connecting to {addr}"))?;
-        stream.set_nodelay(true)?;
-        Ok(Wire {
-            stream,
-            buf: BytesMut::new(),
-        })
-    }
-
-    fn write(&mut self, cmd: &RemotingCommand) -> anyhow::Result<()> {
-        self.stream.write_all(&cmd.to_bytes())?;
-        Ok(())
-    }
-
-    fn read(&mut self, deadline: Instant) -> anyhow::Result<RemotingCommand> {
-        let mut chunk = [0u8; 64 * 1024];
-        loop {
-            if let Some(cmd) = decode_frame(&mut self.buf, MAX_FRAME_LEN)? {
-                if cmd.is_response() {
-                    return Ok(cmd);
-                }
-                continue;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                bail!("no answer within {ANSWER_TIMEOUT:?}");
-            }
-            self.stream.set_read_timeout(Some(left))?;
-            match self.stream.read(&mut chunk) {
-                Ok(0) => bail!("the broker closed the connection"),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    bail!("no answer within {ANSWER_TIMEOUT:?}")
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
 }
 
 fn remark(r: &RemotingCommand) -> String {
@@ -507,8 +437,6 @@ fn timeout_clean_queue_pull(s: &mut Session) -> anyhow::Result<Check> {
     for _round in 0..20 {
         let mut round = BTreeSet::new();
         for _ in 0..400 {
-            let o = s.opaque();
-            round.insert(o);
             let h = PullMessageRequestHeader {
                 consumer_group: "recipe_consumer".into(),
                 topic: "RecipeTopic".into(),
@@ -524,8 +452,8 @@ fn timeout_clean_queue_pull(s: &mut Session) -> anyhow::Result<Check> {
                 expression_type: Some("TAG".into()),
                 max_msg_bytes: None,
             };
-            s.wire
-                .write(&RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))?;
+            let pull = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&h);
+            round.insert(s.wire.send(pull, ANSWER_TIMEOUT)?);
         }
         pulls += round.len();
         let want: Vec<i32> = round.into_iter().collect();

@@ -291,21 +291,48 @@ impl AdminConn {
         })
     }
 
-    /// Sends `cmd` (its opaque is replaced) and waits for the response with that opaque.
+    /// Sends `cmd` (its opaque is replaced) and waits for the response with that opaque;
+    /// other responses that arrive first are dropped.
     pub fn call(
+        &mut self,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
+        let opaque = self.send(cmd, timeout)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let resp = self.read_response(deadline, timeout)?;
+            if resp.opaque == opaque {
+                return Ok(resp);
+            }
+        }
+    }
+
+    /// Writes `cmd` with the next opaque, which it returns; answers are read with
+    /// [`AdminConn::read_response`], so several requests can be in flight.
+    pub fn send(
         &mut self,
         mut cmd: RemotingCommand,
         timeout: Duration,
-    ) -> Result<RemotingCommand, ClientError> {
+    ) -> Result<i32, ClientError> {
         self.opaque = self.opaque.wrapping_add(1);
         cmd.opaque = self.opaque;
         self.stream.set_write_timeout(Some(timeout))?;
         self.stream.write_all(&cmd.to_bytes())?;
-        let deadline = Instant::now() + timeout;
+        Ok(cmd.opaque)
+    }
+
+    /// The next response (broker-initiated requests are skipped), or `Timeout(timeout)` at
+    /// `deadline`.
+    pub fn read_response(
+        &mut self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             while let Some(resp) = decode_frame(&mut self.buf, MAX_FRAME_LEN)? {
-                if resp.is_response() && resp.opaque == cmd.opaque {
+                if resp.is_response() {
                     return Ok(resp);
                 }
             }
