@@ -79,15 +79,15 @@ fn stall_matrix_matches_broker_counters() {
         let (threads, wait) = (row.params[0].clone(), row.params[1].clone());
         seen.push((threads.clone(), wait.clone()));
         let s = &row.seg;
-        let total = s.ok
+        let total = s.counts.ok
             + s.busy_total()
-            + s.system_error
-            + s.flush_disk_timeout
-            + s.message_illegal
-            + s.other_codes
-            + s.timeouts
-            + s.dropped
-            + s.connection_errors;
+            + s.counts.system_error
+            + s.counts.flush_disk_timeout
+            + s.counts.message_illegal
+            + s.counts.other_codes
+            + s.counts.timeouts
+            + s.counts.dropped
+            + s.counts.connection_errors;
         assert_eq!(s.sent, total, "{row:?}");
         assert_eq!(
             row.res.broker_counters_match,
@@ -96,7 +96,7 @@ fn stall_matrix_matches_broker_counters() {
         );
         if wait == "200" {
             assert!(
-                s.busy[1] > 0,
+                s.counts.busy[1] > 0,
                 "expected [TIMEOUT_CLEAN_QUEUE] at wait 200: {row:?}"
             );
         } else {
@@ -302,7 +302,7 @@ max_harness_cpu = 1000
         outcome
             .rows
             .iter()
-            .all(|r| r.valid && r.seg.ok == r.seg.sent),
+            .all(|r| r.valid && r.seg.counts.ok == r.seg.sent),
         "{:?}",
         outcome.rows
     );
@@ -366,7 +366,7 @@ max_harness_cpu = 1000
     assert_eq!(outcome.rows.len(), 16);
     for r in &outcome.rows {
         assert_eq!(r.seg.sent, 150, "{}: {:?}", r.label, r.seg);
-        assert_eq!(r.seg.ok, r.seg.sent, "{}: {:?}", r.label, r.seg);
+        assert_eq!(r.seg.counts.ok, r.seg.sent, "{}: {:?}", r.label, r.seg);
     }
     broker.stop(std::time::Duration::from_secs(10));
 }

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::recorder::Segment;
+use crate::recorder::{Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 
 /// `summary.csv` columns before the `param_<key>` columns.
@@ -129,15 +129,8 @@ pub struct SummaryRow {
 #[derive(Debug, Clone, Default)]
 pub struct SegmentFigures {
     pub sent: u64,
-    pub ok: u64,
-    pub busy: [u64; 6],
-    pub system_error: u64,
-    pub flush_disk_timeout: u64,
-    pub message_illegal: u64,
-    pub other_codes: u64,
-    pub timeouts: u64,
-    pub dropped: u64,
-    pub connection_errors: u64,
+    /// Final outcomes, as the recorder counted them.
+    pub counts: Counts,
     pub attempts: u64,
     /// Latency percentiles in µs: p50, p90, p99, p99.9, max.
     pub latency_us: [u64; 5],
@@ -166,18 +159,9 @@ fn max(h: &Histogram<u64>) -> u64 {
 
 impl SegmentFigures {
     pub fn from_segment(s: &Segment) -> SegmentFigures {
-        let c = &s.counts;
         SegmentFigures {
             sent: s.sent,
-            ok: c.ok,
-            busy: c.busy,
-            system_error: c.system_error,
-            flush_disk_timeout: c.flush_disk_timeout,
-            message_illegal: c.message_illegal,
-            other_codes: c.other_codes,
-            timeouts: c.timeouts,
-            dropped: c.dropped,
-            connection_errors: c.connection_errors,
+            counts: s.counts.clone(),
             attempts: s.attempts,
             latency_us: [
                 q(&s.latency, 0.5),
@@ -195,14 +179,14 @@ impl SegmentFigures {
     }
 
     pub fn busy_total(&self) -> u64 {
-        self.busy.iter().sum()
+        self.counts.busy_total()
     }
 }
 
 impl SummaryRow {
     pub fn achieved_rate(&self) -> f64 {
         if self.duration_s > 0.0 {
-            (self.seg.sent - self.seg.dropped) as f64 / self.duration_s
+            (self.seg.sent - self.seg.counts.dropped) as f64 / self.duration_s
         } else {
             0.0
         }
@@ -210,14 +194,14 @@ impl SummaryRow {
 
     pub fn ok_rate(&self) -> f64 {
         if self.duration_s > 0.0 {
-            self.seg.ok as f64 / self.duration_s
+            self.seg.counts.ok as f64 / self.duration_s
         } else {
             0.0
         }
     }
 
     pub fn busy_rate(&self) -> f64 {
-        let on_wire = self.seg.sent - self.seg.dropped;
+        let on_wire = self.seg.sent - self.seg.counts.dropped;
         if on_wire == 0 {
             0.0
         } else {
@@ -240,7 +224,7 @@ impl SummaryRow {
             "max_ms" => s.latency_us[4] as f64 / 1000.0,
             "service_p99_ms" => s.service_us[1] as f64 / 1000.0,
             "broker_cpu_avg" => self.res.broker_cpu_avg.unwrap_or(0.0),
-            "timeouts" => s.timeouts as f64,
+            "timeouts" => s.counts.timeouts as f64,
             _ => 0.0,
         }
     }
@@ -265,19 +249,19 @@ impl SummaryRow {
                 ok_rate: Fixed(self.ok_rate()),
                 duration_s: Fixed(self.duration_s),
                 sent: s.sent,
-                ok: s.ok,
+                ok: s.counts.ok,
                 busy: s.busy_total(),
                 busy_rate: Fixed(self.busy_rate()),
             },
-            busy: s.busy,
+            busy: s.counts.busy,
             tail: SummaryTail {
-                system_error: s.system_error,
-                flush_disk_timeout: s.flush_disk_timeout,
-                message_illegal: s.message_illegal,
-                other_codes: s.other_codes,
-                timeouts: s.timeouts,
-                dropped: s.dropped,
-                connection_errors: s.connection_errors,
+                system_error: s.counts.system_error,
+                flush_disk_timeout: s.counts.flush_disk_timeout,
+                message_illegal: s.counts.message_illegal,
+                other_codes: s.counts.other_codes,
+                timeouts: s.counts.timeouts,
+                dropped: s.counts.dropped,
+                connection_errors: s.counts.connection_errors,
                 attempts: s.attempts,
                 p50_ms: p50,
                 p90_ms: p90,
@@ -340,15 +324,17 @@ mod tests {
             duration_s: 10.0,
             seg: SegmentFigures {
                 sent: 10_000,
-                ok: 9_000,
-                busy: [1, 2, 3, 4, 5, 6],
-                system_error: 7,
-                flush_disk_timeout: 8,
-                message_illegal: 9,
-                other_codes: 10,
-                timeouts: 11,
-                dropped: 12,
-                connection_errors: 13,
+                counts: Counts {
+                    ok: 9_000,
+                    busy: [1, 2, 3, 4, 5, 6],
+                    system_error: 7,
+                    flush_disk_timeout: 8,
+                    message_illegal: 9,
+                    other_codes: 10,
+                    timeouts: 11,
+                    dropped: 12,
+                    connection_errors: 13,
+                },
                 attempts: 10_100,
                 latency_us: [1_234, 2_500, 10_000, 123_456, 2_000_000],
                 service_us: [800, 9_000, 1_999_999],

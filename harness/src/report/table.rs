@@ -64,8 +64,8 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
             r.seg.latency_us[0] as f64 / 1000.0,
             r.seg.latency_us[2] as f64 / 1000.0,
             r.seg.latency_us[4] as f64 / 1000.0,
-            r.seg.timeouts,
-            r.seg.dropped,
+            r.seg.counts.timeouts,
+            r.seg.counts.dropped,
             r.res.broker_cpu_avg.map_or("-".into(), |c| format!("{c:.0}")),
             if r.valid { "yes".to_owned() } else { format!("NO: {}", r.invalid_reason) }
         ));

@@ -18,7 +18,8 @@ pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<String> {
         }
     }
     if let Some(target) = row.target_rate {
-        let explained = row.seg.dropped + row.seg.timeouts + row.seg.connection_errors > 0;
+        let explained =
+            row.seg.counts.dropped + row.seg.counts.timeouts + row.seg.counts.connection_errors > 0;
         if row.achieved_rate() < v.min_achieved_ratio * target && !explained {
             return Some(format!(
                 "achieved {:.0}/s < {:.0}% of target {target:.0}/s with no errors to explain it",
@@ -47,7 +48,10 @@ mod tests {
             duration_s: 1.0,
             seg: SegmentFigures {
                 sent,
-                timeouts,
+                counts: crate::recorder::Counts {
+                    timeouts,
+                    ..Default::default()
+                },
                 lag_us: [0, lag_p99_us, lag_p99_us],
                 ..SegmentFigures::default()
             },
