@@ -28,6 +28,8 @@ pub struct RunRecord<'a> {
     /// (broker CPUs, harness CPUs).
     pub pinning: Option<&'a (Vec<usize>, Vec<usize>)>,
     pub profile: &'a Profile,
+    /// The profile file as it was when the run started (read once, not per rewrite).
+    pub profile_text: &'a str,
     /// From [`cell_json`], in cell order.
     pub cells: &'a [Value],
     pub jobs_planned: usize,
@@ -71,7 +73,7 @@ impl RunRecord<'_> {
             "profile": {
                 "name": profile.name, "path": profile.path.display().to_string(), "description": profile.description,
                 "repetitions": profile.repetitions, "order": profile.order, "seed": profile.seed, "key_metric": profile.key_metric,
-                "validity": profile.validity, "text": std::fs::read_to_string(&profile.path).unwrap_or_default(),
+                "validity": profile.validity, "text": self.profile_text,
             },
             "cells": self.cells,
             "jobs_planned": self.jobs_planned,

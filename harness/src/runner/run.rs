@@ -93,6 +93,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         cell_meta.push(cell_json(cell, &conf));
     }
     let provenance = Provenance::gather();
+    let profile_text = std::fs::read_to_string(&profile.path).unwrap_or_default();
     let write_record = |ctx: &Ctx, jobs_done: usize, status: RunStatus| -> anyhow::Result<()> {
         let ended = (status != RunStatus::Running).then(|| utc(SystemTime::now()).1);
         let record = RunRecord {
@@ -105,6 +106,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             broker_bin: ctx.broker_bin.as_deref(),
             pinning: ctx.pinning.as_ref(),
             profile,
+            profile_text: &profile_text,
             cells: &cell_meta,
             jobs_planned: jobs.len(),
             jobs_done,
