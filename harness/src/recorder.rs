@@ -140,6 +140,17 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new(3).unwrap_or_else(|_| Histogram::new(2).expect("2 significant digits is valid"))
 }
 
+/// The value at quantile `p` (1.0 = the maximum); 0 for an empty histogram.
+pub fn quantile(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else if p >= 1.0 {
+        h.max()
+    } else {
+        h.value_at_quantile(p)
+    }
+}
+
 fn record(h: &mut Histogram<u64>, v: u64) {
     // Auto-resize means recording cannot fail short of u64 overflow; never clamp silently.
     if h.record(v).is_err() {

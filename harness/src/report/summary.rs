@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::recorder::{Counts, Segment};
+use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 
 /// `summary.csv` columns before the `param_<key>` columns.
@@ -142,19 +142,11 @@ pub struct SegmentFigures {
 }
 
 fn q(h: &Histogram<u64>, p: f64) -> u64 {
-    if h.is_empty() {
-        0
-    } else {
-        h.value_at_quantile(p)
-    }
+    quantile(h, p)
 }
 
 fn max(h: &Histogram<u64>) -> u64 {
-    if h.is_empty() {
-        0
-    } else {
-        h.max()
-    }
+    quantile(h, 1.0)
 }
 
 impl SegmentFigures {

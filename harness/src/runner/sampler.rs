@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::broker::{self, BrokerProcess, ProcSampler};
 use crate::matrix::Cell;
 use crate::profile::Model;
-use crate::recorder::{BusyClass, Interval, Recorder};
+use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::client::AdminConn;
@@ -133,11 +133,7 @@ pub fn drive(
                 .or(if finished { None } else { Some(0) });
         let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
         let info = admin.runtime_info(info_timeout).ok();
-        let p99 = if interval.latency.is_empty() {
-            0.0
-        } else {
-            interval.latency.value_at_quantile(0.99) as f64 / 1000.0
-        };
+        let p99 = quantile(&interval.latency, 0.99) as f64 / 1000.0;
         let msg = format!(
             "rate {}/s ok {} busy {} tmo {} drop {} p99 {p99:.3} ms lag p99 {} µs",
             interval.written,
@@ -145,11 +141,7 @@ pub fn drive(
             interval.counts.busy_total(),
             interval.counts.timeouts,
             interval.counts.dropped,
-            if interval.lag.is_empty() {
-                0
-            } else {
-                interval.lag.value_at_quantile(0.99)
-            }
+            quantile(&interval.lag, 0.99)
         );
         match &bar {
             Some(b) => {
