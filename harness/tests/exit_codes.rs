@@ -15,6 +15,21 @@ fn harness(args: &[&str]) -> (u8, String) {
     (code, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// Writes `text` as `<dir>/<name>.toml` and runs it with `extra` arguments and `--out <dir>/out`.
+fn run_profile(dir: &Path, name: &str, text: &str, extra: &[&str]) -> (u8, String) {
+    let profile = dir.join(format!("{name}.toml"));
+    std::fs::write(&profile, text).unwrap();
+    let out = dir.join("out");
+    let mut args = vec![
+        "run",
+        profile.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    harness(&args)
+}
+
 #[test]
 fn help_and_version_succeed() {
     assert_eq!(harness(&["--help"]).0, exit::SUCCESS);
@@ -51,21 +66,12 @@ fn wrong_input_is_invalid_input() {
 fn a_failure_while_running_is_run_failed() {
     // Nothing listens on port 9 of loopback (discard is not running here): the connection fails.
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("p.toml");
-    std::fs::write(
-        &profile,
+    let (code, err) = run_profile(
+        dir.path(),
+        "p",
         "name = \"p\"\n[workload]\nrate = 10\nduration = \"1s\"\nwarmup = \"0s\"\n",
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let (code, err) = harness(&[
-        "run",
-        profile.to_str().unwrap(),
-        "--target",
-        "127.0.0.1:9",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &["--target", "127.0.0.1:9"],
+    );
     assert_eq!(code, exit::RUN_FAILED, "{err}");
 }
 
@@ -89,19 +95,13 @@ fn gate_keeps_its_verdict_codes() {
 #[test]
 fn bad_broker_keys_fail_before_the_first_cell() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("typo.toml");
-    std::fs::write(
-        &profile,
+    let (code, err) = run_profile(
+        dir.path(),
+        "typo",
         "name = \"typo\"\n[workload]\nrate = 10\nduration = \"1s\"\n[matrix]\n\"broker.waitTimeMillsInSendQueu\" = [100, 200]\n",
-    )
-    .unwrap();
+        &[],
+    );
     let out = dir.path().join("out");
-    let (code, err) = harness(&[
-        "run",
-        profile.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
     assert_eq!(code, exit::INVALID_INPUT, "{err}");
     assert!(
         err.contains("typo.toml:6:1: unknown broker key `waitTimeMillsInSendQueu`"),
@@ -117,17 +117,12 @@ fn bad_broker_keys_fail_before_the_first_cell() {
     );
 
     // Every key is known, but the second cell's value contradicts another key.
-    std::fs::write(
-        &profile,
+    let (code, err) = run_profile(
+        dir.path(),
+        "typo",
         "name = \"typo\"\n[workload]\nrate = 10\nduration = \"1s\"\n[broker]\nmappedFileSizeCommitLog = 1048576\n[matrix]\n\"broker.maxMessageSize\" = [65536, 4194304]\n",
-    )
-    .unwrap();
-    let (code, err) = harness(&[
-        "run",
-        profile.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert_eq!(code, exit::INVALID_INPUT, "{err}");
     assert!(err.contains("cell 2 (maxMessageSize=4194304)"), "{err}");
     assert!(!err.contains("cell 1 "), "{err}");
