@@ -82,6 +82,17 @@ pub struct RunArgs {
     /// or target/{release,debug} of the workspace.
     #[arg(long)]
     pub broker_bin: Option<PathBuf>,
+    /// Send shard I of N of the schedule (0-based I): sends I, I+N, I+2N, … at their intended
+    /// times. Merge the shards' folders with `harness merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Start the schedule at this UTC instant (RFC 3339, e.g. 2026-11-30T14:00:00Z); give
+    /// every shard the same value.
+    #[arg(long, value_name = "UTC")]
+    pub start_at: Option<String>,
+    /// How late (after --start-at) a shard may still start; later, it refuses (exit 4).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub start_skew: humantime::Duration,
 }
 
 /// Runs a parsed command line.
@@ -192,6 +203,12 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let profile = profile::Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
+    let spread = runner::shard::spread_from_cli(
+        args.shard.as_deref(),
+        args.start_at.as_deref(),
+        args.start_skew.into(),
+    )
+    .map_err(exit::invalid)?;
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
     // Ctrl-C stops the load; everything measured so far is still written.
@@ -223,6 +240,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         cancel: cancel.clone(),
         stop_after_jobs: None,
         quiet: false,
+        spread,
     };
     let result = runner::run_profile(&profile, &opts);
     done.cancel();

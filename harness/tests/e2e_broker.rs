@@ -44,6 +44,7 @@ fn options(out: &Path) -> RunOptions {
         cancel: CancellationToken::new(),
         stop_after_jobs: None,
         quiet: true,
+        spread: Default::default(),
     }
 }
 

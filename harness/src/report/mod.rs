@@ -6,6 +6,7 @@
 mod atomic;
 pub mod cells;
 mod hlog;
+pub mod hlog_totals;
 pub mod run_json;
 mod summary;
 mod table;

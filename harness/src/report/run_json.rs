@@ -13,6 +13,7 @@ use crate::fnv::fnv1a64;
 use crate::matrix::Cell;
 use crate::profile::Profile;
 use crate::provenance::Provenance;
+use crate::runner::shard::Spread;
 
 /// Everything `run.json` records.
 pub struct RunRecord<'a> {
@@ -35,6 +36,8 @@ pub struct RunRecord<'a> {
     pub jobs_planned: usize,
     pub jobs_done: usize,
     pub status: RunStatus,
+    /// `--shard` and `--start-at`.
+    pub spread: &'a Spread,
 }
 
 /// How far a run got; `running` in a folder whose process is gone means it crashed.
@@ -80,6 +83,10 @@ impl RunRecord<'_> {
             "jobs_done": self.jobs_done,
             "status": self.status.as_str(),
             "interrupted": self.status == RunStatus::Interrupted,
+            "shard": self.spread.shard.index,
+            "shards": self.spread.shard.count,
+            "start_at": self.spread.start_at.map(|s| humantime::format_rfc3339_millis(s.at).to_string()),
+            "start_skew_ms": self.spread.start_at.map(|s| s.skew.as_millis() as u64),
         });
         serde_json::to_string_pretty(&value)
     }

@@ -17,6 +17,7 @@ use remoting::{
 };
 
 use crate::profile::{HeaderKind, SendCode, Workload};
+use crate::runner::shard::Shard;
 
 /// Client-side errors of the admin helper.
 #[derive(Debug, thiserror::Error)]
@@ -66,11 +67,21 @@ pub struct SendBuilder {
 
 impl SendBuilder {
     pub fn new(w: &Workload) -> SendBuilder {
+        SendBuilder::for_shard(w, Shard::WHOLE)
+    }
+
+    /// The builder of one shard: its own producer group, and a UNIQ_KEY client part that
+    /// differs from every other shard's even when all run as pid 1 in containers started in
+    /// the same nanosecond (the high byte of the "classloader hash" is the shard index).
+    pub fn for_shard(w: &Workload, shard: Shard) -> SendBuilder {
         let pid = std::process::id();
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        let hash = (nanos.as_nanos() as u32) ^ pid.rotate_left(16);
+        let mut hash = (nanos.as_nanos() as u32) ^ pid.rotate_left(16);
+        if !shard.is_whole() {
+            hash = (hash & 0x00ff_ffff) | ((shard.index & 0xff) << 24);
+        }
         let uniq_prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
         let now_ms = nanos.as_millis() as u64;
         // Approximation of "start of month": 30-day blocks keep the field within int32.
@@ -88,7 +99,7 @@ impl SendBuilder {
             body: Bytes::from(body),
             topic: w.topic.clone(),
             queues: w.queues,
-            producer_group: w.producer_group.clone(),
+            producer_group: shard.producer_group(&w.producer_group),
             uniq_prefix,
             month_start_ms,
             template: None,

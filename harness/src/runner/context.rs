@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::matrix::Cell;
 use crate::profile::Profile;
@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use crate::report::{HlogWriter, TimeseriesWriter};
 use crate::runner::options::RunOptions;
 use crate::runner::progress::Progress;
+use crate::runner::shard::StartAt;
 
 /// Per-run context shared by the jobs.
 pub struct Ctx<'a> {
@@ -24,7 +25,11 @@ pub struct Ctx<'a> {
     /// The files written second by second, shared with the sampling loop.
     pub streams: Mutex<Streams>,
     pub run_start: Instant,
+    /// The same instant on the wall clock: the base time of `latency.hlog`.
+    pub run_start_wall: SystemTime,
     pub progress: Progress,
+    /// The shared start of the job about to run (`--start-at` plus its slot).
+    pub job_start: Option<StartAt>,
 }
 
 /// `latency.hlog` and `timeseries.csv`, appended as each second ends.

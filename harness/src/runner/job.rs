@@ -116,7 +116,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         let seg = &recorder.segments[ph.segment];
         let figs = SegmentFigures::from_segment(seg);
         let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
-        let target_rate = (cell.workload.model != Model::Closed).then_some(ph.rate);
+        let target_rate =
+            (cell.workload.model != Model::Closed).then_some(ctx.opts.spread.shard.share(ph.rate));
         let mut row = SummaryRow {
             profile: profile.name.clone(),
             cell_id: cell.id.clone(),

@@ -41,6 +41,8 @@ pub enum LoadError {
     },
     #[error("cannot start a worker thread: {0}")]
     Spawn(std::io::Error),
+    #[error(transparent)]
+    Late(#[from] crate::runner::shard::Late),
 }
 
 /// A running load. Dropping it without [`LoadHandle::join`] stops and joins the threads.
@@ -55,7 +57,8 @@ pub struct LoadHandle {
 }
 
 impl LoadHandle {
-    /// Connects and starts the pacer; the first send is due ~50 ms from now.
+    /// Connects and starts the pacer; the first send is due ~50 ms from now, or at the
+    /// shared `start_at` ([`LoadError::Late`] when that passed more than its skew ago).
     pub fn start(cfg: LoadConfig) -> Result<LoadHandle, LoadError> {
         let w = &cfg.workload;
         let segments = cfg.segments();
@@ -94,7 +97,17 @@ impl LoadHandle {
                 source,
             });
         }
-        let start = Instant::now() + Duration::from_millis(50);
+        let start = match &cfg.start_at {
+            Some(at) => match at.instant() {
+                Ok(t) => t,
+                Err(late) => {
+                    let mut p = Pacer::idle(cfg.clone(), common, conns, retry_rx, pacer_rec);
+                    p.close();
+                    return Err(late.into());
+                }
+            },
+            None => Instant::now() + Duration::from_millis(50),
+        };
         let spin_ns = Arc::new(AtomicU64::new(0));
         let stop = CancellationToken::new();
         let finished = Arc::new(AtomicBool::new(false));

@@ -20,6 +20,8 @@ pub struct RunOptions {
     pub stop_after_jobs: Option<usize>,
     /// Print nothing but errors (tests).
     pub quiet: bool,
+    /// `--shard` and `--start-at`: this process's share of the schedule and its start.
+    pub spread: crate::runner::shard::Spread,
 }
 
 /// The result of a run.

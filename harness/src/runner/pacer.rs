@@ -89,7 +89,7 @@ impl Pacer {
         let backlog_cap =
             ((max_rate * common.send_timeout.as_secs_f64()) as usize).clamp(1024, 2_000_000);
         Pacer {
-            builder: SendBuilder::new(&cfg.workload),
+            builder: SendBuilder::for_shard(&cfg.workload, cfg.shard),
             cfg,
             common,
             conns,
@@ -106,12 +106,17 @@ impl Pacer {
 
     pub fn run(&mut self) {
         set_timer_slack();
-        self.wait_until(self.start);
-        while self.start > Instant::now() {
+        // A shared `--start-at` can be minutes away: keep looking at `stop` while waiting.
+        while self.start > Instant::now() && !self.stop.is_cancelled() {
             self.wait_until(self.start);
         }
+        // Shard I of N takes sends I, I+N, … of every phase, at their intended times.
+        let (first, step) = (
+            u64::from(self.cfg.shard.index),
+            u64::from(self.cfg.shard.count),
+        );
         let mut phase = 0usize;
-        let mut j: u64 = 0;
+        let mut j: u64 = first;
         let mut seq: u64 = 0;
         let mut phase_start = self.start;
         loop {
@@ -128,7 +133,7 @@ impl Pacer {
                         if j >= ph.count() {
                             phase_start += ph.duration;
                             phase += 1;
-                            j = 0;
+                            j = first;
                             continue;
                         }
                         let due = phase_start + Duration::from_secs_f64(j as f64 / ph.rate);
@@ -158,7 +163,7 @@ impl Pacer {
                             });
                         }
                         seq += 1;
-                        j += 1;
+                        j += step;
                     }
                     self.flush_backlog();
                     if phase >= self.cfg.phases.len() && self.backlog.is_empty() {

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::profile::{Model, Workload};
+use crate::runner::shard::{Shard, StartAt};
 
 /// A stretch of the schedule recorded into one segment (0 = warm-up).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +70,10 @@ pub struct LoadConfig {
     pub workload: Workload,
     pub pacing: Pacing,
     pub phases: Vec<Phase>,
+    /// The share of every phase this generator sends ([`Shard::WHOLE`] unless `--shard`).
+    pub shard: Shard,
+    /// The shared start instant (`--start-at`); None = ~50 ms after connecting.
+    pub start_at: Option<StartAt>,
 }
 
 impl LoadConfig {
@@ -79,7 +84,16 @@ impl LoadConfig {
             workload: workload.clone(),
             pacing,
             phases,
+            shard: Shard::WHOLE,
+            start_at: None,
         }
+    }
+
+    /// The same schedule, of which this generator sends `shard`'s share from `start_at`.
+    pub fn spread(mut self, shard: Shard, start_at: Option<StartAt>) -> LoadConfig {
+        self.shard = shard;
+        self.start_at = start_at;
+        self
     }
 
     pub fn segments(&self) -> usize {

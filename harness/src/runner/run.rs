@@ -18,6 +18,7 @@ use crate::runner::context::{effective_conf, Ctx, Streams};
 use crate::runner::job::run_job;
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::progress::Progress;
+use crate::runner::shard;
 
 /// Runs every cell and repetition of `profile`, writing outputs after each.
 pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
@@ -37,6 +38,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         );
     }
     let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
+    shard::check_cells(&opts.spread, &cells)?;
     let jobs = matrix::schedule(
         cells.len(),
         profile.repetitions,
@@ -51,6 +53,10 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     };
     if let Some(bin) = &broker_bin {
         check_broker_config(bin, profile, &cells)?;
+    }
+    // A shard already too late for the shared start refuses before it writes anything.
+    if let Some(at) = &opts.spread.start_at {
+        at.instant()?;
     }
     let started = SystemTime::now();
     let (stamp, started_iso) = utc(started);
@@ -83,7 +89,9 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
                 .context("creating timeseries.csv")?,
         }),
         run_start: Instant::now(),
+        run_start_wall: started,
         progress: Progress::new(jobs.len(), opts.quiet),
+        job_start: None,
     };
     let mut rows: Vec<SummaryRow> = Vec::new();
     let mut interrupted = false;
@@ -111,18 +119,22 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             jobs_planned: jobs.len(),
             jobs_done,
             status,
+            spread: &opts.spread,
         };
         report::write_atomic(&ctx.out_dir.join("run.json"), record.to_json()?.as_bytes())
             .context("writing run.json")
     };
     write_record(&ctx, 0, RunStatus::Running)?;
     let mut jobs_done = 0;
+    let mut slot = std::time::Duration::ZERO;
     for (n, job) in jobs.iter().enumerate() {
         if opts.cancel.is_cancelled() || opts.stop_after_jobs.is_some_and(|k| n >= k) {
             interrupted = true;
             break;
         }
         let cell = &cells[job.cell];
+        ctx.job_start = opts.spread.start_at.map(|at| at.plus(slot));
+        slot += shard::slot_length(&cell.workload);
         let (mut r, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
         rows.append(&mut r);
         jobs_done += 1;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
 use crate::matrix::Cell;
@@ -29,6 +29,8 @@ pub struct Sample {
     pub broker: Option<(f64, f64)>,
     pub harness_cpu: f64,
     pub harness_rss_mb: Option<f64>,
+    /// When the second ended, Unix seconds.
+    pub end_unix_s: f64,
 }
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
@@ -82,12 +84,13 @@ pub fn drive(
     let info_timeout = Duration::from_millis(300);
     let baseline = admin.runtime_info(info_timeout).ok();
     let mut sampler = pid.map(ProcSampler::new);
-    let cfg = LoadConfig::new(addr, w);
+    let cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
     let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
+    let schedule_start = load.start.saturating_duration_since(ctx.run_start);
     let mut crashed = None;
     let mut last_cpu = broker::self_cpu_time();
     let mut last_spin = 0u64;
@@ -116,6 +119,8 @@ pub fn drive(
         second += 1;
         load.take_interval_into(&mut interval);
         let now = Instant::now();
+        // One wall-clock reading for the row and the log: `harness merge` matches them.
+        let wall_clock = SystemTime::now();
         let cpu = broker::self_cpu_time();
         let spin = load.spin_ns();
         let wall = (now - last_t).as_secs_f64().max(1e-3);
@@ -160,6 +165,10 @@ pub fn drive(
             broker: broker_sample,
             harness_cpu,
             harness_rss_mb: broker::self_rss_mb(),
+            end_unix_s: wall_clock
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
         };
         // The second goes to disk now and only its few summary figures stay in memory: a
         // one-hour soak must not hold an hour of histograms.
@@ -172,8 +181,12 @@ pub fn drive(
             &interval,
             info.as_ref(),
         );
-        let start = now.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
-        let tag_base = format!("{}/r{repetition}", cell.id);
+        let start = wall_clock
+            .duration_since(ctx.run_start_wall)
+            .unwrap_or_default()
+            .as_secs_f64()
+            - 1.0;
+        let tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
         {
             let mut streams = ctx.streams.lock();
             for (name, h) in [
@@ -203,6 +216,19 @@ pub fn drive(
         b.finish_and_clear();
     }
     *recorder = load.join();
+    {
+        let phases: Vec<(usize, Duration)> =
+            cfg.phases.iter().map(|p| (p.segment, p.duration)).collect();
+        crate::report::hlog_totals::push_segment_totals(
+            &mut ctx.streams.lock().hlog,
+            &cell.id,
+            repetition,
+            schedule_start,
+            &phases,
+            recorder,
+        )
+        .map_err(|e| format!("writing the segment histograms: {e}"))?;
+    }
 
     // Resources over the measured seconds.
     let measured: Vec<&Sample> = samples
@@ -277,7 +303,7 @@ pub fn timeseries_row(
         _ => s
             .segment
             .and_then(|seg| cfg.phases.iter().find(|p| p.segment == seg))
-            .map(|p| Fixed(p.rate)),
+            .map(|p| Fixed(cfg.shard.share(p.rate))),
     };
     let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
         (!h.is_empty()).then(|| Fixed(h.value_at_quantile(p) as f64 / 1000.0))
@@ -316,6 +342,7 @@ pub fn timeseries_row(
             harness_rss_mb: s.harness_rss_mb.map(Fixed),
             pool_buffers_free: info("remainTransientStoreBufferNumbs"),
             commit_lag_bytes: info("commitLogUncommittedBytes"),
+            end_unix_s: Fixed(s.end_unix_s),
         },
     }
 }
