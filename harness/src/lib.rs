@@ -10,6 +10,7 @@ pub mod drift;
 pub mod exit;
 pub mod fnv;
 pub mod matrix;
+pub mod merge;
 pub mod profile;
 pub mod provenance;
 pub mod recipe;
@@ -47,6 +48,8 @@ pub enum Command {
     Recipe(RecipeArgs),
     /// Compare the first and the last minute of a long run: ok rate, p99, broker and harness RSS.
     Drift(drift::DriftArgs),
+    /// Merge the folders of `run --shard I/N` into one result folder (exact histogram sums).
+    Merge(merge::MergeArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -104,6 +107,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => compare::run_gate(&a),
         Command::Recipe(a) => run_recipes(&a),
         Command::Drift(a) => drift::run_drift(&a),
+        Command::Merge(a) => merge::run_merge(&a),
     }
 }
 

@@ -1,0 +1,253 @@
+//! The merge against first principles: shard folders written with the run's own writers from
+//! known samples, merged, and compared with the histogram of all samples concatenated.
+
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use serde_json::json;
+
+use crate::merge::merge_folders;
+use crate::recorder::{histogram, Counts, Recorder};
+use crate::report::cells::Fixed;
+use crate::report::hlog_totals::{job_tag, push_segment_totals};
+use crate::report::{
+    summary_csv, HlogWriter, Resources, SegmentFigures, SummaryRow, TimeseriesKey, TimeseriesRow,
+    TimeseriesTail, TimeseriesWriter,
+};
+
+/// Latencies of one shard: spread over six decades so that bucket boundaries matter.
+fn samples(seed: u64, n: usize) -> Vec<u64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|_| {
+            let decade = 10u64.pow(rng.u32(0..6));
+            decade + rng.u64(0..decade * 9)
+        })
+        .collect()
+}
+
+fn hist_of(values: &[u64]) -> Histogram<u64> {
+    let mut h = histogram();
+    for v in values {
+        h.record(*v).unwrap();
+    }
+    h
+}
+
+const START: u64 = 1_796_040_000;
+
+/// Writes one shard's folder: one cell, one repetition, two measured seconds.
+fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], lag: &[u64]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let base = UNIX_EPOCH + Duration::from_secs(START);
+    let mut rec = Recorder::new(2);
+    let seg = &mut rec.segments[1];
+    seg.latency = hist_of(lat);
+    seg.service = hist_of(&lat.iter().map(|v| v / 2 + 1).collect::<Vec<_>>());
+    seg.lag = hist_of(lag);
+    seg.busy_latency = hist_of(&lat[..lat.len() / 10]);
+    seg.sent = lat.len() as u64;
+    seg.counts = Counts {
+        ok: lat.len() as u64 - 7,
+        busy: [1, 2, 0, 0, 0, 0],
+        timeouts: 4,
+        ..Counts::default()
+    };
+    seg.attempts = lat.len() as u64;
+    let mut log = HlogWriter::create(&dir.join("latency.hlog"), base).unwrap();
+    let tag = job_tag("cafe0001", 1);
+    let (first, second) = lat.split_at(lat.len() / 2);
+    let mut series = TimeseriesWriter::create(&dir.join("timeseries.csv")).unwrap();
+    for (i, part) in [first, second].into_iter().enumerate() {
+        // Shards end their seconds a few ms apart, as separate machines would.
+        let end = (i + 2) as f64 + 0.004 * f64::from(shard);
+        log.push(&format!("{tag}/latency"), end - 1.0, 1.0, &hist_of(part));
+        log.flush_second().unwrap();
+        series
+            .append(&TimeseriesRow {
+                key: TimeseriesKey {
+                    profile: profile.into(),
+                    cell_id: "cafe0001".into(),
+                    repetition: 1,
+                    step: None,
+                    second: i as u64 + 1,
+                    phase: "measure",
+                    target_rate: Some(Fixed(100.0 / f64::from(shards))),
+                    achieved_rate: part.len() as u64,
+                    ok: part.len() as u64,
+                    busy: 0,
+                },
+                busy: [0; 6],
+                tail: TimeseriesTail {
+                    end_unix_s: Fixed(START as f64 + end),
+                    broker_cpu: Some(Fixed(10.0 * f64::from(shard + 1))),
+                    ..TimeseriesTail::default()
+                },
+            })
+            .unwrap();
+    }
+    push_segment_totals(
+        &mut log,
+        "cafe0001",
+        1,
+        Duration::from_secs(1),
+        &[(0, Duration::from_secs(1)), (1, Duration::from_secs(2))],
+        &rec,
+    )
+    .unwrap();
+    let row = SummaryRow {
+        profile: profile.into(),
+        cell_id: "cafe0001".into(),
+        label: "-".into(),
+        repetition: 1,
+        step: None,
+        params: vec![],
+        target_rate: Some(100.0 / f64::from(shards)),
+        duration_s: 2.0,
+        seg: SegmentFigures::from_segment(&rec.segments[1]),
+        res: Resources::default(),
+        valid: shard != 1,
+        invalid_reason: if shard == 1 {
+            "lag p99 2000 µs > 1000 µs".into()
+        } else {
+            String::new()
+        },
+    };
+    std::fs::write(dir.join("summary.csv"), summary_csv(&[], &[row]).unwrap()).unwrap();
+    let run = json!({
+        "profile": {"name": profile, "repetitions": 1, "order": "sequential", "seed": 1, "key_metric": "ok_rate"},
+        "cells": [{"cell_id": "cafe0001", "label": "-", "params": {}, "workload": {"model": "open", "rate": 100.0, "warmup": 1.0, "duration": 2.0}, "broker_conf_hash": "0"}],
+        "shard": shard, "shards": shards, "target": "127.0.0.1:10911", "status": "finished",
+        "start": "2026-11-30T14:00:00Z", "end": "2026-11-30T14:00:05Z", "jobs_done": 1,
+    });
+    std::fs::write(dir.join("run.json"), run.to_string()).unwrap();
+}
+
+#[test]
+fn merged_percentiles_are_those_of_the_concatenated_samples() {
+    let root = tempfile::tempdir().unwrap();
+    let shards: Vec<(Vec<u64>, Vec<u64>)> = (0..3)
+        .map(|i| (samples(i, 1000 + 37 * i as usize), samples(100 + i, 900)))
+        .collect();
+    let dirs: Vec<_> = (0..3u32)
+        .map(|i| {
+            let d = root.path().join(format!("shard{i}"));
+            let (lat, lag) = &shards[i as usize];
+            write_shard(&d, i, 3, "p", lat, lag);
+            d
+        })
+        .collect();
+    let out = root.path().join("merged");
+    // Any order of the folders gives the same merge.
+    let order = [dirs[2].clone(), dirs[0].clone(), dirs[1].clone()];
+    let merged = merge_folders(&order, &out, "test").unwrap();
+    assert_eq!(merged.rows.len(), 1);
+    let row = &merged.rows[0];
+
+    let all_lat: Vec<u64> = shards.iter().flat_map(|s| s.0.iter().copied()).collect();
+    let all_lag: Vec<u64> = shards.iter().flat_map(|s| s.1.iter().copied()).collect();
+    let mut whole = crate::recorder::Segment::default();
+    whole.latency = hist_of(&all_lat);
+    whole.service = hist_of(&all_lat.iter().map(|v| v / 2 + 1).collect::<Vec<_>>());
+    whole.lag = hist_of(&all_lag);
+    let expected = SegmentFigures::from_segment(&whole);
+    assert_eq!(row.seg.latency_us, expected.latency_us);
+    assert_eq!(row.seg.service_us, expected.service_us);
+    assert_eq!(row.seg.lag_us, expected.lag_us);
+    // And at every percentile, not only the reported ones.
+    let text = std::fs::read(out.join("latency.hlog")).unwrap();
+    let log = crate::merge::hlog_read::parse(&text).unwrap();
+    let total = &log
+        .entries
+        .iter()
+        .find(|e| e.tag == "cafe0001/r1/segment1/latency")
+        .unwrap()
+        .hist;
+    for p in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+        assert_eq!(
+            total.value_at_quantile(p),
+            whole.latency.value_at_quantile(p),
+            "p{p}"
+        );
+    }
+    assert_eq!(total.len(), all_lat.len() as u64);
+
+    assert_eq!(row.seg.sent, all_lat.len() as u64, "sent adds up exactly");
+    assert_eq!(row.seg.counts.ok, all_lat.len() as u64 - 21);
+    assert_eq!(row.seg.counts.busy[..2], [3, 6]);
+    assert_eq!(row.target_rate, Some(100.0));
+    assert!(!row.valid);
+    assert!(
+        row.invalid_reason.starts_with("shard 1/3 (") && row.invalid_reason.contains("lag p99"),
+        "{}",
+        row.invalid_reason
+    );
+
+    // The per-second rows line up by wall-clock second although the shards are ms apart.
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let lines: Vec<&str> = series.lines().collect();
+    assert_eq!(lines.len(), 3, "{series}");
+    let merged_seconds: Vec<Vec<u64>> = (0..2)
+        .map(|i| {
+            shards
+                .iter()
+                .flat_map(|s| {
+                    let (a, b) = s.0.split_at(s.0.len() / 2);
+                    if i == 0 {
+                        a.to_vec()
+                    } else {
+                        b.to_vec()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    for (line, values) in lines[1..].iter().zip(&merged_seconds) {
+        let h = hist_of(values);
+        let p99 = format!("{:.3}", h.value_at_quantile(0.99) as f64 / 1000.0);
+        assert!(line.contains(&format!(",{},", values.len())), "{line}");
+        assert!(line.contains(&p99), "p99 {p99} in {line}");
+        assert!(line.contains(",100.0,"), "target rates summed: {line}");
+        assert!(line.contains(",20.0,"), "broker CPU averaged: {line}");
+    }
+
+    // compare reads the merged folder like any run.
+    let data = crate::compare::load::load(&out).unwrap();
+    assert_eq!(data.rows.len(), 1);
+    assert_eq!(data.series.values().next().map(Vec::len), Some(2));
+}
+
+#[test]
+fn folders_that_do_not_belong_together_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let lat = samples(1, 100);
+    let d = |n: &str| root.path().join(n);
+    write_shard(&d("a"), 0, 2, "p", &lat, &lat);
+    write_shard(&d("b"), 1, 2, "other", &lat, &lat);
+    write_shard(&d("c"), 1, 3, "p", &lat, &lat);
+    write_shard(&d("e"), 0, 2, "p", &lat, &lat);
+    let err = |dirs: &[&str]| {
+        let dirs: Vec<_> = dirs.iter().map(|n| d(n)).collect();
+        let e = merge_folders(&dirs, &d("out"), "test").unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), crate::exit::INVALID_INPUT);
+        assert!(!d("out").exists(), "nothing is written");
+        format!("{e:#}")
+    };
+    let e = err(&["a", "b"]);
+    assert!(e.contains("profile name \"other\" vs \"p\""), "{e}");
+    let e = err(&["a", "c"]);
+    assert!(
+        e.contains("one of 3 shards, the first folder one of 2"),
+        "{e}"
+    );
+    let e = err(&["a"]);
+    assert!(e.contains("shard 1/2 missing"), "{e}");
+    let e = err(&["a", "e"]);
+    assert!(e.contains("shard 0/2 is given twice"), "{e}");
+    let e = {
+        let dirs = vec![d("a"), d("b")];
+        format!("{:#}", merge_folders(&dirs, &d("a"), "t").unwrap_err())
+    };
+    assert!(e.contains("is one of the shard folders"), "{e}");
+}
