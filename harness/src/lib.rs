@@ -68,8 +68,9 @@ pub struct RecipeArgs {
 pub struct RunArgs {
     /// The profile TOML file.
     pub profile: PathBuf,
-    /// Drive an existing broker at HOST:PORT instead of starting broker-under-test.
-    #[arg(long)]
+    /// Drive an existing broker at HOST:PORT instead of starting broker-under-test (a host
+    /// name, such as a Kubernetes Service, is resolved once at start).
+    #[arg(long, value_parser = parse_target)]
     pub target: Option<SocketAddr>,
     /// Result folder. Default: results/<profile name>-<UTC timestamp>.
     #[arg(long)]
@@ -96,6 +97,15 @@ pub struct RunArgs {
     /// How late (after --start-at) a shard may still start; later, it refuses (exit 4).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub start_skew: humantime::Duration,
+}
+
+/// `HOST:PORT` → the first address the name resolves to.
+fn parse_target(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    text.to_socket_addrs()
+        .map_err(|e| format!("{e} (write HOST:PORT, e.g. 127.0.0.1:10911)"))?
+        .next()
+        .ok_or_else(|| "the name resolves to no address".to_owned())
 }
 
 /// Runs a parsed command line.
