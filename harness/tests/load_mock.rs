@@ -307,3 +307,40 @@ fn send_encoding_matches_the_typed_headers() {
         assert_eq!(keys.len(), 5);
     }
 }
+
+/// Three shards of one schedule, started together on a shared `start_at`: they send exactly the
+/// schedule's sends between them, a third each, on one timeline.
+#[test]
+fn shards_split_one_schedule_on_one_start() {
+    use harness::runner::{Shard, StartAt};
+    let fake = FakeBroker::start(FakeConfig::default()).unwrap();
+    let w = workload(Model::Open, 600.0, 1.5);
+    let at = StartAt {
+        at: std::time::SystemTime::now() + Duration::from_millis(400),
+        skew: Duration::from_secs(5),
+    };
+    let loads: Vec<LoadHandle> = (0..3)
+        .map(|index| {
+            let cfg = LoadConfig::new(fake.addr, &w).spread(Shard { index, count: 3 }, Some(at));
+            LoadHandle::start(cfg).expect("load starts")
+        })
+        .collect();
+    let starts: Vec<_> = loads.iter().map(|l| l.start).collect();
+    for s in &starts[1..] {
+        let apart = s.max(&starts[0]).duration_since(*s.min(&starts[0]));
+        assert!(apart < Duration::from_millis(20), "starts {apart:?} apart");
+    }
+    let segs: Vec<Segment> = loads
+        .into_iter()
+        .map(|l| l.join().segments[1].clone())
+        .collect();
+    for (i, s) in segs.iter().enumerate() {
+        assert_eq!(s.sent, 300, "shard {i} sends every third of 900");
+        assert_eq!(s.counts.ok, 300, "shard {i}: {:?}", s.counts);
+    }
+    assert_eq!(
+        fake.sends.load(std::sync::atomic::Ordering::Relaxed),
+        900,
+        "the broker saw the whole schedule once"
+    );
+}

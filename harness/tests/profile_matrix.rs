@@ -321,6 +321,6 @@ broker_flow_control_total,broker_counters_match,valid,invalid_reason"
         "profile,cell_id,repetition,step,second,phase,target_rate,achieved_rate,ok,busy,busy_pcbusy_clean_queue,\
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
-harness_rss_mb,pool_buffers_free,commit_lag_bytes"
+harness_rss_mb,pool_buffers_free,commit_lag_bytes,end_unix_s"
     );
 }

@@ -7,14 +7,13 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
 use crate::merge::args::MergeArgs;
 use crate::merge::check::check;
 use crate::merge::error::MergeError;
 use crate::merge::folder::{self, ShardFolder};
-use crate::merge::series::merge_series;
+use crate::merge::series::{merge_series, MergedSecond};
 use crate::merge::summary::merge_rows;
 use crate::profile::higher_is_better;
 use crate::recorder::histogram;
@@ -125,11 +124,7 @@ fn unix(t: f64) -> SystemTime {
 fn write_hlog(
     path: &Path,
     folders: &[ShardFolder],
-    seconds: &[(
-        String,
-        f64,
-        std::collections::BTreeMap<String, Histogram<u64>>,
-    )],
+    seconds: &[MergedSecond],
 ) -> anyhow::Result<()> {
     let base = folders
         .iter()
@@ -137,7 +132,7 @@ fn write_hlog(
         .reduce(f64::min)
         .unwrap_or(0.0);
     let mut log = HlogWriter::create(path, unix(base))?;
-    for (job, end, hists) in seconds {
+    for MergedSecond { job, end, hists } in seconds {
         for name in SECOND_HISTOGRAMS {
             if let Some(h) = hists.get(name).filter(|h| !h.is_empty()) {
                 log.push(&format!("{job}/{name}"), end - 1.0 - base, 1.0, h);

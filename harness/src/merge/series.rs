@@ -33,11 +33,20 @@ struct Group {
     hists: BTreeMap<String, Histogram<u64>>,
 }
 
+/// One merged second's histograms.
+pub struct MergedSecond {
+    /// `<cell_id>/r<repetition>`.
+    pub job: String,
+    /// The latest end instant of the shards' seconds in it, Unix seconds.
+    pub end: f64,
+    pub hists: BTreeMap<String, Histogram<u64>>,
+}
+
 /// The merged per-second output.
 pub struct MergedSeries {
     pub rows: Vec<TimeseriesRow>,
-    /// (job tag, end instant in Unix seconds, histograms by name), in output order.
-    pub seconds: Vec<(String, f64, BTreeMap<String, Histogram<u64>>)>,
+    /// In output order.
+    pub seconds: Vec<MergedSecond>,
 }
 
 fn phase(text: &str) -> &'static str {
@@ -229,7 +238,11 @@ pub fn merge_series(folders: &[ShardFolder]) -> Result<MergedSeries, MergeError>
             }
             rows.push(row);
         }
-        seconds.push((jobs[ordinal].clone(), g.end, g.hists));
+        seconds.push(MergedSecond {
+            job: jobs[ordinal].clone(),
+            end: g.end,
+            hists: g.hists,
+        });
     }
     Ok(MergedSeries { rows, seconds })
 }

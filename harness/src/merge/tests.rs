@@ -147,10 +147,12 @@ fn merged_percentiles_are_those_of_the_concatenated_samples() {
 
     let all_lat: Vec<u64> = shards.iter().flat_map(|s| s.0.iter().copied()).collect();
     let all_lag: Vec<u64> = shards.iter().flat_map(|s| s.1.iter().copied()).collect();
-    let mut whole = crate::recorder::Segment::default();
-    whole.latency = hist_of(&all_lat);
-    whole.service = hist_of(&all_lat.iter().map(|v| v / 2 + 1).collect::<Vec<_>>());
-    whole.lag = hist_of(&all_lag);
+    let whole = crate::recorder::Segment {
+        latency: hist_of(&all_lat),
+        service: hist_of(&all_lat.iter().map(|v| v / 2 + 1).collect::<Vec<_>>()),
+        lag: hist_of(&all_lag),
+        ..Default::default()
+    };
     let expected = SegmentFigures::from_segment(&whole);
     assert_eq!(row.seg.latency_us, expected.latency_us);
     assert_eq!(row.seg.service_us, expected.service_us);

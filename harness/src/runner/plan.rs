@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::profile::{Model, Workload};
-use crate::runner::shard::{Shard, StartAt};
+use crate::runner::shard::{Shard, StartAt, SLOT_MARGIN};
 
 /// A stretch of the schedule recorded into one segment (0 = warm-up).
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,13 @@ pub fn plan(w: &Workload) -> (Pacing, Vec<Phase>) {
         _ => Pacing::Open,
     };
     (pacing, phases)
+}
+
+/// The time from one job's `--start-at` slot to the next: its schedule (warm-up included),
+/// the longest drain, and [`SLOT_MARGIN`].
+pub fn slot_length(w: &Workload) -> Duration {
+    let schedule: Duration = plan(w).1.iter().map(|p| p.duration).sum();
+    schedule + w.send_timeout.duration() + SLOT_MARGIN
 }
 
 /// Everything the loop needs.

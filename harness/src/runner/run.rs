@@ -134,7 +134,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         }
         let cell = &cells[job.cell];
         ctx.job_start = opts.spread.start_at.map(|at| at.plus(slot));
-        slot += shard::slot_length(&cell.workload);
+        slot += crate::runner::plan::slot_length(&cell.workload);
         let (mut r, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
         rows.append(&mut r);
         jobs_done += 1;

@@ -14,8 +14,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::matrix::Cell;
-use crate::profile::{Model, Workload};
-use crate::runner::plan::plan;
+use crate::profile::Model;
 
 /// Which share of the schedule this process sends: sends `index, index+count, …`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,13 +150,6 @@ impl StartAt {
 /// Room between a job's schedule and the next job's slot: the drain (up to the send timeout
 /// plus 0.5 s), a broker stop and start, topic creation and the runtime-info reads.
 pub const SLOT_MARGIN: Duration = Duration::from_secs(5);
-
-/// The time from one job's slot to the next: its schedule (warm-up included), the longest
-/// drain, and [`SLOT_MARGIN`].
-pub fn slot_length(w: &Workload) -> Duration {
-    let schedule: Duration = plan(w).1.iter().map(|p| p.duration).sum();
-    schedule + w.send_timeout.duration() + SLOT_MARGIN
-}
 
 /// Refuses a sharded run whose cells cannot be split: a closed loop has no schedule to share.
 pub fn check_cells(spread: &Spread, cells: &[Cell]) -> anyhow::Result<()> {
