@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,6 +67,9 @@ soak: build ## 10 minutes at 20,000 sends/s (profiles/soak.toml), then the drift
 	rm -rf $(SOAK_OUT)
 	$(HARNESS) run profiles/soak.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(SOAK_OUT)
 	$(HARNESS) drift $(SOAK_OUT) --window 60s --max-harness-rss-growth-mb 5
+
+shards: build ## Three shards of profiles/shards.toml on one --start-at, merged, between two single-process runs at the same rate (one broker)
+	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/shards bash scripts/shards.sh
 
 ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
 
