@@ -56,10 +56,17 @@ fn histogram_mut<'a>(s: &'a mut Segment, name: &str) -> Option<&'a mut Histogram
     })
 }
 
-/// The sum of histogram `tag` over the shards; every shard must have it.
-fn summed(folders: &[ShardFolder], tag: &str, cell_id: &str) -> Result<Histogram<u64>, MergeError> {
+/// The sum of histogram `tag` over the shards. Every shard that sent something must have it;
+/// a job that never started its load (its broker failed, it was late for its slot) has none
+/// and adds nothing, so its invalid row is merged and named rather than the merge refused.
+fn summed(
+    folders: &[ShardFolder],
+    rows: &[&Row],
+    tag: &str,
+    cell_id: &str,
+) -> Result<Histogram<u64>, MergeError> {
     let mut total = histogram();
-    for f in folders {
+    for (f, row) in folders.iter().zip(rows) {
         let mut found = false;
         for e in f.hlog.entries.iter().filter(|e| e.tag == tag) {
             found = true;
@@ -68,7 +75,7 @@ fn summed(folders: &[ShardFolder], tag: &str, cell_id: &str) -> Result<Histogram
                 reason: format!("{tag}: cannot be added: {err:?}"),
             })?;
         }
-        if !found {
+        if !found && count(row, "sent") > 0 {
             return Err(MergeError::MissingSegment {
                 path: f.path.clone(),
                 tag: tag.to_owned(),
@@ -147,7 +154,7 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
         }
         for name in SEGMENT_HISTOGRAMS {
             let tag = segment_tag(&r0.cell_id, repetition, segment_no, name);
-            let h = summed(folders, &tag, &r0.cell_id)?;
+            let h = summed(folders, &rows, &tag, &r0.cell_id)?;
             if let Some(slot) = histogram_mut(&mut seg, name) {
                 *slot = h;
             }

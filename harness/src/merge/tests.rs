@@ -253,3 +253,66 @@ fn folders_that_do_not_belong_together_are_refused() {
     };
     assert!(e.contains("is one of the shard folders"), "{e}");
 }
+
+/// Drops the segment histograms from a shard's log, as a job that never started its load has.
+fn strip_segment_totals(dir: &Path) {
+    let path = dir.join("latency.hlog");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("/segment"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, kept).unwrap();
+}
+
+#[test]
+fn a_shard_whose_job_never_ran_is_named_not_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let lat = samples(7, 300);
+    let d = |n: &str| root.path().join(n);
+    for i in 0..3 {
+        write_shard(&d(&format!("s{i}")), i, 3, "p", &lat, &lat);
+    }
+    let dirs = vec![d("s0"), d("s1"), d("s2")];
+
+    // Sent something but lost its histograms: the merge could not be exact, so it refuses.
+    strip_segment_totals(&d("s2"));
+    let e = format!("{:#}", merge_folders(&dirs, &d("out"), "t").unwrap_err());
+    assert!(e.contains("segment1/latency") && e.contains("s2"), "{e}");
+
+    // Its broker never came up: an empty invalid row and no histograms; merged and named.
+    let row = SummaryRow {
+        profile: "p".into(),
+        cell_id: "cafe0001".into(),
+        label: "-".into(),
+        repetition: 1,
+        step: None,
+        params: vec![],
+        target_rate: Some(100.0 / 3.0),
+        duration_s: 2.0,
+        seg: SegmentFigures::default(),
+        res: Resources::default(),
+        valid: false,
+        invalid_reason: "broker exited mid-cell".into(),
+    };
+    std::fs::write(
+        d("s2").join("summary.csv"),
+        summary_csv(&[], &[row]).unwrap(),
+    )
+    .unwrap();
+    let merged = merge_folders(&dirs, &d("out"), "t").unwrap();
+    let r = &merged.rows[0];
+    assert_eq!(r.seg.sent, 2 * lat.len() as u64);
+    assert!(!r.valid);
+    assert!(
+        r.invalid_reason.contains("shard 1/3"),
+        "{}",
+        r.invalid_reason
+    );
+    assert!(
+        r.invalid_reason.contains("shard 2/3") && r.invalid_reason.contains("broker exited"),
+        "{}",
+        r.invalid_reason
+    );
+}

@@ -124,3 +124,37 @@ impl LoadConfig {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Secs, Step};
+
+    #[test]
+    fn a_slot_covers_schedule_drain_and_margin() {
+        let w = Workload {
+            warmup: Secs(2.0),
+            duration: Secs(10.0),
+            send_timeout: Secs(3.0),
+            ..Workload::default()
+        };
+        assert_eq!(slot_length(&w), Duration::from_secs(20));
+        let steps = Workload {
+            model: Model::Steps,
+            warmup: Secs(1.0),
+            steps: vec![
+                Step {
+                    rate: 100.0,
+                    duration: Secs(2.0),
+                },
+                Step {
+                    rate: 200.0,
+                    duration: Secs(3.0),
+                },
+            ],
+            send_timeout: Secs(0.5),
+            ..Workload::default()
+        };
+        assert_eq!(slot_length(&steps), Duration::from_millis(11_500));
+    }
+}
