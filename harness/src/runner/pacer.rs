@@ -88,8 +88,12 @@ impl Pacer {
         let max_rate = cfg.phases.iter().map(|p| p.rate).fold(0.0, f64::max);
         let backlog_cap =
             ((max_rate * common.send_timeout.as_secs_f64()) as usize).clamp(1024, 2_000_000);
+        let mut builder = SendBuilder::new(&cfg.workload);
+        if let Some(t) = &cfg.tracking {
+            builder.set_uniq_prefix(&t.prefix);
+        }
         Pacer {
-            builder: SendBuilder::new(&cfg.workload),
+            builder,
             cfg,
             common,
             conns,

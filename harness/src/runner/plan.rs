@@ -1,7 +1,10 @@
 //! The schedule of a workload: warm-up then the measured phases, and how they are paced.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::consumer::SendTracking;
 
 use crate::profile::{Model, Workload};
 
@@ -69,6 +72,8 @@ pub struct LoadConfig {
     pub workload: Workload,
     pub pacing: Pacing,
     pub phases: Vec<Phase>,
+    /// With consumers: the sends acknowledged, for lost/duplicate accounting.
+    pub tracking: Option<Arc<SendTracking>>,
 }
 
 impl LoadConfig {
@@ -79,11 +84,17 @@ impl LoadConfig {
             workload: workload.clone(),
             pacing,
             phases,
+            tracking: None,
         }
     }
 
     pub fn segments(&self) -> usize {
         self.phases.iter().map(|p| p.segment).max().unwrap_or(0) + 1
+    }
+
+    /// Sends scheduled over every phase (open loop; the closed loop has no fixed count).
+    pub fn scheduled_sends(&self) -> Option<u64> {
+        (self.pacing == Pacing::Open).then(|| self.phases.iter().map(Phase::count).sum())
     }
 
     /// Total scheduled time, warm-up included.

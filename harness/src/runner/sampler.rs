@@ -7,12 +7,14 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
+use crate::consumer::ConsumerFigures;
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::client::AdminConn;
+use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
@@ -70,6 +72,7 @@ pub fn drive(
     recorder: &mut Recorder,
     res: &mut Resources,
     interrupted: &mut bool,
+    consumer_figures: &mut Option<ConsumerFigures>,
 ) -> Result<(), String> {
     let w = &cell.workload;
     let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
@@ -82,7 +85,8 @@ pub fn drive(
     let info_timeout = Duration::from_millis(300);
     let baseline = admin.runtime_info(info_timeout).ok();
     let mut sampler = pid.map(ProcSampler::new);
-    let cfg = LoadConfig::new(addr, w);
+    let mut cfg = LoadConfig::new(addr, w);
+    let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
@@ -163,7 +167,7 @@ pub fn drive(
         };
         // The second goes to disk now and only its few summary figures stay in memory: a
         // one-hour soak must not hold an hour of histograms.
-        let row = timeseries_row(
+        let mut row = timeseries_row(
             &ctx.profile.name,
             cell,
             repetition,
@@ -176,6 +180,16 @@ pub fn drive(
         let tag_base = format!("{}/r{repetition}", cell.id);
         {
             let mut streams = ctx.streams.lock();
+            consumer_hook::second(
+                consumers.as_mut(),
+                segment.is_some_and(|g| g > 0),
+                &mut row,
+                |name, h| {
+                    streams
+                        .hlog
+                        .push(&format!("{tag_base}/{name}"), start, 1.0, h)
+                },
+            );
             for (name, h) in [
                 ("latency", &interval.latency),
                 ("service", &interval.service),
@@ -203,6 +217,32 @@ pub fn drive(
         b.finish_and_clear();
     }
     *recorder = load.join();
+    *consumer_figures = consumer_hook::drain(
+        ctx,
+        cell,
+        repetition,
+        &cfg,
+        consumers,
+        *interrupted || crashed.is_some(),
+        &mut second,
+        |row, e2e, stored| {
+            let start = ctx.run_start.elapsed().as_secs_f64() - 1.0;
+            let tag_base = format!("{}/r{repetition}", cell.id);
+            let mut streams = ctx.streams.lock();
+            for (name, h) in [("e2e", e2e), ("stored_e2e", stored)] {
+                if let Some(h) = h {
+                    streams
+                        .hlog
+                        .push(&format!("{tag_base}/{name}"), start, 1.0, h);
+                }
+            }
+            streams
+                .hlog
+                .flush_second()
+                .and_then(|()| streams.series.append(row))
+                .map_err(|e| format!("writing the time series: {e}"))
+        },
+    )?;
 
     // Resources over the measured seconds.
     let measured: Vec<&Sample> = samples
@@ -317,5 +357,6 @@ pub fn timeseries_row(
             pool_buffers_free: info("remainTransientStoreBufferNumbs"),
             commit_lag_bytes: info("commitLogUncommittedBytes"),
         },
+        consumer: Default::default(),
     }
 }

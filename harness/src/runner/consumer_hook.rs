@@ -1,0 +1,135 @@
+//! The consumers inside a job: started before the load (after any prefill), sampled with
+//! every second, drained after the producers stop, then stopped. The sampling loop
+//! (`sampler.rs`) calls these three hooks and nothing else of the consumers.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::consumer::{ConsumerFigures, ConsumerRun};
+use crate::matrix::Cell;
+use crate::recorder::Interval;
+use crate::report::{TimeseriesConsumer, TimeseriesRow};
+use crate::runner::context::Ctx;
+use crate::runner::plan::LoadConfig;
+use crate::runner::sampler::{timeseries_row, Sample};
+
+/// Starts the cell's consumers, if it has any, and points the load's acknowledgements at them.
+pub fn start(
+    ctx: &Ctx,
+    cell: &Cell,
+    repetition: u32,
+    addr: SocketAddr,
+    cfg: &mut LoadConfig,
+) -> Result<Option<ConsumerRun>, String> {
+    let Some(c) = &cell.consumer else {
+        return Ok(None);
+    };
+    let log = ctx
+        .out_dir
+        .join(format!("{}-r{repetition}", cell.id))
+        .join("consumer.log");
+    let run = ConsumerRun::start(c, &cell.workload, addr, cfg.scheduled_sends(), Some(&log))?;
+    cfg.tracking = Some(run.tracking());
+    Ok(Some(run))
+}
+
+/// The consumer cells of this second's row, and its two histograms (`e2e`, `stored_e2e`) for
+/// the interval log.
+pub fn second(
+    run: Option<&mut ConsumerRun>,
+    measuring: bool,
+    row: &mut TimeseriesRow,
+    mut hlog: impl FnMut(&str, &hdrhistogram::Histogram<u64>),
+) {
+    let Some(run) = run else { return };
+    if measuring {
+        run.start_measuring();
+    }
+    let s = run.second();
+    row.consumer = TimeseriesConsumer::of(Some(&s));
+    if let Some(h) = &s.e2e {
+        hlog("e2e", h);
+    }
+    if let Some(h) = &s.stored_e2e {
+        hlog("stored_e2e", h);
+    }
+}
+
+/// After the load: waits for the consumers to catch up (one `drain` row per second through
+/// `write`), stops them and returns their figures.
+#[allow(clippy::too_many_arguments)]
+pub fn drain(
+    ctx: &Ctx,
+    cell: &Cell,
+    repetition: u32,
+    cfg: &LoadConfig,
+    run: Option<ConsumerRun>,
+    interrupted: bool,
+    second: &mut u64,
+    mut write: impl FnMut(
+        &TimeseriesRow,
+        Option<&hdrhistogram::Histogram<u64>>,
+        Option<&hdrhistogram::Histogram<u64>>,
+    ) -> Result<(), String>,
+) -> Result<Option<ConsumerFigures>, String> {
+    let Some(mut run) = run else {
+        return Ok(None);
+    };
+    if interrupted {
+        run.cancel();
+        return Ok(Some(run.finish()));
+    }
+    let mut failed = None;
+    let empty = Interval::default();
+    run.drain(|run| {
+        *second += 1;
+        let sample = Sample {
+            partial: false,
+            drain: true,
+            second: *second,
+            segment: cfg.phases.last().map(|p| p.segment),
+            broker: None,
+            harness_cpu: 0.0,
+            harness_rss_mb: crate::broker::self_rss_mb(),
+        };
+        let mut row = timeseries_row(
+            &ctx.profile.name,
+            cell,
+            repetition,
+            cfg,
+            &sample,
+            &empty,
+            None,
+        );
+        let s = run.second();
+        row.consumer = TimeseriesConsumer::of(Some(&s));
+        if let Err(e) = write(&row, s.e2e.as_ref(), s.stored_e2e.as_ref()) {
+            failed.get_or_insert(e);
+        }
+        if ctx.opts.cancel.is_cancelled() {
+            run.cancel();
+        }
+    });
+    let t = Instant::now();
+    let figures = run.finish();
+    let stop_took = t.elapsed();
+    if stop_took > Duration::from_secs(8) {
+        ctx.progress
+            .line(&format!("  consumers took {stop_took:?} to stop"));
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Some(figures)),
+    }
+}
+
+/// Why a job whose consumers did not catch up is not scored.
+pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<String> {
+    (!f.drained).then(|| {
+        format!(
+            "consumers did not catch up within drain_timeout {drain_timeout:?}: lag {} at the end, {} acknowledged messages not consumed",
+            f.lag_at_end,
+            f.lost.map_or_else(|| "?".into(), |l| l.to_string())
+        )
+    })
+}
