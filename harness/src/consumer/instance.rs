@@ -29,6 +29,8 @@ const PERSIST_EVERY: Duration = Duration::from_secs(5);
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 /// `REBALANCE_LOCK_INTERVAL` (first after 1 s).
 const LOCK_EVERY: Duration = Duration::from_secs(20);
+/// `rocketmq.client.unlockDelayTimeMills`.
+const UNLOCK_DELAY: Duration = Duration::from_secs(20);
 /// `mqClientApiTimeout`.
 const API_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -242,10 +244,26 @@ async fn rebalance(inst: &Arc<Instance>) {
         q.dropped.store(true, Ordering::Release);
         persist(inst, std::slice::from_ref(&q)).await;
         if cfg.mode == ConsumeMode::Orderly {
-            let _ = inst
-                .wire
-                .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &[qid]))
-                .await;
+            let cached = !q.pq.lock().is_empty();
+            if cached && cfg.client_version != ClientVersion::V53 {
+                // 4.x keeps the lock `unlockDelayTimeMills` (20 s) while messages are still
+                // cached, so no other client consumes them concurrently (consumer §7.3).
+                inst.log("INFO", &format!("[MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]]unlockDelay, begin", shared.topic));
+                let inst2 = inst.clone();
+                shared.tracker.spawn(async move {
+                    tokio::select! {
+                        _ = inst2.shared.cancel.cancelled() => {}
+                        _ = tokio::time::sleep(UNLOCK_DELAY) => {
+                            let _ = inst2.wire.oneway(lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &[qid])).await;
+                        }
+                    }
+                });
+            } else {
+                let _ = inst
+                    .wire
+                    .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &[qid]))
+                    .await;
+            }
         }
         inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]", cfg.group, shared.topic));
         changed = true;
