@@ -115,7 +115,7 @@ pub fn log_text(
 /// Whether an event whose counter was `before` (pre-increment) is logged: the 1st and every
 /// 1000th (`if ((flowControlTimes++ % 1000) == 0)`).
 pub fn logged(before: u64) -> bool {
-    before % 1000 == 0
+    before.is_multiple_of(1000)
 }
 
 /// The delay before the pull is tried again.

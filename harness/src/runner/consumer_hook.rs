@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::consumer::{ConsumerFigures, ConsumerRun};
 use crate::matrix::Cell;
-use crate::recorder::Interval;
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
 use crate::runner::context::Ctx;
 use crate::runner::plan::LoadConfig;
-use crate::runner::sampler::{timeseries_row, Sample};
 
 /// Starts the cell's consumers, if it has any, and points the load's acknowledgements at them.
 pub fn start(
@@ -55,17 +53,14 @@ pub fn second(
     }
 }
 
-/// After the load: waits for the consumers to catch up (one `drain` row per second through
-/// `write`), stops them and returns their figures.
-#[allow(clippy::too_many_arguments)]
+/// After the load: waits for the consumers to catch up (one `drain` row per second, built by
+/// `drain_row` from the second's number and written through `write`), stops them and returns
+/// their figures.
 pub fn drain(
     ctx: &Ctx,
-    cell: &Cell,
-    repetition: u32,
-    cfg: &LoadConfig,
     run: Option<ConsumerRun>,
     interrupted: bool,
-    second: &mut u64,
+    mut drain_row: impl FnMut() -> TimeseriesRow,
     mut write: impl FnMut(
         &TimeseriesRow,
         Option<&hdrhistogram::Histogram<u64>>,
@@ -80,27 +75,8 @@ pub fn drain(
         return Ok(Some(run.finish()));
     }
     let mut failed = None;
-    let empty = Interval::default();
     run.drain(|run| {
-        *second += 1;
-        let sample = Sample {
-            partial: false,
-            drain: true,
-            second: *second,
-            segment: cfg.phases.last().map(|p| p.segment),
-            broker: None,
-            harness_cpu: 0.0,
-            harness_rss_mb: crate::broker::self_rss_mb(),
-        };
-        let mut row = timeseries_row(
-            &ctx.profile.name,
-            cell,
-            repetition,
-            cfg,
-            &sample,
-            &empty,
-            None,
-        );
+        let mut row = drain_row();
         let s = run.second();
         row.consumer = TimeseriesConsumer::of(Some(&s));
         if let Err(e) = write(&row, s.e2e.as_ref(), s.stored_e2e.as_ref()) {

@@ -217,14 +217,25 @@ pub fn drive(
         b.finish_and_clear();
     }
     *recorder = load.join();
+    let empty = Interval::default();
     *consumer_figures = consumer_hook::drain(
         ctx,
-        cell,
-        repetition,
-        &cfg,
         consumers,
         *interrupted || crashed.is_some(),
-        &mut second,
+        || {
+            second += 1;
+            let sample = Sample {
+                partial: false,
+                drain: true,
+                second,
+                segment: cfg.phases.last().map(|p| p.segment),
+                broker: None,
+                harness_cpu: 0.0,
+                harness_rss_mb: broker::self_rss_mb(),
+            };
+            let name = &ctx.profile.name;
+            timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None)
+        },
         |row, e2e, stored| {
             let start = ctx.run_start.elapsed().as_secs_f64() - 1.0;
             let tag_base = format!("{}/r{repetition}", cell.id);
