@@ -129,6 +129,11 @@ impl Pacer {
                 Pacing::Open => {
                     while phase < self.cfg.phases.len() {
                         let ph = &self.cfg.phases[phase];
+                        if ph.rate == 0.0 && now < phase_start + ph.duration {
+                            // A phase without sends still lasts its duration (consumers alone).
+                            next_due = Some(phase_start + ph.duration);
+                            break;
+                        }
                         if j >= ph.count() {
                             phase_start += ph.duration;
                             phase += 1;
