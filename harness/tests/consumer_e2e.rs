@@ -214,3 +214,47 @@ fn orderly_not_locked_delays_follow_the_configured_delay() {
         "{log}"
     );
 }
+
+/// `[consumer]` keys are matrix axes and `--set` keys; mistakes point at the line or the flag.
+#[test]
+fn consumer_keys_are_axes_and_set_keys_with_located_errors() {
+    let text = "name = \"c\"\n[consumer]\nprocessing_time = \"5ms\"\n[matrix]\n\"consumer.pull_threshold_for_queue\" = [100, 1000]\n";
+    let parse = |t: &str, sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Profile::parse(t, "c.toml", Path::new("c.toml"), &sets)
+    };
+    let p = parse(text, &[]).unwrap();
+    let cells = harness::matrix::expand(&p).unwrap();
+    assert_eq!(cells.len(), 2);
+    assert_eq!(cells[0].label, "pull_threshold_for_queue=100");
+    let c1 = cells[1].consumer.as_ref().unwrap();
+    assert_eq!(c1.pull_threshold_for_queue, 1000);
+    assert_eq!(c1.processing_time.0, 0.005);
+
+    let p = parse(text, &["consumer.pull_threshold_for_queue=5"]).unwrap();
+    assert!(p.axes.is_empty(), "--set collapses the axis");
+    assert_eq!(p.consumer.unwrap().pull_threshold_for_queue, 5);
+
+    let e = parse(text, &["consumer.pull_treshold_for_queue=5"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("did you mean `consumer.pull_threshold_for_queue`"),
+        "{e}"
+    );
+    let e = parse(text, &["consumer.instances=0"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`instances` must be between 1 and 64"), "{e}");
+    let e = parse(
+        "name = \"c\"\n[consumer]\ninstances = 2\nleave_at = { 5 = \"1s\" }\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("c.toml:4:"), "{e}");
+    let e = parse("name = \"c\"\n[matrix]\n\"consumer.prefill\" = [1]\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs a [consumer] table"), "{e}");
+}
