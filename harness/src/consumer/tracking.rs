@@ -55,3 +55,31 @@ impl SendTracking {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Workload;
+    use crate::runner::client::{uniq_seq, SendBuilder};
+
+    #[test]
+    fn a_uniq_key_maps_back_to_its_send_and_batch_entry() {
+        let t = SendTracking::new(1, 1000);
+        let mut b = SendBuilder::new(&Workload::default());
+        b.set_uniq_prefix(&t.prefix);
+        assert_eq!(b.uniq_prefix(), t.prefix);
+        let key = b.uniq_key(0xABCDEF12345);
+        assert_eq!(key.len(), 32);
+        assert_eq!(uniq_seq(&key), Some((t.prefix.as_str(), 0xABCDEF12345)));
+        assert_eq!(uniq_seq("short"), None);
+        b.set_uniq_prefix("not hex at all, twenty");
+        assert_eq!(b.uniq_prefix(), t.prefix, "a bad prefix is ignored");
+
+        // Batches: entry k of send s is keyed s × 1024 + k, indexed s × batch + k.
+        let batch = SendTracking::new(4, 1000);
+        assert_eq!(batch.index(7 * 1024 + 3), 31);
+        batch.ack(7);
+        assert!((28..32).all(|i| batch.acked.contains(i)));
+        assert_eq!(batch.acked.len(), 4);
+    }
+}
