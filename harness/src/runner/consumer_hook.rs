@@ -109,3 +109,22 @@ pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<Strin
         )
     })
 }
+
+/// The consumers' line under a job's `done:` line.
+pub fn progress_line(f: &ConsumerFigures) -> String {
+    format!(
+        "  consumers: consumed {} ({:.0}/s) flow control count/size/span/not-locked {}/{}/{}/{} lag max {} e2e p50/p99 {:.1}/{:.1} ms lost {} dup {}{}",
+        f.consumed,
+        f.consume_rate,
+        f.fc[0],
+        f.fc[1],
+        f.fc[2],
+        f.fc[3],
+        f.lag_max,
+        f.e2e_us[0] as f64 / 1000.0,
+        f.e2e_us[1] as f64 / 1000.0,
+        f.lost.map_or_else(|| "-".into(), |l| l.to_string()),
+        f.duplicates,
+        if f.decode_errors > 0 { format!(" decode errors {}", f.decode_errors) } else { String::new() }
+    )
+}

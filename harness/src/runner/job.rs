@@ -161,5 +161,9 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             if r.valid { String::new() } else { format!("  INVALID: {}", r.invalid_reason) }
         ));
     }
+    if let Some(f) = &consumer {
+        ctx.progress
+            .line(&crate::runner::consumer_hook::progress_line(f));
+    }
     (rows, interrupted)
 }
