@@ -130,8 +130,8 @@ message_size = 128
 queues = 4
 [consumer]
 instances = 3
-consume_threads = 5
-processing_time = "30ms"
+consume_threads = 8
+processing_time = "50ms"
 drain_timeout = "40s"
 join_at = { 2 = "1.5s" }
 leave_at = { 1 = "3s" }
