@@ -6,6 +6,7 @@
 pub mod broker;
 pub mod broker_keys;
 pub mod compare;
+pub mod consumer;
 pub mod drift;
 pub mod exit;
 pub mod fnv;

@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::fnv::Fnv1a;
-use crate::profile::{value_string, workload_with, Order, Profile, Workload};
+use crate::profile::{
+    consumer_with, value_string, workload_with, Consumer, Order, Profile, Workload,
+};
 
 /// One configuration of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +26,8 @@ pub struct Cell {
     pub workload: Workload,
     /// Effective broker keys: the profile's fixed keys plus this cell's broker axes.
     pub broker: BTreeMap<String, String>,
+    /// The consumers of this cell (the profile's `[consumer]` plus this cell's consumer axes).
+    pub consumer: Option<Consumer>,
 }
 
 /// One unit of work: a cell and its repetition number (1-based).
@@ -52,6 +56,7 @@ pub fn cell_id(params: &[(String, String)]) -> String {
 fn short_key(key: &str) -> &str {
     key.strip_prefix("broker.")
         .or_else(|| key.strip_prefix("workload."))
+        .or_else(|| key.strip_prefix("consumer."))
         .unwrap_or(key)
 }
 
@@ -69,6 +74,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
         }
         let mut table = profile.workload_table.clone();
         let mut broker = profile.broker.clone();
+        let mut consumer_table = profile.consumer_table.clone();
         let mut params = Vec::new();
         for (axis, &pick) in profile.axes.iter().zip(&picks) {
             let value = &axis.values[pick];
@@ -77,6 +83,10 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 table.insert(k.to_owned(), value.clone());
             } else if let Some(k) = axis.key.strip_prefix("broker.") {
                 broker.insert(k.to_owned(), value_string(value));
+            } else if let (Some(k), Some(t)) =
+                (axis.key.strip_prefix("consumer."), consumer_table.as_mut())
+            {
+                t.insert(k.to_owned(), value.clone());
             }
         }
         // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
@@ -85,6 +95,19 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             None => workload_with(&table, "model", &toml::Value::String("open".into())),
         }
         .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
+        let consumer = match &consumer_table {
+            Some(t) => Some(
+                consumer_with(
+                    t,
+                    "group",
+                    &t.get("group")
+                        .cloned()
+                        .unwrap_or_else(|| toml::Value::String(Consumer::default().group)),
+                )
+                .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?,
+            ),
+            None => None,
+        };
         cells.push(Cell {
             index,
             id: cell_id(&params),
@@ -92,6 +115,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             params,
             workload,
             broker,
+            consumer,
         });
     }
     Ok(cells)

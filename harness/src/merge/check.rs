@@ -83,6 +83,20 @@ pub fn check(folders: &[ShardFolder]) -> Result<(), MergeError> {
             return Err(mismatch(format!("cell {path}: {y} vs {x}")));
         }
     }
+    // Each shard's consumers read the whole topic, so their lag, lost and duplicate figures
+    // are not shares of one consumer group's: adding them would invent numbers.
+    if let Some(f) = folders.iter().find(|f| {
+        f.run["cells"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| !c["consumer"].is_null())
+    }) {
+        return Err(MergeError::NotAResult {
+            path: f.path.clone(),
+            reason: "its cells ran [consumer] groups, whose figures cannot be merged across shards; run the consumers in one process (no --shard) or drop the [consumer] table from the sharded profile".into(),
+        });
+    }
     let n = first.shards;
     let mut seen: Vec<Option<&ShardFolder>> = vec![None; n as usize];
     for f in folders {

@@ -181,6 +181,7 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
             .unwrap_or(&r0.cell_id)
             .to_owned();
         out.push(SummaryRow {
+            consumer: None,
             profile: r0.text.get("profile").cloned().unwrap_or_default(),
             cell_id: r0.cell_id.clone(),
             label,

@@ -84,6 +84,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
                     broker_cpu: Some(Fixed(10.0 * f64::from(shard + 1))),
                     ..TimeseriesTail::default()
                 },
+                consumer: Default::default(),
             })
             .unwrap();
     }
@@ -97,6 +98,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
     )
     .unwrap();
     let row = SummaryRow {
+        consumer: None,
         profile: profile.into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),
@@ -283,6 +285,7 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
 
     // Its broker never came up: an empty invalid row and no histograms; merged and named.
     let row = SummaryRow {
+        consumer: None,
         profile: "p".into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEYS};
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
@@ -28,6 +29,7 @@ struct RawProfile {
     broker: Option<BTreeMap<String, Spanned<toml::Value>>>,
     matrix: Option<BTreeMap<String, Spanned<toml::Value>>>,
     validity: Option<Validity>,
+    consumer: Option<Consumer>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
 }
@@ -63,6 +65,11 @@ pub struct Profile {
     /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
     /// `--set broker.k=v`. Keyed by the bare broker.conf key.
     pub broker_origins: BTreeMap<String, String>,
+    /// The `[consumer]` table as written (plus `--set`), to which axis values are applied;
+    /// None without consumers.
+    pub consumer_table: Option<toml::Table>,
+    /// The base consumer settings (no axis applied).
+    pub consumer: Option<Consumer>,
 }
 
 impl Profile {
@@ -106,6 +113,17 @@ impl Profile {
             // Point at the [workload] key when it was written, else at the table.
             let span = find_key_span(text, "workload", key);
             return Err(src.err(span, msg, None));
+        }
+
+        let consumer_table = match doc.get("consumer") {
+            Some(toml::Value::Table(t)) => Some(t.clone()),
+            _ => None,
+        };
+        if let Some(c) = &raw.consumer {
+            if let Err((key, msg)) = c.validate() {
+                let span = find_key_span(text, "consumer", key);
+                return Err(src.err(span, msg, None));
+            }
         }
 
         let name = raw.name.get_ref().clone();
@@ -156,8 +174,14 @@ impl Profile {
                     Some("give at least one value, or remove the axis".into()),
                 ));
             }
-            check_axis(key, &values, &workload_table, &broker)
-                .map_err(|(m, h)| src.err(span.clone(), m, h))?;
+            check_axis(
+                key,
+                &values,
+                &workload_table,
+                &broker,
+                consumer_table.as_ref(),
+            )
+            .map_err(|(m, h)| src.err(span.clone(), m, h))?;
             if let Some(k) = key.strip_prefix("broker.") {
                 let axis_span = find_quoted_key_span(text, key).unwrap_or_else(|| v.span());
                 broker_origins.insert(k.to_owned(), locate(axis_span));
@@ -204,6 +228,8 @@ impl Profile {
             axes,
             validity: raw.validity.unwrap_or_default(),
             broker_origins,
+            consumer_table,
+            consumer: raw.consumer,
         };
         for arg in sets {
             profile.apply_set(arg)?;
@@ -244,15 +270,31 @@ impl Profile {
             self.broker.insert(k.to_owned(), value_string(&value));
             self.broker_origins
                 .insert(k.to_owned(), format!("--set {}", arg.trim()));
+        } else if let Some(k) = key.strip_prefix("consumer.") {
+            if !CONSUMER_KEYS.contains(&k) {
+                let help = did_you_mean(k, CONSUMER_KEYS).map_or(String::new(), |b| {
+                    format!(" (did you mean `consumer.{b}`?)")
+                });
+                return Err(set_err(format!("unknown consumer key `{k}`{help}")));
+            }
+            let table = self.consumer_table.get_or_insert_with(toml::Table::new);
+            self.consumer = Some(consumer_with(table, k, &value).map_err(set_err)?);
+            table.insert(k.to_owned(), value);
         } else {
             return Err(set_err(
-                "the key must start with `workload.` or `broker.`".into(),
+                "the key must start with `workload.`, `broker.` or `consumer.`".into(),
             ));
         }
         // Axis values were checked against the old base; check them again.
         for axis in &self.axes {
-            check_axis(&axis.key, &axis.values, &self.workload_table, &self.broker)
-                .map_err(|(m, _)| set_err(m))?;
+            check_axis(
+                &axis.key,
+                &axis.values,
+                &self.workload_table,
+                &self.broker,
+                self.consumer_table.as_ref(),
+            )
+            .map_err(|(m, _)| set_err(m))?;
         }
         Ok(())
     }
@@ -272,6 +314,7 @@ fn check_axis(
     values: &[toml::Value],
     workload: &toml::Table,
     broker: &BTreeMap<String, String>,
+    consumer: Option<&toml::Table>,
 ) -> Result<(), (String, Option<String>)> {
     if let Some(k) = key.strip_prefix("workload.") {
         if !WORKLOAD_KEYS.contains(&k) {
@@ -315,6 +358,8 @@ fn check_axis(
                 None,
             ));
         }
+    } else if key.starts_with("consumer.") {
+        check_consumer_axis(key, values, consumer)?;
     } else {
         let help = format!("write \"workload.{key}\" or \"broker.{key}\"");
         return Err((

@@ -7,11 +7,13 @@
 //!
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
+//! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
 //! * settings.rs    — run order, `[validity]`, key metrics
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
+mod consumer;
 mod diagnostics;
 mod document;
 mod secs;
@@ -19,6 +21,10 @@ mod settings;
 mod value;
 mod workload;
 
+pub use consumer::{
+    consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,
+    CONSUMER_KEYS,
+};
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
 pub use secs::{parse_secs, Secs};

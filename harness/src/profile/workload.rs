@@ -89,7 +89,8 @@ pub struct Step {
 pub struct Workload {
     /// `open`, `closed` or `steps`. Default: open.
     pub model: Model,
-    /// Open loop: sends per second (requests, so a batch counts once). Default: 1000.
+    /// Open loop: sends per second (requests, so a batch counts once); 0 sends nothing.
+    /// Default: 1000.
     pub rate: f64,
     /// Closed loop: outstanding sends. Default: 16.
     pub concurrency: u32,
@@ -164,6 +165,8 @@ impl Workload {
             }
         };
         match self.model {
+            // 0 sends nothing: consumers alone on a prefilled topic (`[consumer] prefill`).
+            Model::Open if self.rate == 0.0 => {}
             Model::Open => positive("rate", self.rate)?,
             Model::Closed => {
                 if self.concurrency == 0 {

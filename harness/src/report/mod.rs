@@ -5,6 +5,7 @@
 
 mod atomic;
 pub mod cells;
+mod consumer_cols;
 mod hlog;
 pub mod hlog_totals;
 pub mod run_json;
@@ -13,6 +14,7 @@ mod table;
 mod timeseries;
 
 pub use atomic::write_atomic;
+pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
 pub use hlog::HlogWriter;
 pub use summary::{
     summary_csv, summary_header, Resources, SegmentFigures, SummaryRecord, SummaryRow,

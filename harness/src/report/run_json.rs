@@ -99,5 +99,6 @@ pub fn cell_json(cell: &Cell, conf: &BTreeMap<String, String>) -> Value {
     json!({
         "cell_id": cell.id, "label": cell.label, "params": cell.params.iter().cloned().collect::<BTreeMap<_, _>>(),
         "workload": cell.workload, "broker_conf": conf, "broker_conf_hash": hash,
+        "consumer": cell.consumer,
     })
 }

@@ -54,8 +54,6 @@ pub struct SendBuilder {
     producer_group: String,
     /// First 20 hex digits of UNIQ_KEY: IP, pid, a per-run "classloader hash" (§3.4).
     uniq_prefix: String,
-    /// The start of the current month, for the time field of UNIQ_KEY.
-    month_start_ms: u64,
     /// The request with every constant field filled in, built on first use.
     template: Option<RemotingCommand>,
     /// For JSON single-message sends: the template encoded once, with holes for the opaque,
@@ -83,9 +81,6 @@ impl SendBuilder {
             hash = (hash & 0x00ff_ffff) | ((shard.index & 0xff) << 24);
         }
         let uniq_prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
-        let now_ms = nanos.as_millis() as u64;
-        // Approximation of "start of month": 30-day blocks keep the field within int32.
-        let month_start_ms = now_ms - now_ms % (30 * 24 * 3600 * 1000);
         // A recognisable, compressible-but-not-trivial body.
         let body: Vec<u8> = (0..w.message_size).map(|i| b'a' + (i % 26) as u8).collect();
         SendBuilder {
@@ -101,7 +96,6 @@ impl SendBuilder {
             queues: w.queues,
             producer_group: shard.producer_group(&w.producer_group),
             uniq_prefix,
-            month_start_ms,
             template: None,
             frame: None,
             scratch: Default::default(),
@@ -115,13 +109,31 @@ impl SendBuilder {
     /// UNIQ_KEY for message `seq` (32 hex digits like MessageClientIDSetter).
     pub fn uniq_key(&self, seq: u64) -> String {
         let mut out = String::with_capacity(32);
-        self.write_uniq_key(epoch_ms(), seq, &mut out);
+        self.write_uniq_key(seq, &mut out);
         out
     }
 
-    fn write_uniq_key(&self, now_ms: i64, seq: u64, out: &mut String) {
-        let t = ((now_ms as u64).saturating_sub(self.month_start_ms)) as u32;
-        let _ = write!(out, "{}{:08X}{:04X}", self.uniq_prefix, t, seq as u16);
+    /// The first 20 hex digits of every UNIQ_KEY this builder writes.
+    pub fn uniq_prefix(&self) -> &str {
+        &self.uniq_prefix
+    }
+
+    /// Replaces the 20-hex-digit prefix, so a consumer can tell this run's messages (and this
+    /// builder's) from any other on the topic.
+    pub fn set_uniq_prefix(&mut self, prefix: &str) {
+        if prefix.len() == 20 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            self.uniq_prefix = prefix.to_owned();
+            self.template = None;
+            self.frame = None;
+        }
+    }
+
+    /// Java's last 12 digits are the time since the start of the month and a 16-bit counter;
+    /// ours are the send's sequence number (48 bits), so a consumer can map every message back
+    /// to its send for lost/duplicate accounting (`uniq_seq`). The key stays 32 hex digits and
+    /// unique per message, which is all the broker and a Java consumer rely on.
+    fn write_uniq_key(&self, seq: u64, out: &mut String) {
+        let _ = write!(out, "{}{:012X}", self.uniq_prefix, seq & 0xFFFF_FFFF_FFFF);
     }
 
     /// Encodes send number `seq` with `opaque` into `dst` (cleared first).
@@ -162,7 +174,7 @@ impl SendBuilder {
             let _ = write!(b, "{born}");
             // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
-            self.write_uniq_key(born, seq, props);
+            self.write_uniq_key(seq, props);
             props.push('\u{2}');
             if let Some(frame) = &self.frame {
                 frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
@@ -274,6 +286,15 @@ impl SendBuilder {
         }
         cmd
     }
+}
+
+/// A UNIQ_KEY written by [`SendBuilder`]: its 20-digit prefix and the send's sequence number.
+pub fn uniq_seq(key: &str) -> Option<(&str, u64)> {
+    if key.len() != 32 || !key.is_ascii() {
+        return None;
+    }
+    let (prefix, seq) = key.split_at(20);
+    Some((prefix, u64::from_str_radix(seq, 16).ok()?))
 }
 
 /// Wall-clock epoch milliseconds, as the Java client stamps `bornTimestamp`.

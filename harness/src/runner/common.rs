@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::consumer::SendTracking;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
@@ -33,6 +34,8 @@ pub struct Common {
     pub closing: AtomicBool,
     pub retry_tx: SyncSender<Retry>,
     pub pacer: Mutex<Option<Thread>>,
+    /// With consumers: where acknowledged sends are marked.
+    pub tracking: Option<std::sync::Arc<SendTracking>>,
 }
 
 impl Common {
@@ -83,6 +86,11 @@ impl Common {
             };
             if self.retry_tx.try_send(r).is_ok() {
                 return;
+            }
+        }
+        if outcome == Outcome::Ok && answered {
+            if let Some(t) = &self.tracking {
+                t.ack(e.seq);
             }
         }
         let service = answered.then(|| us(now - e.written));

@@ -25,6 +25,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut samples: Vec<Sample> = Vec::new();
     let mut recorder = Recorder::new(cfg_probe.segments());
     let mut res = Resources::default();
+    let mut consumer = None;
     let harness_cpus = ctx
         .pinning
         .as_ref()
@@ -80,6 +81,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             &mut recorder,
             &mut res,
             &mut interrupted,
+            &mut consumer,
         );
         if let Some(p) = process {
             match p.stop(Duration::from_secs(10)) {
@@ -97,6 +99,11 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     }
     if interrupted {
         invalid = Some("interrupted".into());
+    }
+    if let (Some(f), Some(c)) = (&consumer, &cell.consumer) {
+        if let Some(r) = crate::runner::consumer_hook::not_drained(f, c.drain_timeout.duration()) {
+            invalid.get_or_insert(r);
+        }
     }
 
     // Summary rows: one per measured segment.
@@ -131,6 +138,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             res: segment_resources(&samples, ph.segment, &res),
             valid: true,
             invalid_reason: String::new(),
+            consumer: consumer.clone(),
         };
         let reason = invalid
             .clone()
@@ -153,6 +161,10 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             r.seg.lag_us[1],
             if r.valid { String::new() } else { format!("  INVALID: {}", r.invalid_reason) }
         ));
+    }
+    if let Some(f) = &consumer {
+        ctx.progress
+            .line(&crate::runner::consumer_hook::progress_line(f));
     }
     (rows, interrupted)
 }

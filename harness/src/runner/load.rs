@@ -73,6 +73,7 @@ impl LoadHandle {
             closing: AtomicBool::new(false),
             retry_tx,
             pacer: Mutex::new(None),
+            tracking: cfg.tracking.clone(),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];

@@ -7,6 +7,7 @@
 pub mod client;
 mod common;
 mod conn;
+mod consumer_hook;
 mod context;
 mod job;
 pub mod load;

@@ -88,8 +88,12 @@ impl Pacer {
         let max_rate = cfg.phases.iter().map(|p| p.rate).fold(0.0, f64::max);
         let backlog_cap =
             ((max_rate * common.send_timeout.as_secs_f64()) as usize).clamp(1024, 2_000_000);
+        let mut builder = SendBuilder::for_shard(&cfg.workload, cfg.shard);
+        if let Some(t) = &cfg.tracking {
+            builder.set_uniq_prefix(&t.prefix);
+        }
         Pacer {
-            builder: SendBuilder::for_shard(&cfg.workload, cfg.shard),
+            builder,
             cfg,
             common,
             conns,
@@ -130,6 +134,11 @@ impl Pacer {
                 Pacing::Open => {
                     while phase < self.cfg.phases.len() {
                         let ph = &self.cfg.phases[phase];
+                        if ph.rate == 0.0 && now < phase_start + ph.duration {
+                            // A phase without sends still lasts its duration (consumers alone).
+                            next_due = Some(phase_start + ph.duration);
+                            break;
+                        }
                         if j >= ph.count() {
                             phase_start += ph.duration;
                             phase += 1;

@@ -1,7 +1,10 @@
 //! The schedule of a workload: warm-up then the measured phases, and how they are paced.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::consumer::SendTracking;
 
 use crate::profile::{Model, Workload};
 use crate::runner::shard::{Shard, StartAt, SLOT_MARGIN};
@@ -81,6 +84,8 @@ pub struct LoadConfig {
     pub shard: Shard,
     /// The shared start instant (`--start-at`); None = ~50 ms after connecting.
     pub start_at: Option<StartAt>,
+    /// With consumers: the sends acknowledged, for lost/duplicate accounting.
+    pub tracking: Option<Arc<SendTracking>>,
 }
 
 impl LoadConfig {
@@ -93,6 +98,7 @@ impl LoadConfig {
             phases,
             shard: Shard::WHOLE,
             start_at: None,
+            tracking: None,
         }
     }
 
@@ -105,6 +111,11 @@ impl LoadConfig {
 
     pub fn segments(&self) -> usize {
         self.phases.iter().map(|p| p.segment).max().unwrap_or(0) + 1
+    }
+
+    /// Sends scheduled over every phase (open loop; the closed loop has no fixed count).
+    pub fn scheduled_sends(&self) -> Option<u64> {
+        (self.pacing == Pacing::Open).then(|| self.phases.iter().map(Phase::count).sum())
     }
 
     /// Total scheduled time, warm-up included.

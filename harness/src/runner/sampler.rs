@@ -7,12 +7,14 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
+use crate::consumer::ConsumerFigures;
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::client::AdminConn;
+use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
@@ -72,6 +74,7 @@ pub fn drive(
     recorder: &mut Recorder,
     res: &mut Resources,
     interrupted: &mut bool,
+    consumer_figures: &mut Option<ConsumerFigures>,
 ) -> Result<(), String> {
     let w = &cell.workload;
     let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
@@ -84,7 +87,8 @@ pub fn drive(
     let info_timeout = Duration::from_millis(300);
     let baseline = admin.runtime_info(info_timeout).ok();
     let mut sampler = pid.map(ProcSampler::new);
-    let cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
+    let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
+    let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
@@ -172,7 +176,7 @@ pub fn drive(
         };
         // The second goes to disk now and only its few summary figures stay in memory: a
         // one-hour soak must not hold an hour of histograms.
-        let row = timeseries_row(
+        let mut row = timeseries_row(
             &ctx.profile.name,
             cell,
             repetition,
@@ -189,6 +193,16 @@ pub fn drive(
         let tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
         {
             let mut streams = ctx.streams.lock();
+            consumer_hook::second(
+                consumers.as_mut(),
+                segment.is_some_and(|g| g > 0),
+                &mut row,
+                |name, h| {
+                    streams
+                        .hlog
+                        .push(&format!("{tag_base}/{name}"), start, 1.0, h)
+                },
+            );
             for (name, h) in [
                 ("latency", &interval.latency),
                 ("service", &interval.service),
@@ -229,6 +243,51 @@ pub fn drive(
         )
         .map_err(|e| format!("writing the segment histograms: {e}"))?;
     }
+    let empty = Interval::default();
+    *consumer_figures = consumer_hook::drain(
+        ctx,
+        consumers,
+        *interrupted || crashed.is_some(),
+        || {
+            second += 1;
+            let sample = Sample {
+                partial: false,
+                drain: true,
+                second,
+                segment: cfg.phases.last().map(|p| p.segment),
+                broker: None,
+                harness_cpu: 0.0,
+                harness_rss_mb: broker::self_rss_mb(),
+                end_unix_s: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs_f64(),
+            };
+            let name = &ctx.profile.name;
+            timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None)
+        },
+        |row, e2e, stored| {
+            let start = SystemTime::now()
+                .duration_since(ctx.run_start_wall)
+                .unwrap_or_default()
+                .as_secs_f64()
+                - 1.0;
+            let tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
+            let mut streams = ctx.streams.lock();
+            for (name, h) in [("e2e", e2e), ("stored_e2e", stored)] {
+                if let Some(h) = h {
+                    streams
+                        .hlog
+                        .push(&format!("{tag_base}/{name}"), start, 1.0, h);
+                }
+            }
+            streams
+                .hlog
+                .flush_second()
+                .and_then(|()| streams.series.append(row))
+                .map_err(|e| format!("writing the time series: {e}"))
+        },
+    )?;
 
     // Resources over the measured seconds.
     let measured: Vec<&Sample> = samples
@@ -344,5 +403,6 @@ pub fn timeseries_row(
             commit_lag_bytes: info("commitLogUncommittedBytes"),
             end_unix_s: Fixed(s.end_unix_s),
         },
+        consumer: Default::default(),
     }
 }

@@ -1,0 +1,101 @@
+//! A PULL_MESSAGE body into messages. A record that is truncated or fails its CRC is an error
+//! the consumer counts; the records before it are kept, the rest of the body is dropped.
+
+use remoting::message::{decode_record, property, RecordAt, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
+
+use crate::consumer::process_queue::Msg;
+
+/// The messages of `body`, and the decode error that ended it early, if one did.
+pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        match decode_record(rest, true) {
+            Ok(RecordAt::Message { record, len }) => {
+                out.push(Msg {
+                    queue_offset: record.queue_offset,
+                    body_len: record.body.len() as u64,
+                    born_ms: record.born_timestamp,
+                    stored_ms: record.store_timestamp,
+                    uniq_key: property(&record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
+                        .map(str::to_owned),
+                });
+                rest = &rest[len.min(rest.len())..];
+            }
+            Ok(RecordAt::EndOfFile { .. } | RecordAt::Empty) => break,
+            Err(e) => {
+                let at = body.len() - rest.len();
+                return (out, Some(format!("record at byte {at}: {e}")));
+            }
+        }
+    }
+    (out, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use remoting::message::{encode_properties, MessageRecord};
+
+    fn record(offset: i64) -> MessageRecord {
+        MessageRecord {
+            queue_id: 0,
+            flag: 0,
+            queue_offset: offset,
+            physical_offset: offset * 200,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_timestamp: 1_700_000_000_005,
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: vec![b'x'; 64],
+            topic: "T".into(),
+            properties: encode_properties([("UNIQ_KEY", "7F0000010001AABBCCDD000000000007")]),
+        }
+    }
+
+    #[test]
+    fn truncated_and_corrupt_bodies_are_errors_not_crashes() {
+        let mut body = BytesMut::new();
+        for o in 0..3 {
+            record(o).encode(&mut body);
+        }
+        let (msgs, err) = decode_pull_body(&body);
+        assert_eq!((msgs.len(), err), (3, None));
+        assert_eq!(msgs[2].queue_offset, 2);
+        assert_eq!(
+            msgs[0].uniq_key.as_deref(),
+            Some("7F0000010001AABBCCDD000000000007")
+        );
+        assert_eq!(
+            (msgs[0].born_ms, msgs[0].stored_ms, msgs[0].body_len),
+            (1_700_000_000_000, 1_700_000_000_005, 64)
+        );
+
+        // Truncated in the third record.
+        let cut = &body[..body.len() - 10];
+        let (msgs, err) = decode_pull_body(cut);
+        assert_eq!(msgs.len(), 2);
+        assert!(err.is_some());
+
+        // A flipped body byte in the second record: CRC mismatch.
+        let mut bad = body.to_vec();
+        let second = record(0).encoded_len();
+        bad[second + 100] ^= 0xFF;
+        let (msgs, err) = decode_pull_body(&bad);
+        assert_eq!(msgs.len(), 1);
+        assert!(
+            err.unwrap().contains("record at byte"),
+            "names the position"
+        );
+
+        // Garbage of every length never panics.
+        for n in 0..64 {
+            let junk: Vec<u8> = (0..n).map(|i| (i * 37) as u8).collect();
+            let _ = decode_pull_body(&junk);
+        }
+    }
+}

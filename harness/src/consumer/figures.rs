@@ -1,0 +1,52 @@
+//! The consumers' figures as the reports take them: one second, and a whole job.
+
+use hdrhistogram::Histogram;
+
+/// One sampled second of the consumers.
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerSecond {
+    /// Consume starts in the second.
+    pub consumed: u64,
+    /// Flow-control events in the second: count, size, span, not locked.
+    pub fc: [u64; 4],
+    /// Broker max offset − committed offset, summed over queues, at the end of the second.
+    pub lag: i64,
+    /// Messages and MiB in every process queue at the end of the second.
+    pub cached: u64,
+    pub cached_mib: f64,
+    /// Born → consume start, µs, this second (empty before the measured window).
+    pub e2e: Option<Histogram<u64>>,
+    /// Stored → consume start, µs, this second.
+    pub stored_e2e: Option<Histogram<u64>>,
+}
+
+/// A job's consumer figures: the `consumed` … `stored_e2e_p99_ms` columns of summary.csv.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConsumerFigures {
+    /// Consume starts over the whole job (duplicates included).
+    pub consumed: u64,
+    /// Consume starts per second over the measured window.
+    pub consume_rate: f64,
+    pub fc: [u64; 4],
+    pub lag_max: i64,
+    /// Messages acknowledged by the broker and never consumed by the end of the drain; None
+    /// without acknowledgements (oneway sends).
+    pub lost: Option<u64>,
+    pub duplicates: u64,
+    /// Born → consume start p50, p99, p99.9 in µs.
+    pub e2e_us: [u64; 3],
+    pub stored_e2e_p99_us: u64,
+    pub cached_max: u64,
+    pub cached_mib_max: f64,
+    /// found, not found, retry immediately, offset moved, errors.
+    pub pulls: [u64; 5],
+    /// Pull answers with code 2 (and 1 `[PC_SYNCHRONIZED]`) by busy class.
+    pub pull_busy: [u64; 6],
+    pub decode_errors: u64,
+    /// Consumed messages that no producer of this job sent.
+    pub foreign: u64,
+    /// Whether every acknowledged message was consumed (and the lag was 0) within the drain.
+    pub drained: bool,
+    /// Lag when the drain ended.
+    pub lag_at_end: i64,
+}

@@ -1,0 +1,482 @@
+//! One client instance's life (consumer §8.8): heartbeat, rebalance (at start, every 20 s and
+//! on NOTIFY_CONSUMER_IDS_CHANGED), offsets persisted every 5 s, orderly locks renewed every
+//! 20 s; at stop: offsets persisted, orderly queues unlocked, the client unregistered.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use remoting::headers::{
+    ConsumerGroupHeader, GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
+    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+use remoting::{RemotingCommand, RequestCode};
+
+use crate::consumer::allocate::allocate_averagely;
+use crate::consumer::gate::{per_queue, Thresholds};
+use crate::consumer::pull::{publish_committed, pull_loop};
+use crate::consumer::state::{Instance, QueueState, BROKER_NAME};
+use crate::consumer::wire::Wire;
+use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
+
+/// RebalanceService's period (`rocketmq.client.rebalance.waitInterval`).
+const REBALANCE_EVERY: Duration = Duration::from_secs(20);
+/// `persistConsumerOffsetInterval`.
+const PERSIST_EVERY: Duration = Duration::from_secs(5);
+/// `heartbeatBrokerInterval`.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+/// `REBALANCE_LOCK_INTERVAL` (first after 1 s).
+const LOCK_EVERY: Duration = Duration::from_secs(20);
+/// `rocketmq.client.unlockDelayTimeMills`.
+const UNLOCK_DELAY: Duration = Duration::from_secs(20);
+/// `mqClientApiTimeout`.
+const API_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn epoch_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs the instance until its stop token fires, then leaves the group cleanly.
+pub async fn run_instance(inst: Arc<Instance>) {
+    let stop = inst.stop.clone();
+    if let Err(e) = heartbeat(&inst, inst.sub_version.load(Ordering::Acquire)).await {
+        inst.log("WARN", &format!("heartbeat failed: {e}"));
+    }
+    let tracker = &inst.shared.tracker;
+    {
+        let inst = inst.clone();
+        tracker.spawn(async move {
+            let mut next = tokio::time::Instant::now() + PERSIST_EVERY;
+            loop {
+                tokio::select! {
+                    _ = inst.stop.cancelled() => break,
+                    _ = tokio::time::sleep_until(next) => {}
+                }
+                next += PERSIST_EVERY;
+                persist_all(&inst).await;
+            }
+        });
+    }
+    {
+        let inst = inst.clone();
+        tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = inst.stop.cancelled() => break,
+                    _ = tokio::time::sleep(HEARTBEAT_EVERY) => {}
+                }
+                let v = inst.sub_version.load(Ordering::Acquire);
+                if let Err(e) = heartbeat(&inst, v).await {
+                    inst.log("WARN", &format!("heartbeat failed: {e}"));
+                }
+            }
+        });
+    }
+    if inst.shared.cfg.mode == ConsumeMode::Orderly {
+        let inst = inst.clone();
+        tracker.spawn(async move {
+            let mut wait = Duration::from_secs(1);
+            loop {
+                tokio::select! {
+                    _ = inst.stop.cancelled() => break,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                wait = LOCK_EVERY;
+                lock_all(&inst).await;
+            }
+        });
+    }
+    loop {
+        rebalance(&inst).await;
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = inst.rebalance_now.notified() => {
+                inst.log("INFO", &format!("receive broker's notification[{}], the consumer group: {} changed, rebalance immediately", inst.shared.addr, inst.shared.cfg.group));
+            }
+            _ = tokio::time::sleep(REBALANCE_EVERY) => {}
+        }
+    }
+    shutdown(&inst).await;
+}
+
+/// `DefaultMQPushConsumerImpl.shutdown`: queues dropped, offsets persisted, orderly queues
+/// unlocked, the client unregistered. Messages still being consumed are not waited for, as
+/// `awaitTerminationMillisWhenShutdown` = 0: their offsets are not committed, so whoever takes
+/// the queue next consumes them again.
+async fn shutdown(inst: &Arc<Instance>) {
+    let queues = inst.assigned();
+    for q in &queues {
+        q.dropped.store(true, Ordering::Release);
+    }
+    persist(inst, &queues).await;
+    if inst.shared.cfg.mode == ConsumeMode::Orderly && !queues.is_empty() {
+        let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
+        let _ = inst
+            .wire
+            .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &ids))
+            .await;
+    }
+    let header = UnregisterClientRequestHeader {
+        client_id: inst.client_id.clone(),
+        producer_group: None,
+        consumer_group: Some(inst.shared.cfg.group.clone()),
+    };
+    let _ = inst
+        .wire
+        .call(
+            RemotingCommand::request(RequestCode::UNREGISTER_CLIENT, 0).with_header(&header),
+            API_TIMEOUT,
+        )
+        .await;
+    inst.queues.lock().clear();
+    inst.log(
+        "INFO",
+        "the consumer shut down: offsets persisted, client unregistered",
+    );
+    inst.wire.close();
+}
+
+/// HEART_BEAT with this group's subscription (and the retry topic's), as 4.9.8 sends it.
+async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
+    let group = &inst.shared.cfg.group;
+    let sub = |topic: &str| {
+        serde_json::json!({"classFilterMode": false, "codeSet": [], "expressionType": "TAG",
+            "subString": "*", "subVersion": sub_version, "tagsSet": [], "topic": topic})
+    };
+    let from = match inst.shared.cfg.consume_from {
+        ConsumeFrom::Last => "CONSUME_FROM_LAST_OFFSET",
+        ConsumeFrom::First => "CONSUME_FROM_FIRST_OFFSET",
+    };
+    let body = serde_json::json!({
+        "clientID": inst.client_id,
+        "consumerDataSet": [{"consumeFromWhere": from, "consumeType": "CONSUME_PASSIVELY",
+            "groupName": group, "messageModel": "CLUSTERING",
+            "subscriptionDataSet": [sub(&inst.shared.topic), sub(&format!("%RETRY%{group}"))],
+            "unitMode": false}],
+        "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}]
+    });
+    let r = inst
+        .wire
+        .call(
+            RemotingCommand::request(RequestCode::HEART_BEAT, 0)
+                .with_body(body.to_string().into_bytes()),
+            API_TIMEOUT,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    match r.code {
+        0 => Ok(()),
+        c => Err(format!("code {c} {}", r.remark.unwrap_or_default())),
+    }
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP, allocation, and the assigned set brought in line with it.
+async fn rebalance(inst: &Arc<Instance>) {
+    let shared = &inst.shared;
+    let cfg = &shared.cfg;
+    let header = ConsumerGroupHeader {
+        consumer_group: cfg.group.clone(),
+    };
+    let ids: Vec<String> = match inst
+        .wire
+        .call(
+            RemotingCommand::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, 0)
+                .with_header(&header),
+            API_TIMEOUT,
+        )
+        .await
+    {
+        Ok(r) if r.code == 0 => serde_json::from_slice::<serde_json::Value>(&r.body)
+            .ok()
+            .and_then(|v| {
+                v["consumerIdList"].as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect()
+                })
+            })
+            .unwrap_or_default(),
+        Ok(r) => {
+            inst.log(
+                "WARN",
+                &format!(
+                    "doRebalance, {}, get consumer id list failed: code {} {}",
+                    cfg.group,
+                    r.code,
+                    r.remark.unwrap_or_default()
+                ),
+            );
+            return;
+        }
+        Err(e) => {
+            inst.log(
+                "WARN",
+                &format!(
+                    "doRebalance, {}, get consumer id list failed: {e}",
+                    cfg.group
+                ),
+            );
+            return;
+        }
+    };
+    let mine: BTreeSet<i32> = allocate_averagely(&shared.queues, &ids, &inst.client_id)
+        .into_iter()
+        .collect();
+    if mine.is_empty() && !ids.contains(&inst.client_id) {
+        inst.log(
+            "INFO",
+            &format!(
+                "[BUG] ConsumerGroup: {} The consumerId: {} not in cidAll: {ids:?}",
+                cfg.group, inst.client_id
+            ),
+        );
+    }
+    let current: BTreeSet<i32> = inst.queues.lock().keys().copied().collect();
+    let mut changed = false;
+    for &qid in current.difference(&mine) {
+        let Some(q) = inst.queues.lock().remove(&qid) else {
+            continue;
+        };
+        q.dropped.store(true, Ordering::Release);
+        persist(inst, std::slice::from_ref(&q)).await;
+        if cfg.mode == ConsumeMode::Orderly {
+            let cached = !q.pq.lock().is_empty();
+            if cached && cfg.client_version != ClientVersion::V53 {
+                // 4.x keeps the lock `unlockDelayTimeMills` (20 s) while messages are still
+                // cached, so no other client consumes them concurrently (consumer §7.3).
+                inst.log("INFO", &format!("[MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]]unlockDelay, begin", shared.topic));
+                let inst2 = inst.clone();
+                shared.tracker.spawn(async move {
+                    tokio::select! {
+                        _ = inst2.shared.cancel.cancelled() => {}
+                        _ = tokio::time::sleep(UNLOCK_DELAY) => {
+                            let _ = inst2.wire.oneway(lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &[qid])).await;
+                        }
+                    }
+                });
+            } else {
+                let _ = inst
+                    .wire
+                    .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &[qid]))
+                    .await;
+            }
+        }
+        inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]", cfg.group, shared.topic));
+        changed = true;
+    }
+    let mut added = Vec::new();
+    for &qid in mine.difference(&current) {
+        let mut locked = false;
+        if cfg.mode == ConsumeMode::Orderly {
+            let granted = lock_call(inst, &[qid]).await;
+            if !granted.contains(&qid) {
+                inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}], because lock failed", cfg.group, shared.topic));
+                continue;
+            }
+            // 4.3.0 starts a new queue unlocked until the next lockAll (consumer §7.3).
+            locked = cfg.client_version != ClientVersion::V43;
+        }
+        let Some(start) = compute_pull_from_where(inst, qid).await else {
+            continue;
+        };
+        let q = Arc::new(QueueState::new(
+            qid,
+            start,
+            locked,
+            Thresholds {
+                count: cfg.pull_threshold_for_queue,
+                size_mib: cfg.pull_threshold_size_for_queue,
+                span: cfg.consume_concurrently_max_span,
+            },
+        ));
+        inst.log("INFO", &format!("doRebalance, {}, add a new mq, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}], nextOffset={start}", cfg.group, shared.topic));
+        inst.queues.lock().insert(qid, q.clone());
+        publish_committed(inst, &q);
+        added.push(q);
+        changed = true;
+    }
+    if changed {
+        let assigned = inst.assigned();
+        let (count, size) = (
+            per_queue(
+                cfg.pull_threshold_for_queue,
+                cfg.pull_threshold_for_topic,
+                assigned.len(),
+            ),
+            per_queue(
+                cfg.pull_threshold_size_for_queue,
+                cfg.pull_threshold_size_for_topic,
+                assigned.len(),
+            ),
+        );
+        for q in &assigned {
+            q.threshold_count.store(count, Ordering::Relaxed);
+            q.threshold_size.store(size, Ordering::Relaxed);
+        }
+        // The new subVersion goes to the broker before any pull carries it (else 25).
+        let v = epoch_ms().max(inst.sub_version.load(Ordering::Acquire) + 1);
+        match heartbeat(inst, v).await {
+            Ok(()) => inst.sub_version.store(v, Ordering::Release),
+            Err(e) => inst.log("WARN", &format!("heartbeat after rebalance failed: {e}")),
+        }
+        let ids: Vec<i32> = assigned.iter().map(|q| q.queue_id).collect();
+        inst.log(
+            "INFO",
+            &format!(
+                "messageQueueChanged: {} assigned queues {ids:?} of {} clients",
+                assigned.len(),
+                ids.len().max(1)
+            ),
+        );
+    }
+    for q in added {
+        shared.tracker.spawn(pull_loop(inst.clone(), q));
+    }
+}
+
+/// `computePullFromWhere` (consumer §8.6) for a queue without a process queue.
+async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
+    let cfg = &inst.shared.cfg;
+    let header = QueryConsumerOffsetRequestHeader {
+        consumer_group: cfg.group.clone(),
+        topic: inst.shared.topic.clone(),
+        queue_id: qid,
+        set_zero_if_not_found: None,
+    };
+    let r = inst
+        .wire
+        .call(
+            RemotingCommand::request(RequestCode::QUERY_CONSUMER_OFFSET, 0).with_header(&header),
+            API_TIMEOUT,
+        )
+        .await
+        .ok()?;
+    match r.code {
+        0 => r
+            .header::<QueryConsumerOffsetResponseHeader>()
+            .ok()
+            .map(|h| h.offset),
+        // 5.3 skips the queue on any error other than "not found"; 4.x reads it as none.
+        c if c != 22 && cfg.client_version == ClientVersion::V53 => None,
+        _ => match cfg.consume_from {
+            ConsumeFrom::First => Some(0),
+            ConsumeFrom::Last => max_offset(&inst.wire, &inst.shared.topic, qid).await,
+        },
+    }
+}
+
+/// GET_MAX_OFFSET of one queue.
+pub async fn max_offset(wire: &Wire, topic: &str, qid: i32) -> Option<i64> {
+    let header = GetQueueOffsetRequestHeader {
+        topic: topic.to_owned(),
+        queue_id: qid,
+        committed: Some(true),
+    };
+    let r = wire
+        .call(
+            RemotingCommand::request(RequestCode::GET_MAX_OFFSET, 0).with_header(&header),
+            API_TIMEOUT,
+        )
+        .await
+        .ok()?;
+    (r.code == 0)
+        .then(|| {
+            r.header::<GetQueueOffsetResponseHeader>()
+                .ok()
+                .map(|h| h.offset)
+        })
+        .flatten()
+}
+
+/// QUERY_CONSUMER_OFFSET as the orderly first pull re-reads it: the stored offset, else where
+/// `consume_from` says.
+pub async fn query_offset(inst: &Instance, qid: i32) -> Option<i64> {
+    compute_pull_from_where(inst, qid).await
+}
+
+/// `persistAll`: UPDATE_CONSUMER_OFFSET (oneway) for every assigned queue with an offset.
+async fn persist_all(inst: &Instance) {
+    let queues = inst.assigned();
+    persist(inst, &queues).await;
+}
+
+async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
+    for q in queues {
+        let offset = q.offset.load(Ordering::Acquire);
+        if offset < 0 {
+            continue;
+        }
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: inst.shared.cfg.group.clone(),
+            topic: inst.shared.topic.clone(),
+            queue_id: q.queue_id,
+            commit_offset: offset,
+        };
+        let _ = inst
+            .wire
+            .oneway(
+                RemotingCommand::request(RequestCode::UPDATE_CONSUMER_OFFSET, 0)
+                    .with_header(&header),
+            )
+            .await;
+    }
+}
+
+fn lock_request(inst: &Instance, code: RequestCode, ids: &[i32]) -> RemotingCommand {
+    let mqs: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|q| serde_json::json!({"brokerName": BROKER_NAME, "queueId": q, "topic": inst.shared.topic}))
+        .collect();
+    let body = serde_json::json!({"clientId": inst.client_id, "consumerGroup": inst.shared.cfg.group, "mqSet": mqs});
+    RemotingCommand::request(code, 0).with_body(body.to_string().into_bytes())
+}
+
+/// LOCK_BATCH_MQ: the queue ids granted.
+async fn lock_call(inst: &Instance, ids: &[i32]) -> Vec<i32> {
+    let Ok(r) = inst
+        .wire
+        .call(
+            lock_request(inst, RequestCode::LOCK_BATCH_MQ, ids),
+            Duration::from_secs(1),
+        )
+        .await
+    else {
+        return Vec::new();
+    };
+    serde_json::from_slice::<serde_json::Value>(&r.body)
+        .ok()
+        .and_then(|v| {
+            v["lockOKMQSet"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|m| m["queueId"].as_i64().map(|q| q as i32))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// `lockAll`: every assigned queue in one LOCK_BATCH_MQ; refused ones become unlocked.
+async fn lock_all(inst: &Instance) {
+    let queues = inst.assigned();
+    if queues.is_empty() {
+        return;
+    }
+    let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
+    let granted = lock_call(inst, &ids).await;
+    for q in &queues {
+        let ok = granted.contains(&q.queue_id);
+        let was = q.locked.swap(ok, Ordering::AcqRel);
+        if ok {
+            *q.last_lock.lock() = Instant::now();
+            if !was {
+                q.offset_fixed.store(false, Ordering::Release);
+            }
+        } else if was {
+            inst.log("WARN", &format!("the message queue locked Failed, Group: {} MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={}]", inst.shared.cfg.group, inst.shared.topic, q.queue_id));
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! What the consumers measure: consume starts with their end-to-end latency, flow-control
+//! events, pulls by result, and the lost/duplicate accounting against the producers'
+//! acknowledgements. Counters are atomics shared by every instance; histograms sit behind one
+//! lock taken once per consumed batch.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+use crate::consumer::gate::FlowControl;
+use crate::consumer::process_queue::Msg;
+use crate::consumer::seqset::SeqSet;
+use crate::consumer::tracking::SendTracking;
+use crate::recorder::{histogram, BusyClass};
+use crate::runner::client::uniq_seq;
+
+/// Pull results, as the Java client maps them (consumer §1.3), plus errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullResult {
+    Found,
+    NotFound,
+    RetryImmediately,
+    OffsetMoved,
+    /// Timeout, closed connection, or any other code (busy answers are counted by class).
+    Error,
+}
+
+/// One producer's accounting: its acknowledgements and what was consumed of it.
+pub struct Ledger {
+    pub sent: Arc<SendTracking>,
+    pub consumed: SeqSet,
+}
+
+/// The consumers' histograms: since the measured window started, and this second.
+struct Hists {
+    e2e: Histogram<u64>,
+    stored: Histogram<u64>,
+    e2e_second: Histogram<u64>,
+    stored_second: Histogram<u64>,
+}
+
+/// Shared by every instance of one job.
+pub struct Metrics {
+    pub consumed: AtomicU64,
+    pub duplicates: AtomicU64,
+    /// Consumed messages whose UNIQ_KEY is not from this job's producers.
+    pub foreign: AtomicU64,
+    pub decode_errors: AtomicU64,
+    pub fc: [AtomicU64; 4],
+    pub pulls: [AtomicU64; 5],
+    pub pull_busy: [AtomicU64; 6],
+    /// Histograms record once the measured window started.
+    measuring: AtomicBool,
+    hists: Mutex<Hists>,
+    ledgers: Vec<Ledger>,
+    pub lag: AtomicI64,
+    pub lag_max: AtomicI64,
+}
+
+/// Records `v`; `saturating_record` alone would clamp to the current (auto-resizing) range.
+fn record(h: &mut Histogram<u64>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+/// Microseconds since the epoch.
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+impl Metrics {
+    pub fn new(ledgers: Vec<Arc<SendTracking>>) -> Metrics {
+        Metrics {
+            consumed: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            foreign: AtomicU64::new(0),
+            decode_errors: AtomicU64::new(0),
+            fc: Default::default(),
+            pulls: Default::default(),
+            pull_busy: Default::default(),
+            measuring: AtomicBool::new(false),
+            hists: Mutex::new(Hists {
+                e2e: histogram(),
+                stored: histogram(),
+                e2e_second: histogram(),
+                stored_second: histogram(),
+            }),
+            ledgers: ledgers
+                .into_iter()
+                .map(|sent| {
+                    let cap = sent.acked.capacity();
+                    Ledger {
+                        sent,
+                        consumed: SeqSet::new(cap),
+                    }
+                })
+                .collect(),
+            lag: AtomicI64::new(0),
+            lag_max: AtomicI64::new(0),
+        }
+    }
+
+    pub fn start_measuring(&self) {
+        self.measuring.store(true, Ordering::Release);
+    }
+
+    pub fn flow_control(&self, kind: FlowControl) {
+        self.fc[kind.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn pull(&self, r: PullResult) {
+        self.pulls[r as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn pull_busy(&self, class: BusyClass) {
+        self.pull_busy[class.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A batch starts being consumed: latency from born and from stored, and which send each
+    /// message was.
+    pub fn consume_start(&self, msgs: &[Msg]) {
+        let now = now_us();
+        self.consumed
+            .fetch_add(msgs.len() as u64, Ordering::Relaxed);
+        for m in msgs {
+            let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {
+                Some((prefix, seq)) => {
+                    match self.ledgers.iter().find(|l| l.sent.prefix == prefix) {
+                        Some(l) => !l.consumed.insert(l.sent.index(seq)),
+                        None => {
+                            self.foreign.fetch_add(1, Ordering::Relaxed);
+                            false
+                        }
+                    }
+                }
+                None => {
+                    self.foreign.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+            };
+            if seen_before {
+                self.duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if !self.measuring.load(Ordering::Acquire) {
+            return;
+        }
+        let mut h = self.hists.lock();
+        for m in msgs {
+            let e2e = (now - m.born_ms * 1000).max(0) as u64;
+            let stored = (now - m.stored_ms * 1000).max(0) as u64;
+            record(&mut h.e2e, e2e);
+            record(&mut h.e2e_second, e2e);
+            record(&mut h.stored, stored);
+            record(&mut h.stored_second, stored);
+        }
+    }
+
+    /// This second's histograms (born → consume start, stored → consume start), emptied.
+    pub fn take_second(&self) -> (Histogram<u64>, Histogram<u64>) {
+        let mut h = self.hists.lock();
+        let e = h.e2e_second.clone();
+        let s = h.stored_second.clone();
+        h.e2e_second.reset();
+        h.stored_second.reset();
+        (e, s)
+    }
+
+    /// The whole measured window's histograms.
+    pub fn totals(&self) -> (Histogram<u64>, Histogram<u64>) {
+        let h = self.hists.lock();
+        (h.e2e.clone(), h.stored.clone())
+    }
+
+    /// Acknowledged messages not consumed (yet).
+    pub fn missing(&self) -> u64 {
+        self.ledgers
+            .iter()
+            .map(|l| l.sent.acked.count_missing_from(&l.consumed))
+            .sum()
+    }
+
+    /// Up to `n` missing messages as `prefix:index`, for the log.
+    pub fn first_missing(&self, n: usize) -> Vec<String> {
+        self.ledgers
+            .iter()
+            .flat_map(|l| {
+                l.sent
+                    .acked
+                    .first_missing_from(&l.consumed, n)
+                    .into_iter()
+                    .map(|i| format!("{}:{i}", l.sent.prefix))
+            })
+            .take(n)
+            .collect()
+    }
+
+    /// Whether any producer's sends are tracked (oneway sends are not acknowledged).
+    pub fn tracks_acks(&self) -> bool {
+        self.ledgers.iter().any(|l| !l.sent.acked.is_empty())
+    }
+
+    pub fn set_lag(&self, lag: i64) {
+        self.lag.store(lag, Ordering::Relaxed);
+        if self.measuring.load(Ordering::Acquire) {
+            self.lag_max.fetch_max(lag, Ordering::Relaxed);
+        }
+    }
+
+    pub fn count(a: &AtomicU64) -> u64 {
+        a.load(Ordering::Relaxed)
+    }
+}

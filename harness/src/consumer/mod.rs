@@ -1,0 +1,40 @@
+//! Push consumers that behave like RocketMQ's `DefaultMQPushConsumer` (send-path reference
+//! §12, consumer §8): the pull gates in RocketMQ's order, process queues and committed
+//! offsets, rebalance, orderly locks, a processing-time model, and the figures users watch
+//! (end-to-end latency, lag, flow-control events, lost and duplicated messages).
+//!
+//! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
+//! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
+//! * pull.rs          — one queue's pull loop and the consume tasks
+//! * gate.rs          — the decision order before each pull, and its log texts
+//! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
+//! * allocate.rs      — AllocateMessageQueueAveragely
+//! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
+//! * body.rs          — pull bodies into messages; a bad record is a counted error
+//! * wire.rs          — the async connection (calls, oneway, broker notifications)
+//! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
+
+mod allocate;
+mod body;
+mod figures;
+mod gate;
+mod instance;
+mod log;
+mod metrics;
+mod process_queue;
+mod processing;
+mod pull;
+mod run;
+mod seqset;
+mod state;
+mod tracking;
+mod wire;
+
+pub use allocate::allocate_averagely;
+pub use body::decode_pull_body;
+pub use figures::{ConsumerFigures, ConsumerSecond};
+pub use gate::{decide, FlowControl, Gate, QueueView, Thresholds};
+pub use process_queue::{Msg, ProcessQueue};
+pub use run::ConsumerRun;
+pub use seqset::SeqSet;
+pub use tracking::SendTracking;

@@ -1,0 +1,175 @@
+//! `ProcessQueue` (consumer §8.4): the messages of one queue pulled and not yet consumed,
+//! ordered by queue offset. Its count, size and span drive the flow-control gates, and its
+//! smallest unconsumed offset is the offset the consumer commits.
+
+use std::collections::BTreeMap;
+
+/// One pulled message as the consumer keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    pub queue_offset: i64,
+    /// Body bytes: what `msgSize` (and so the size threshold) counts.
+    pub body_len: u64,
+    pub born_ms: i64,
+    pub stored_ms: i64,
+    /// The UNIQ_KEY, if the message has one.
+    pub uniq_key: Option<String>,
+}
+
+/// A queue's cache of pulled messages.
+#[derive(Debug, Default)]
+pub struct ProcessQueue {
+    msgs: BTreeMap<i64, Msg>,
+    /// Orderly mode: taken for consumption, not yet committed (`consumingMsgOrderlyTreeMap`).
+    consuming: BTreeMap<i64, Msg>,
+    /// Body bytes of both maps.
+    size: u64,
+    /// Offset of the last message put (`queueOffsetMax`).
+    queue_offset_max: i64,
+    /// Orderly mode: a consume task is running for this queue.
+    pub orderly_running: bool,
+}
+
+impl ProcessQueue {
+    /// Inserts the messages not cached yet (`putMessage`).
+    pub fn put(&mut self, msgs: Vec<Msg>) -> Vec<Msg> {
+        let mut added = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if self.msgs.contains_key(&m.queue_offset)
+                || self.consuming.contains_key(&m.queue_offset)
+            {
+                continue;
+            }
+            self.size += m.body_len;
+            self.queue_offset_max = self.queue_offset_max.max(m.queue_offset);
+            self.msgs.insert(m.queue_offset, m.clone());
+            added.push(m);
+        }
+        added
+    }
+
+    /// Cached messages (`msgCount`; orderly: taken but uncommitted ones included).
+    pub fn count(&self) -> u64 {
+        (self.msgs.len() + self.consuming.len()) as u64
+    }
+
+    /// Cached body bytes (`msgSize`).
+    pub fn size_bytes(&self) -> u64 {
+        self.size
+    }
+
+    /// Last key − first key of the cache (`getMaxSpan`), 0 when empty.
+    pub fn max_span(&self) -> i64 {
+        match (self.msgs.first_key_value(), self.msgs.last_key_value()) {
+            (Some((a, _)), Some((b, _))) => b - a,
+            _ => 0,
+        }
+    }
+
+    pub fn min_offset(&self) -> Option<i64> {
+        self.msgs.first_key_value().map(|(k, _)| *k)
+    }
+
+    pub fn max_offset(&self) -> Option<i64> {
+        self.msgs.last_key_value().map(|(k, _)| *k)
+    }
+
+    /// Removes consumed messages and returns the offset to commit (`removeMessage`): −1 if the
+    /// cache was already empty; else the smallest offset still cached, or `queueOffsetMax + 1`
+    /// when nothing is left. A consumed message above one still in flight does not advance it.
+    pub fn remove(&mut self, offsets: &[i64]) -> i64 {
+        if self.msgs.is_empty() {
+            return -1;
+        }
+        for o in offsets {
+            if let Some(m) = self.msgs.remove(o) {
+                self.size -= m.body_len;
+            }
+        }
+        match self.msgs.first_key_value() {
+            Some((k, _)) => *k,
+            None => self.queue_offset_max + 1,
+        }
+    }
+
+    /// Orderly: moves up to `n` messages from the head into the consuming set (`takeMessages`).
+    pub fn take(&mut self, n: usize) -> Vec<Msg> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let Some((k, m)) = self.msgs.pop_first() else {
+                break;
+            };
+            self.consuming.insert(k, m.clone());
+            out.push(m);
+        }
+        out
+    }
+
+    /// Orderly: the taken messages were consumed (`commit`); returns the offset to commit, −1
+    /// if nothing was taken.
+    pub fn commit(&mut self) -> i64 {
+        let next = self.consuming.last_key_value().map(|(k, _)| k + 1);
+        for (_, m) in std::mem::take(&mut self.consuming) {
+            self.size -= m.body_len;
+        }
+        next.unwrap_or(-1)
+    }
+
+    /// Orderly: the taken messages go back to the cache to be consumed again.
+    pub fn rollback(&mut self) {
+        for (k, m) in std::mem::take(&mut self.consuming) {
+            self.msgs.insert(k, m);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.msgs.is_empty() && self.consuming.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(o: i64, len: u64) -> Msg {
+        Msg {
+            queue_offset: o,
+            body_len: len,
+            born_ms: 0,
+            stored_ms: 0,
+            uniq_key: None,
+        }
+    }
+
+    #[test]
+    fn committed_offset_is_the_smallest_unconsumed() {
+        let mut pq = ProcessQueue::default();
+        assert_eq!(pq.remove(&[1]), -1, "empty cache: nothing to commit");
+        let added = pq.put((10..15).map(|o| msg(o, 100)).collect());
+        assert_eq!(added.len(), 5);
+        assert!(
+            pq.put(vec![msg(12, 100)]).is_empty(),
+            "an offset is cached once"
+        );
+        assert_eq!((pq.count(), pq.size_bytes(), pq.max_span()), (5, 500, 4));
+        // 11..14 done while 10 is still in flight: the commit offset stays at 10.
+        assert_eq!(pq.remove(&[11, 12, 13]), 10);
+        assert_eq!(pq.remove(&[10]), 14);
+        assert_eq!(pq.remove(&[14]), 15, "empty: queueOffsetMax + 1");
+        assert_eq!((pq.count(), pq.size_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn orderly_take_commit_and_rollback() {
+        let mut pq = ProcessQueue::default();
+        pq.put((0..5).map(|o| msg(o, 10)).collect());
+        let t = pq.take(2);
+        assert_eq!(t.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(pq.count(), 5, "taken messages still count for flow control");
+        pq.rollback();
+        assert_eq!(pq.take(3).len(), 3);
+        assert_eq!(pq.commit(), 3);
+        assert_eq!((pq.count(), pq.size_bytes()), (2, 20));
+        assert_eq!(pq.commit(), -1);
+    }
+}

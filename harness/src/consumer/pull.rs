@@ -1,0 +1,353 @@
+//! The pull loop of one assigned queue (consumer §8.2–§8.3): the gates in RocketMQ's order,
+//! then at most one PULL_MESSAGE in flight, then the result: messages into the process queue
+//! and consume requests out to the consume threads (concurrently: one per
+//! `consume_batch_max_size` chunk; orderly: one running task per queue).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use remoting::headers::{PullMessageRequestHeader, PullMessageResponseHeader};
+use remoting::{RemotingCommand, RequestCode};
+
+use crate::consumer::body::decode_pull_body;
+use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
+use crate::consumer::metrics::PullResult;
+use crate::consumer::process_queue::Msg;
+use crate::consumer::state::{Instance, QueueState};
+use crate::profile::{ClientVersion, ConsumeMode};
+use crate::recorder::{classify, Outcome};
+
+/// PullSysFlag bits (consumer §1.2).
+const FLAG_COMMIT_OFFSET: i32 = 0x1;
+const FLAG_SUSPEND: i32 = 0x2;
+/// The Java client's pull call timeout while the broker may hold it.
+const PULL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Sleeps `d` unless the instance stops first; false when it stopped.
+async fn pause(inst: &Instance, d: Duration) -> bool {
+    tokio::select! {
+        _ = inst.stop.cancelled() => false,
+        _ = tokio::time::sleep(d) => true,
+    }
+}
+
+/// Pulls `q` until it is dropped or the instance stops.
+pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
+    let cfg = &inst.shared.cfg;
+    if cfg.client_version == ClientVersion::V53 && !pause(&inst, Duration::from_millis(500)).await {
+        return;
+    }
+    let exception = cfg.exception_delay();
+    while !q.is_dropped() && !inst.stop.is_cancelled() {
+        let view = q.view();
+        let t = Thresholds {
+            count: q.threshold_count.load(Ordering::Relaxed),
+            size_mib: q.threshold_size.load(Ordering::Relaxed),
+            span: cfg.consume_concurrently_max_span,
+        };
+        if let Gate::Delay(kind) = decide(&view, &t, cfg.mode) {
+            inst.shared.metrics.flow_control(kind);
+            let counter = match kind {
+                FlowControl::Count | FlowControl::Size => &inst.fc_times,
+                FlowControl::Span => &inst.span_times,
+                FlowControl::NotLocked => &inst.not_locked_times,
+            };
+            let before = counter.fetch_add(1, Ordering::Relaxed);
+            if logged(before) {
+                let level = if kind == FlowControl::NotLocked {
+                    "INFO"
+                } else {
+                    "WARN"
+                };
+                inst.log(
+                    level,
+                    &log_text(kind, &view, &t, &inst.pull_request(&q), before + 1),
+                );
+            }
+            if !pause(
+                &inst,
+                delay_of(kind, cfg.flow_control_delay.duration(), exception),
+            )
+            .await
+            {
+                return;
+            }
+            continue;
+        }
+        if cfg.mode == ConsumeMode::Orderly && !q.offset_fixed.load(Ordering::Acquire) {
+            // The first pull after locking starts from the broker's offset (consumer §7.3).
+            match crate::consumer::instance::query_offset(&inst, q.queue_id).await {
+                Some(o) => {
+                    inst.log("INFO", &format!("the first time to pull message, so fix offset from broker. pullRequest: {} NewOffset: {o} brokerBusy: false", inst.pull_request(&q)));
+                    q.next_offset.store(o, Ordering::Release);
+                    q.offset_fixed.store(true, Ordering::Release);
+                }
+                None => {
+                    inst.log(
+                        "ERROR",
+                        &format!(
+                            "Failed to compute pull offset, pullResult: {}",
+                            inst.pull_request(&q)
+                        ),
+                    );
+                    if !pause(&inst, exception).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let delay = pull_once(&inst, &q).await;
+        if !delay.is_zero() && !pause(&inst, delay).await {
+            return;
+        }
+    }
+}
+
+/// One PULL_MESSAGE and its result; returns the delay before the next pull.
+async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
+    let shared = &inst.shared;
+    let cfg = &shared.cfg;
+    let exception = cfg.exception_delay();
+    let commit = q.offset.load(Ordering::Acquire);
+    let next = q.next_offset.load(Ordering::Acquire);
+    let header = PullMessageRequestHeader {
+        consumer_group: cfg.group.clone(),
+        topic: shared.topic.clone(),
+        queue_id: q.queue_id,
+        queue_offset: next,
+        max_msg_nums: cfg.pull_batch_size as i32,
+        sys_flag: FLAG_SUSPEND | if commit > 0 { FLAG_COMMIT_OFFSET } else { 0 },
+        commit_offset: commit,
+        suspend_timeout_millis: cfg.suspend_timeout.duration().as_millis() as i64,
+        subscription: None,
+        sub_version: inst.sub_version.load(Ordering::Acquire),
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
+    };
+    let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
+    let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
+    let resp = match inst.wire.call(cmd, timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            shared.metrics.pull(PullResult::Error);
+            if !inst.stop.is_cancelled() {
+                inst.log(
+                    "WARN",
+                    &format!(
+                        "execute the pull request exception: {e}, {}",
+                        inst.pull_request(q)
+                    ),
+                );
+            }
+            return exception;
+        }
+    };
+    let h: Option<PullMessageResponseHeader> = resp.header().ok();
+    let next_begin = h.as_ref().map(|h| h.next_begin_offset);
+    match resp.code {
+        0 => {
+            shared.metrics.pull(PullResult::Found);
+            let (msgs, err) = decode_pull_body(&resp.body);
+            if let Some(e) = err {
+                shared.metrics.decode_errors.fetch_add(1, Ordering::Relaxed);
+                inst.log(
+                    "WARN",
+                    &format!(
+                        "pull body does not decode ({e}); kept {} messages before it, {}",
+                        msgs.len(),
+                        inst.pull_request(q)
+                    ),
+                );
+            }
+            if let Some(n) = next_begin {
+                q.next_offset.store(n, Ordering::Release);
+            }
+            if msgs.is_empty() {
+                return Duration::ZERO;
+            }
+            let added = q.pq.lock().put(msgs);
+            dispatch(inst, q, added);
+            Duration::ZERO
+        }
+        19 | 20 => {
+            shared.metrics.pull(if resp.code == 19 {
+                PullResult::NotFound
+            } else {
+                PullResult::RetryImmediately
+            });
+            if let Some(n) = next_begin {
+                q.next_offset.store(n, Ordering::Release);
+                if q.pq.lock().is_empty() {
+                    q.advance(n);
+                    publish_committed(inst, q);
+                }
+            }
+            Duration::ZERO
+        }
+        21 => {
+            shared.metrics.pull(PullResult::OffsetMoved);
+            inst.log(
+                "WARN",
+                &format!(
+                    "the pull request offset illegal, {} {:?}",
+                    inst.pull_request(q),
+                    resp.remark
+                ),
+            );
+            if let Some(n) = next_begin {
+                // 4.x drops the queue and re-adds it from this offset at the next rebalance;
+                // we continue from it at once (the offset is the same, the pause is shorter).
+                q.next_offset.store(n, Ordering::Release);
+                q.offset.store(n, Ordering::Release);
+                publish_committed(inst, q);
+                inst.log(
+                    "WARN",
+                    &format!("fix the pull request offset, {}", inst.pull_request(q)),
+                );
+            }
+            exception
+        }
+        215 => {
+            shared.metrics.pull(PullResult::Error);
+            cfg.broker_flow_control_delay.duration()
+        }
+        code => {
+            match classify(code, resp.remark.as_deref()) {
+                Outcome::Busy(class) => shared.metrics.pull_busy(class),
+                _ => shared.metrics.pull(PullResult::Error),
+            }
+            inst.log(
+                "WARN",
+                &format!(
+                    "execute the pull request exception: code {code} {}, {}",
+                    resp.remark.as_deref().unwrap_or(""),
+                    inst.pull_request(q)
+                ),
+            );
+            exception
+        }
+    }
+}
+
+/// Tells the lag sampler where this queue's owner stands.
+pub fn publish_committed(inst: &Instance, q: &QueueState) {
+    if let Some(slot) = inst.shared.committed_slot(q.queue_id) {
+        slot.store(q.offset.load(Ordering::Acquire), Ordering::Release);
+    }
+}
+
+/// Hands newly cached messages to the consume threads.
+fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
+    let shared = &inst.shared;
+    match shared.cfg.mode {
+        ConsumeMode::Concurrently => {
+            let chunk = shared.cfg.consume_batch_max_size as usize;
+            let mut added = added.into_iter().peekable();
+            while added.peek().is_some() {
+                let batch: Vec<Msg> = added.by_ref().take(chunk).collect();
+                let (inst, q) = (inst.clone(), q.clone());
+                shared.tracker.spawn(consume_concurrently(inst, q, batch));
+            }
+        }
+        ConsumeMode::Orderly => {
+            let start = {
+                let mut pq = q.pq.lock();
+                !std::mem::replace(&mut pq.orderly_running, true)
+            };
+            if start {
+                shared
+                    .tracker
+                    .spawn(consume_orderly(inst.clone(), q.clone()));
+            }
+        }
+    }
+}
+
+/// Processing `msgs` as the model says (pauses first), unless the run is cancelled.
+async fn process(inst: &Instance, msgs: &[Msg]) {
+    let shared = &inst.shared;
+    shared.metrics.consume_start(msgs);
+    let n = shared
+        .started
+        .fetch_add(msgs.len() as u64, Ordering::Relaxed);
+    let mut rng = fastrand::Rng::new();
+    let mut t = shared.model.pause_left(std::time::Instant::now());
+    for i in 0..msgs.len() as u64 {
+        t += shared.model.service_time(n + i, &mut rng);
+    }
+    if !t.is_zero() {
+        tokio::select! {
+            _ = shared.cancel.cancelled() => {}
+            _ = tokio::time::sleep(t) => {}
+        }
+    }
+}
+
+/// ConsumeMessageConcurrentlyService's ConsumeRequest: one chunk on one consume thread.
+async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, msgs: Vec<Msg>) {
+    let Ok(_permit) = inst.threads.clone().acquire_owned().await else {
+        return;
+    };
+    if q.is_dropped() {
+        // "the message queue not be able to consume, because it's dropped"
+        return;
+    }
+    process(&inst, &msgs).await;
+    let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();
+    let commit = q.pq.lock().remove(&offsets);
+    if !q.is_dropped() {
+        q.advance(commit);
+        publish_committed(&inst, &q);
+    }
+}
+
+/// ConsumeMessageOrderlyService's ConsumeRequest: this queue's messages in order, one batch
+/// at a time, while the lock holds.
+async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
+    /// Client-side lock lifetime (`rocketmq.client.rebalance.lockMaxLiveTime`).
+    const LOCK_LIFE: Duration = Duration::from_secs(30);
+    let batch = inst.shared.cfg.consume_batch_max_size as usize;
+    loop {
+        if q.is_dropped() || inst.shared.cancel.is_cancelled() {
+            break;
+        }
+        let locked = q.locked.load(Ordering::Acquire);
+        if !locked || q.last_lock.lock().elapsed() > LOCK_LIFE {
+            let what = if locked { "lock expired" } else { "not locked" };
+            inst.log(
+                "WARN",
+                &format!(
+                    "the message queue {what}, so consume later, {}",
+                    inst.pull_request(&q)
+                ),
+            );
+            tokio::select! {
+                _ = inst.shared.cancel.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+            }
+        }
+        let Ok(permit) = inst.threads.clone().acquire_owned().await else {
+            break;
+        };
+        let msgs = q.pq.lock().take(batch);
+        if msgs.is_empty() {
+            let mut pq = q.pq.lock();
+            // Re-check under the lock: a pull may have added messages meanwhile.
+            if pq.count() == 0 {
+                pq.orderly_running = false;
+                return;
+            }
+            continue;
+        }
+        process(&inst, &msgs).await;
+        drop(permit);
+        let commit = q.pq.lock().commit();
+        if !q.is_dropped() {
+            q.advance(commit);
+            publish_committed(&inst, &q);
+        }
+    }
+    q.pq.lock().orderly_running = false;
+}

@@ -1,0 +1,430 @@
+//! A job's consumers: the runtime they run on, the prefill, instances joining and leaving on
+//! schedule, the per-second sample, the drain after the producers stop, and the final figures.
+//!
+//! Everything runs on one tokio runtime with a single worker thread (`harness-consumer`):
+//! processing time is simulated by timers, so the consumers cost the CPU of decoding pulls and
+//! nothing else. [`ConsumerRun::finish`] cancels every task and joins the runtime.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
+use crate::consumer::instance::{max_offset, run_instance};
+use crate::consumer::log::EventLog;
+use crate::consumer::metrics::Metrics;
+use crate::consumer::processing::ProcessingModel;
+use crate::consumer::state::{Instance, Shared};
+use crate::consumer::tracking::SendTracking;
+use crate::consumer::wire::Wire;
+use crate::profile::{Consumer, Workload};
+use crate::recorder::quantile;
+use crate::runner::client::SendBuilder;
+
+/// Sends of the prefill in flight at once.
+const PREFILL_WINDOW: usize = 256;
+/// Messages the load's tracking can hold when the schedule has no fixed count (closed loop).
+const OPEN_ENDED_CAPACITY: u64 = 1 << 30;
+
+/// The consumers of one job.
+pub struct ConsumerRun {
+    rt: Option<tokio::runtime::Runtime>,
+    shared: Arc<Shared>,
+    instances: Arc<Mutex<Vec<Arc<Instance>>>>,
+    load: Arc<SendTracking>,
+    last_consumed: u64,
+    last_fc: [u64; 4],
+    measure_start: Option<(Instant, u64)>,
+    measure_end: Option<(Instant, u64)>,
+    cached_max: (u64, f64),
+    drained: Option<(bool, i64)>,
+}
+
+impl ConsumerRun {
+    /// Prefills the topic, starts the instances that join at 0 and waits (up to 5 s) until
+    /// every queue is assigned. `scheduled` is the load's message count, if fixed.
+    pub fn start(
+        cfg: &Consumer,
+        workload: &Workload,
+        addr: SocketAddr,
+        scheduled: Option<u64>,
+        log_path: Option<&Path>,
+    ) -> Result<ConsumerRun, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("harness-consumer")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("consumer runtime: {e}"))?;
+        let batch = u64::from(workload.batch.max(1));
+        let capacity = scheduled.map_or(OPEN_ENDED_CAPACITY, |n| (n + 1024) * batch);
+        let load = Arc::new(SendTracking::new(workload.batch, capacity));
+        let prefill = Arc::new(SendTracking::new(1, cfg.prefill.max(1)));
+        let queues: Vec<i32> = (0..workload.queues as i32).collect();
+        let shared = Arc::new(Shared {
+            cfg: cfg.clone(),
+            addr,
+            topic: workload.topic.clone(),
+            committed: queues.iter().map(|_| AtomicI64::new(-1)).collect(),
+            queues,
+            metrics: Arc::new(Metrics::new(vec![load.clone(), prefill.clone()])),
+            model: ProcessingModel::new(cfg, Instant::now()),
+            started: AtomicU64::new(0),
+            log: EventLog::create(log_path).map_err(|e| format!("consumer.log: {e}"))?,
+            cancel: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        });
+        if cfg.prefill > 0 {
+            let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
+            shared.log.line(
+                "prefill",
+                "INFO",
+                &format!("{acked} of {} messages acknowledged", cfg.prefill),
+            );
+        }
+        let instances = Arc::new(Mutex::new(Vec::new()));
+        let origin = tokio::time::Instant::now();
+        rt.block_on(async {
+            for i in 0..cfg.instances {
+                let (join, leave) = cfg.schedule_of(i);
+                let (shared, list) = (shared.clone(), instances.clone());
+                shared.clone().tracker.spawn(async move {
+                    tokio::select! {
+                        _ = shared.cancel.cancelled() => return,
+                        _ = tokio::time::sleep_until(origin + join) => {}
+                    }
+                    match start_instance(&shared, i).await {
+                        Ok(inst) => {
+                            list.lock().push(inst.clone());
+                            if let Some(leave) = leave {
+                                let stop = inst.stop.clone();
+                                shared.tracker.spawn(async move {
+                                    tokio::time::sleep_until(origin + leave).await;
+                                    stop.cancel();
+                                });
+                            }
+                            run_instance(inst).await;
+                        }
+                        Err(e) => shared.log.line(&format!("consumer-{i}"), "ERROR", &e),
+                    }
+                });
+            }
+            shared.tracker.spawn(sample_lag(shared.clone()));
+        });
+        let run = ConsumerRun {
+            rt: Some(rt),
+            shared,
+            instances,
+            load,
+            last_consumed: 0,
+            last_fc: [0; 4],
+            measure_start: None,
+            measure_end: None,
+            cached_max: (0, 0.0),
+            drained: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let joining_now = (0..cfg.instances).any(|i| cfg.schedule_of(i).0.is_zero());
+        while joining_now
+            && Instant::now() < deadline
+            && run.assigned_queues() < run.shared.queues.len()
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(run)
+    }
+
+    /// The load's acknowledgements go here (`LoadConfig::tracking`).
+    pub fn tracking(&self) -> Arc<SendTracking> {
+        self.load.clone()
+    }
+
+    fn assigned_queues(&self) -> usize {
+        let mut ids: Vec<i32> = self
+            .instances
+            .lock()
+            .iter()
+            .filter(|i| !i.stop.is_cancelled())
+            .flat_map(|i| i.queues.lock().keys().copied().collect::<Vec<_>>())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+
+    /// The measured window starts: histograms record from now on.
+    pub fn start_measuring(&mut self) {
+        if self.measure_start.is_none() {
+            self.shared.metrics.start_measuring();
+            self.measure_start = Some((
+                Instant::now(),
+                Metrics::count(&self.shared.metrics.consumed),
+            ));
+        }
+    }
+
+    /// The figures of the second that just ended.
+    pub fn second(&mut self) -> ConsumerSecond {
+        let m = &self.shared.metrics;
+        let consumed = Metrics::count(&m.consumed);
+        let fc: [u64; 4] = std::array::from_fn(|i| Metrics::count(&m.fc[i]));
+        let (cached, bytes) = self
+            .instances
+            .lock()
+            .iter()
+            .flat_map(|i| i.assigned())
+            .map(|q| {
+                let v = q.view();
+                (v.count, v.size_bytes)
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let cached_mib = bytes as f64 / (1024.0 * 1024.0);
+        if self.measure_start.is_some() {
+            self.cached_max.0 = self.cached_max.0.max(cached);
+            self.cached_max.1 = self.cached_max.1.max(cached_mib);
+        }
+        let (e2e, stored) = m.take_second();
+        let s = ConsumerSecond {
+            consumed: consumed - self.last_consumed,
+            fc: std::array::from_fn(|i| fc[i] - self.last_fc[i]),
+            lag: m.lag.load(Ordering::Relaxed),
+            cached,
+            cached_mib,
+            e2e: (!e2e.is_empty()).then_some(e2e),
+            stored_e2e: (!stored.is_empty()).then_some(stored),
+        };
+        self.last_consumed = consumed;
+        self.last_fc = fc;
+        s
+    }
+
+    /// The producers stopped: waits (up to `drain_timeout`) until every acknowledged message
+    /// was consumed and the lag is 0, calling `each_second` once a second meanwhile.
+    pub fn drain(&mut self, mut each_second: impl FnMut(&mut Self)) {
+        let m = self.shared.metrics.clone();
+        self.measure_end = Some((Instant::now(), Metrics::count(&m.consumed)));
+        let timeout = self.shared.cfg.drain_timeout.duration();
+        let end = Instant::now() + timeout;
+        let mut next = Instant::now() + Duration::from_secs(1);
+        loop {
+            let missing = m.missing();
+            let lag = m.lag.load(Ordering::Relaxed);
+            let caught_up = missing == 0 && lag <= 0 && self.second_cached() == 0;
+            if caught_up || Instant::now() >= end || self.shared.cancel.is_cancelled() {
+                self.drained = Some((caught_up, lag));
+                if !caught_up {
+                    self.shared.log.line("drain", "WARN", &format!(
+                        "consumers did not catch up within {timeout:?}: lag {lag}, {missing} acknowledged messages not consumed (first: {:?})",
+                        m.first_missing(5)
+                    ));
+                }
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            if Instant::now() >= next {
+                next += Duration::from_secs(1);
+                each_second(self);
+            }
+        }
+    }
+
+    fn second_cached(&self) -> u64 {
+        self.instances
+            .lock()
+            .iter()
+            .flat_map(|i| i.assigned())
+            .map(|q| q.view().count)
+            .sum()
+    }
+
+    /// Ctrl-C or a broken broker: stop at once.
+    pub fn cancel(&self) {
+        self.shared.cancel.cancel();
+    }
+
+    /// Stops every instance (offsets persisted, clients unregistered) and returns the job's
+    /// figures.
+    pub fn finish(mut self) -> ConsumerFigures {
+        let m = self.shared.metrics.clone();
+        if let Some(rt) = self.rt.take() {
+            for inst in self.instances.lock().iter() {
+                inst.stop.cancel();
+            }
+            let tracker = self.shared.tracker.clone();
+            let cancel = self.shared.cancel.clone();
+            rt.block_on(async {
+                // Instances persist and unregister first; then everything else stops.
+                let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                    loop {
+                        let running = self.instances.lock().iter().any(|i| !i.wire.is_closed());
+                        if !running {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                })
+                .await;
+                cancel.cancel();
+                tracker.close();
+                let _ = tokio::time::timeout(Duration::from_secs(5), tracker.wait()).await;
+            });
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+        self.shared.log.flush();
+        let (e2e, stored) = m.totals();
+        let (start, end) = (self.measure_start, self.measure_end);
+        let consume_rate = match (start, end) {
+            (Some((t0, c0)), Some((t1, c1))) if t1 > t0 => {
+                (c1 - c0) as f64 / (t1 - t0).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        let (drained, lag_at_end) = self
+            .drained
+            .unwrap_or((false, m.lag.load(Ordering::Relaxed)));
+        ConsumerFigures {
+            consumed: Metrics::count(&m.consumed),
+            consume_rate,
+            fc: std::array::from_fn(|i| Metrics::count(&m.fc[i])),
+            lag_max: m.lag_max.load(Ordering::Relaxed),
+            lost: m.tracks_acks().then(|| m.missing()),
+            duplicates: Metrics::count(&m.duplicates),
+            e2e_us: [
+                quantile(&e2e, 0.5),
+                quantile(&e2e, 0.99),
+                quantile(&e2e, 0.999),
+            ],
+            stored_e2e_p99_us: quantile(&stored, 0.99),
+            cached_max: self.cached_max.0,
+            cached_mib_max: self.cached_max.1,
+            pulls: std::array::from_fn(|i| Metrics::count(&m.pulls[i])),
+            pull_busy: std::array::from_fn(|i| Metrics::count(&m.pull_busy[i])),
+            decode_errors: Metrics::count(&m.decode_errors),
+            foreign: Metrics::count(&m.foreign),
+            drained,
+            lag_at_end,
+        }
+    }
+}
+
+impl Drop for ConsumerRun {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            self.shared.cancel.cancel();
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Connects instance `i` with its own client id.
+async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, String> {
+    let notify = Arc::new(Notify::new());
+    let stop = shared.cancel.child_token();
+    let wire = Wire::connect(shared.addr, notify.clone(), &shared.tracker, stop.clone())
+        .await
+        .map_err(|e| format!("consumer {i}: {e}"))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Ok(Arc::new(Instance {
+        index: i,
+        client_id: format!("127.0.0.1@{}#{i}#{nanos}", std::process::id()),
+        shared: shared.clone(),
+        wire,
+        queues: Mutex::new(Default::default()),
+        sub_version: AtomicI64::new(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        ),
+        threads: Arc::new(Semaphore::new(shared.cfg.consume_threads as usize)),
+        rebalance_now: notify,
+        stop,
+        fc_times: AtomicU64::new(0),
+        span_times: AtomicU64::new(0),
+        not_locked_times: AtomicU64::new(0),
+    }))
+}
+
+/// Every second: broker max offset − committed offset, summed over the topic's queues.
+async fn sample_lag(shared: Arc<Shared>) {
+    let Ok(wire) = Wire::connect(
+        shared.addr,
+        Arc::new(Notify::new()),
+        &shared.tracker,
+        shared.cancel.clone(),
+    )
+    .await
+    else {
+        return;
+    };
+    loop {
+        let mut lag = 0i64;
+        for (i, q) in shared.queues.iter().enumerate() {
+            if let Some(max) = max_offset(&wire, &shared.topic, *q).await {
+                let committed = shared.committed[i].load(Ordering::Acquire).max(0);
+                lag += (max - committed).max(0);
+            }
+        }
+        shared.metrics.set_lag(lag);
+        tokio::select! {
+            _ = shared.cancel.cancelled() => break,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+    wire.close();
+}
+
+/// Sends `cfg.prefill` messages before any consumer starts; returns how many were
+/// acknowledged.
+async fn prefill_topic(
+    shared: &Arc<Shared>,
+    workload: &Workload,
+    tracking: &Arc<SendTracking>,
+) -> Result<u64, String> {
+    let wire = Arc::new(
+        Wire::connect(
+            shared.addr,
+            Arc::new(Notify::new()),
+            &shared.tracker,
+            shared.cancel.child_token(),
+        )
+        .await
+        .map_err(|e| format!("prefill: {e}"))?,
+    );
+    let mut builder = SendBuilder::new(workload);
+    builder.set_uniq_prefix(&tracking.prefix);
+    let mut set = tokio::task::JoinSet::new();
+    let mut buf = bytes::BytesMut::new();
+    let acked = Arc::new(AtomicU64::new(0));
+    for seq in 0..shared.cfg.prefill {
+        while set.len() >= PREFILL_WINDOW {
+            set.join_next().await;
+        }
+        let opaque = wire.reserve_opaque();
+        builder.encode(seq, opaque, &mut buf);
+        let frame = buf.split().freeze();
+        let (wire, tracking, acked) = (wire.clone(), tracking.clone(), acked.clone());
+        set.spawn(async move {
+            if let Ok(r) = wire
+                .call_encoded(opaque, frame, Duration::from_secs(10))
+                .await
+            {
+                if r.code == 0 {
+                    tracking.ack(seq);
+                    acked.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+    wire.close();
+    Ok(acked.load(Ordering::Relaxed))
+}

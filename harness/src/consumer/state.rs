@@ -1,0 +1,154 @@
+//! The state the consumer's tasks share: the run (`Shared`), one client instance
+//! (`Instance`) and one assigned queue (`QueueState`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::gate::{QueueView, Thresholds};
+use crate::consumer::log::EventLog;
+use crate::consumer::metrics::Metrics;
+use crate::consumer::process_queue::ProcessQueue;
+use crate::consumer::processing::ProcessingModel;
+use crate::consumer::wire::Wire;
+use crate::profile::Consumer;
+
+/// The broker name in MessageQueue bodies (locks): equality is all the broker needs.
+pub const BROKER_NAME: &str = "broker-under-test";
+
+/// One consumer run (a job's consumers).
+pub struct Shared {
+    pub cfg: Consumer,
+    pub addr: SocketAddr,
+    pub topic: String,
+    pub queues: Vec<i32>,
+    pub metrics: Arc<Metrics>,
+    pub model: ProcessingModel,
+    /// Messages started over every instance: which one `stall_every` hits.
+    pub started: AtomicU64,
+    pub log: EventLog,
+    /// The whole run's stop: every task ends.
+    pub cancel: CancellationToken,
+    pub tracker: TaskTracker,
+    /// Per queue id: the offset its current owner would commit (−1 before any owner).
+    pub committed: Vec<AtomicI64>,
+}
+
+impl Shared {
+    pub fn committed_slot(&self, queue_id: i32) -> Option<&AtomicI64> {
+        self.queues
+            .iter()
+            .position(|q| *q == queue_id)
+            .map(|i| &self.committed[i])
+    }
+}
+
+/// One queue assigned to an instance.
+pub struct QueueState {
+    pub queue_id: i32,
+    pub pq: Mutex<ProcessQueue>,
+    pub dropped: AtomicBool,
+    /// Orderly: the broker granted the lock at the last LOCK_BATCH_MQ.
+    pub locked: AtomicBool,
+    pub last_lock: Mutex<Instant>,
+    /// The consumed offset to commit, −1 before the first (RemoteBrokerOffsetStore's entry).
+    pub offset: AtomicI64,
+    /// The next offset to pull (`PullRequest.nextOffset`).
+    pub next_offset: AtomicI64,
+    /// Orderly: the first pull after locking re-reads the broker's offset.
+    pub offset_fixed: AtomicBool,
+    pub threshold_count: AtomicI64,
+    pub threshold_size: AtomicI64,
+}
+
+impl QueueState {
+    pub fn new(queue_id: i32, start: i64, locked: bool, t: Thresholds) -> QueueState {
+        QueueState {
+            queue_id,
+            pq: Mutex::new(ProcessQueue::default()),
+            dropped: AtomicBool::new(false),
+            locked: AtomicBool::new(locked),
+            last_lock: Mutex::new(Instant::now()),
+            offset: AtomicI64::new(start),
+            next_offset: AtomicI64::new(start),
+            offset_fixed: AtomicBool::new(false),
+            threshold_count: AtomicI64::new(t.count),
+            threshold_size: AtomicI64::new(t.size_mib),
+        }
+    }
+
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    /// What the pull gates look at.
+    pub fn view(&self) -> QueueView {
+        let pq = self.pq.lock();
+        QueueView {
+            count: pq.count(),
+            size_bytes: pq.size_bytes(),
+            min_offset: pq.min_offset().unwrap_or(0),
+            max_offset: pq.max_offset().unwrap_or(0),
+            max_span: pq.max_span(),
+            locked: self.locked.load(Ordering::Acquire),
+        }
+    }
+
+    /// Raises the in-memory offset (`updateOffset(.., increaseOnly = true)`); −1 is ignored.
+    pub fn advance(&self, offset: i64) {
+        if offset >= 0 {
+            self.offset.fetch_max(offset, Ordering::AcqRel);
+        }
+    }
+}
+
+/// One client instance: its id, connection, queues and consume threads.
+pub struct Instance {
+    pub index: u32,
+    pub client_id: String,
+    pub shared: Arc<Shared>,
+    pub wire: Wire,
+    pub queues: Mutex<BTreeMap<i32, Arc<QueueState>>>,
+    /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
+    pub sub_version: AtomicI64,
+    /// `consumeThreadMin` permits; the wait for one is bounded by the cached messages.
+    pub threads: Arc<Semaphore>,
+    /// Woken by NOTIFY_CONSUMER_IDS_CHANGED.
+    pub rebalance_now: Arc<Notify>,
+    /// This instance's stop (leave_at or the end of the run).
+    pub stop: CancellationToken,
+    /// `queueFlowControlTimes` (count and size share it) and `queueMaxSpanFlowControlTimes`.
+    pub fc_times: AtomicU64,
+    pub span_times: AtomicU64,
+    pub not_locked_times: AtomicU64,
+}
+
+impl Instance {
+    /// `PullRequest [consumerGroup=G, messageQueue=MessageQueue [...], nextOffset=N]`.
+    pub fn pull_request(&self, q: &QueueState) -> String {
+        format!(
+            "PullRequest [consumerGroup={}, messageQueue=MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={}], nextOffset={}]",
+            self.shared.cfg.group,
+            self.shared.topic,
+            q.queue_id,
+            q.next_offset.load(Ordering::Relaxed)
+        )
+    }
+
+    pub fn log(&self, level: &str, text: &str) {
+        self.shared
+            .log
+            .line(&format!("consumer-{}", self.index), level, text);
+    }
+
+    pub fn assigned(&self) -> Vec<Arc<QueueState>> {
+        self.queues.lock().values().cloned().collect()
+    }
+}
