@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::fnv::Fnv1a;
-use crate::profile::{value_string, workload_with, Order, Profile, Workload};
+use crate::profile::{
+    fault_plan, value_string, workload_with, FaultPlan, Order, Profile, Workload,
+};
 
 /// One configuration of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +26,8 @@ pub struct Cell {
     pub workload: Workload,
     /// Effective broker keys: the profile's fixed keys plus this cell's broker axes.
     pub broker: BTreeMap<String, String>,
+    /// The profile's `[fault]` plus this cell's fault axes; None without faults.
+    pub fault: Option<FaultPlan>,
 }
 
 /// One unit of work: a cell and its repetition number (1-based).
@@ -52,6 +56,7 @@ pub fn cell_id(params: &[(String, String)]) -> String {
 fn short_key(key: &str) -> &str {
     key.strip_prefix("broker.")
         .or_else(|| key.strip_prefix("workload."))
+        .or_else(|| key.strip_prefix("fault."))
         .unwrap_or(key)
 }
 
@@ -69,6 +74,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
         }
         let mut table = profile.workload_table.clone();
         let mut broker = profile.broker.clone();
+        let mut fault_table = profile.fault_table.clone();
         let mut params = Vec::new();
         for (axis, &pick) in profile.axes.iter().zip(&picks) {
             let value = &axis.values[pick];
@@ -77,6 +83,8 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 table.insert(k.to_owned(), value.clone());
             } else if let Some(k) = axis.key.strip_prefix("broker.") {
                 broker.insert(k.to_owned(), value_string(value));
+            } else if let Some(k) = axis.key.strip_prefix("fault.") {
+                fault_table.insert(k.to_owned(), value.clone());
             }
         }
         // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
@@ -85,6 +93,12 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             None => workload_with(&table, "model", &toml::Value::String("open".into())),
         }
         .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
+        let fault = fault_plan(&fault_table)
+            .and_then(|f| match &f {
+                Some(plan) => plan.check_workload(&workload).map(|()| f),
+                None => Ok(f),
+            })
+            .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
         cells.push(Cell {
             index,
             id: cell_id(&params),
@@ -92,6 +106,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             params,
             workload,
             broker,
+            fault,
         });
     }
     Ok(cells)

@@ -10,6 +10,7 @@ use toml::Spanned;
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
+use super::fault::{fault_plan, fault_with, FaultPlan, FAULT_KEYS};
 use super::settings::{Order, Validity, KEY_METRICS};
 use super::value::{is_scalar, parse_set_value, value_string};
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
@@ -30,6 +31,9 @@ struct RawProfile {
     validity: Option<Validity>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
+    /// Read from the document table by `profile/fault.rs`; named here so it is not unknown.
+    #[allow(dead_code)]
+    fault: Option<toml::Table>,
 }
 
 /// One matrix axis: a `workload.<key>` or `broker.<key>` and its values, in the order given.
@@ -63,6 +67,10 @@ pub struct Profile {
     /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
     /// `--set broker.k=v`. Keyed by the bare broker.conf key.
     pub broker_origins: BTreeMap<String, String>,
+    /// The `[fault]` table as written (plus `--set fault.…`), to which axis values are applied.
+    pub fault_table: toml::Table,
+    /// The base fault plan (no axis applied); None without `[fault]`.
+    pub fault: Option<FaultPlan>,
 }
 
 impl Profile {
@@ -107,6 +115,23 @@ impl Profile {
             let span = find_key_span(text, "workload", key);
             return Err(src.err(span, msg, None));
         }
+
+        let fault_table = match doc.get("fault") {
+            Some(toml::Value::Table(t)) => t.clone(),
+            _ => toml::Table::new(),
+        };
+        let fault = fault_plan(&fault_table)
+            .and_then(|f| match &f {
+                Some(plan) => plan.check_workload(&workload).map(|()| f),
+                None => Ok(f),
+            })
+            .map_err(|msg| {
+                let key = FAULT_KEYS
+                    .iter()
+                    .find(|k| msg.contains(&format!("fault.{k}")))
+                    .unwrap_or(&"kill");
+                src.err(find_key_span(text, "fault", key), msg, None)
+            })?;
 
         let name = raw.name.get_ref().clone();
         if name.is_empty()
@@ -156,7 +181,7 @@ impl Profile {
                     Some("give at least one value, or remove the axis".into()),
                 ));
             }
-            check_axis(key, &values, &workload_table, &broker)
+            check_axis(key, &values, &workload_table, &broker, &fault_table)
                 .map_err(|(m, h)| src.err(span.clone(), m, h))?;
             if let Some(k) = key.strip_prefix("broker.") {
                 let axis_span = find_quoted_key_span(text, key).unwrap_or_else(|| v.span());
@@ -204,6 +229,8 @@ impl Profile {
             axes,
             validity: raw.validity.unwrap_or_default(),
             broker_origins,
+            fault_table,
+            fault,
         };
         for arg in sets {
             profile.apply_set(arg)?;
@@ -244,15 +271,27 @@ impl Profile {
             self.broker.insert(k.to_owned(), value_string(&value));
             self.broker_origins
                 .insert(k.to_owned(), format!("--set {}", arg.trim()));
+        } else if let Some(k) = key.strip_prefix("fault.") {
+            self.fault = fault_with(&self.fault_table, k, &value).map_err(set_err)?;
+            self.fault_table.insert(k.to_owned(), value);
         } else {
             return Err(set_err(
-                "the key must start with `workload.` or `broker.`".into(),
+                "the key must start with `workload.`, `broker.` or `fault.`".into(),
             ));
+        }
+        if let Some(plan) = &self.fault {
+            plan.check_workload(&self.workload).map_err(set_err)?;
         }
         // Axis values were checked against the old base; check them again.
         for axis in &self.axes {
-            check_axis(&axis.key, &axis.values, &self.workload_table, &self.broker)
-                .map_err(|(m, _)| set_err(m))?;
+            check_axis(
+                &axis.key,
+                &axis.values,
+                &self.workload_table,
+                &self.broker,
+                &self.fault_table,
+            )
+            .map_err(|(m, _)| set_err(m))?;
         }
         Ok(())
     }
@@ -272,8 +311,22 @@ fn check_axis(
     values: &[toml::Value],
     workload: &toml::Table,
     broker: &BTreeMap<String, String>,
+    fault: &toml::Table,
 ) -> Result<(), (String, Option<String>)> {
-    if let Some(k) = key.strip_prefix("workload.") {
+    if let Some(k) = key.strip_prefix("fault.") {
+        if fault.contains_key(k) {
+            return Err((
+                format!("`{k}` is both fixed in [fault] and a matrix axis"),
+                Some(format!(
+                    "remove `{k}` from [fault] or the axis `{key}` from [matrix]"
+                )),
+            ));
+        }
+        for v in values {
+            fault_with(fault, k, v)
+                .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+        }
+    } else if let Some(k) = key.strip_prefix("workload.") {
         if !WORKLOAD_KEYS.contains(&k) {
             let help = did_you_mean(k, WORKLOAD_KEYS)
                 .map_or(String::new(), |b| format!("did you mean `workload.{b}`? "));
@@ -316,9 +369,9 @@ fn check_axis(
             ));
         }
     } else {
-        let help = format!("write \"workload.{key}\" or \"broker.{key}\"");
+        let help = format!("write \"workload.{key}\", \"broker.{key}\" or \"fault.{key}\"");
         return Err((
-            format!("matrix axis `{key}` must start with `workload.` or `broker.`"),
+            format!("matrix axis `{key}` must start with `workload.`, `broker.` or `fault.`"),
             Some(help),
         ));
     }

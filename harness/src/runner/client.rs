@@ -51,10 +51,8 @@ pub struct SendBuilder {
     topic: String,
     queues: u32,
     producer_group: String,
-    /// First 20 hex digits of UNIQ_KEY: IP, pid, a per-run "classloader hash" (§3.4).
-    uniq_prefix: String,
-    /// The start of the current month, for the time field of UNIQ_KEY.
-    month_start_ms: u64,
+    /// Maps UNIQ_KEY to and from the send number.
+    keys: KeySpace,
     /// The request with every constant field filled in, built on first use.
     template: Option<RemotingCommand>,
     /// For JSON single-message sends: the template encoded once, with holes for the opaque,
@@ -64,6 +62,37 @@ pub struct SendBuilder {
     scratch: [String; 3],
 }
 
+/// The UNIQ_KEYs of one load: `prefix` (IP, pid, a per-load "classloader hash", 20 hex
+/// digits, §3.4), then MessageClientIDSetter's time (8) and counter (4) fields. The Java client
+/// puts the current time since the start of the month and a 16-bit counter there; we put the
+/// load's start time plus `seq >> 16` and `seq & 0xFFFF`. Every key of a load is still unique
+/// and shaped like the Java client's, a retry carries the same key (as the Java client's
+/// does), and a key read back from the store maps to its send number
+/// ([`KeySpace::seq_of`]) with no table of strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpace {
+    prefix: String,
+    base: u32,
+}
+
+impl KeySpace {
+    fn write(&self, seq: u64, out: &mut String) {
+        let t = self.base.wrapping_add((seq >> 16) as u32);
+        let _ = write!(out, "{}{:08X}{:04X}", self.prefix, t, seq as u16);
+    }
+
+    /// The send number of `key`, or None for a key of another load.
+    pub fn seq_of(&self, key: &str) -> Option<u64> {
+        let rest = key.strip_prefix(self.prefix.as_str())?;
+        if rest.len() != 12 || !rest.is_ascii() {
+            return None;
+        }
+        let t = u32::from_str_radix(&rest[..8], 16).ok()?;
+        let counter = u16::from_str_radix(&rest[8..], 16).ok()?;
+        Some(u64::from(t.wrapping_sub(self.base)) << 16 | u64::from(counter))
+    }
+}
+
 impl SendBuilder {
     pub fn new(w: &Workload) -> SendBuilder {
         let pid = std::process::id();
@@ -71,10 +100,10 @@ impl SendBuilder {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let hash = (nanos.as_nanos() as u32) ^ pid.rotate_left(16);
-        let uniq_prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
+        let prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
         let now_ms = nanos.as_millis() as u64;
         // Approximation of "start of month": 30-day blocks keep the field within int32.
-        let month_start_ms = now_ms - now_ms % (30 * 24 * 3600 * 1000);
+        let base = (now_ms % (30 * 24 * 3600 * 1000)) as u32;
         // A recognisable, compressible-but-not-trivial body.
         let body: Vec<u8> = (0..w.message_size).map(|i| b'a' + (i % 26) as u8).collect();
         SendBuilder {
@@ -89,8 +118,7 @@ impl SendBuilder {
             topic: w.topic.clone(),
             queues: w.queues,
             producer_group: w.producer_group.clone(),
-            uniq_prefix,
-            month_start_ms,
+            keys: KeySpace { prefix, base },
             template: None,
             frame: None,
             scratch: Default::default(),
@@ -104,13 +132,13 @@ impl SendBuilder {
     /// UNIQ_KEY for message `seq` (32 hex digits like MessageClientIDSetter).
     pub fn uniq_key(&self, seq: u64) -> String {
         let mut out = String::with_capacity(32);
-        self.write_uniq_key(epoch_ms(), seq, &mut out);
+        self.keys.write(seq, &mut out);
         out
     }
 
-    fn write_uniq_key(&self, now_ms: i64, seq: u64, out: &mut String) {
-        let t = ((now_ms as u64).saturating_sub(self.month_start_ms)) as u32;
-        let _ = write!(out, "{}{:08X}{:04X}", self.uniq_prefix, t, seq as u16);
+    /// How this builder's keys map back to send numbers.
+    pub fn key_space(&self) -> KeySpace {
+        self.keys.clone()
     }
 
     /// Encodes send number `seq` with `opaque` into `dst` (cleared first).
@@ -151,7 +179,7 @@ impl SendBuilder {
             let _ = write!(b, "{born}");
             // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
-            self.write_uniq_key(born, seq, props);
+            self.keys.write(seq, props);
             props.push('\u{2}');
             if let Some(frame) = &self.frame {
                 frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
@@ -423,4 +451,27 @@ pub fn parse_runtime_info(body: &[u8]) -> Result<BTreeMap<String, String>, Clien
             )
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_back_to_their_send_number_and_keep_the_java_shape() {
+        let b = SendBuilder::new(&Workload::default());
+        let keys = b.key_space();
+        for seq in [0u64, 1, 65_535, 65_536, 1_000_003, 40_000_000] {
+            let k = b.uniq_key(seq);
+            assert_eq!(k.len(), 32, "{k}");
+            assert!(k.bytes().all(|c| c.is_ascii_hexdigit()), "{k}");
+            assert_eq!(keys.seq_of(&k), Some(seq), "{k}");
+        }
+        let other = SendBuilder::new(&Workload::default());
+        // Another load's keys differ in the prefix (its hash has the time in nanoseconds).
+        if other.key_space() != keys {
+            assert_eq!(keys.seq_of(&other.uniq_key(5)), None);
+        }
+        assert_eq!(keys.seq_of("short"), None);
+    }
 }

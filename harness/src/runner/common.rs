@@ -3,11 +3,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::fault::OutcomeLog;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
@@ -33,6 +35,9 @@ pub struct Common {
     pub closing: AtomicBool,
     pub retry_tx: SyncSender<Retry>,
     pub pacer: Mutex<Option<Thread>>,
+    /// Each send's final outcome by send number, when a fault experiment will reconcile them
+    /// with the store.
+    pub outcomes: Option<Arc<OutcomeLog>>,
 }
 
 impl Common {
@@ -84,6 +89,9 @@ impl Common {
             if self.retry_tx.try_send(r).is_ok() {
                 return;
             }
+        }
+        if let Some(log) = &self.outcomes {
+            log.record(e.seq, outcome, e.written, now);
         }
         let service = answered.then(|| us(now - e.written));
         self.end_send(rec, e.segment, outcome, Some(us(now - e.intended)), service);

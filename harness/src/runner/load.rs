@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::recorder::{Interval, Recorder};
+use crate::runner::client::KeySpace;
 use crate::runner::common::Common;
 use crate::runner::conn::{connect, Conn};
 use crate::runner::pacer::Pacer;
@@ -47,6 +48,8 @@ pub enum LoadError {
 pub struct LoadHandle {
     /// Intended time of the first send.
     pub start: Instant,
+    /// How the UNIQ_KEYs of this load map back to send numbers.
+    pub keys: KeySpace,
     recorders: Vec<Arc<Mutex<Recorder>>>,
     spin_ns: Arc<AtomicU64>,
     stop: CancellationToken,
@@ -70,6 +73,7 @@ impl LoadHandle {
             closing: AtomicBool::new(false),
             retry_tx,
             pacer: Mutex::new(None),
+            outcomes: cfg.outcomes.clone(),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];
@@ -102,6 +106,7 @@ impl LoadHandle {
         pacer.start = start;
         pacer.spin_ns = spin_ns.clone();
         pacer.stop = stop.clone();
+        let keys = pacer.key_space();
         let fin = finished.clone();
         let handle = thread::Builder::new()
             .name("harness-pacer".into())
@@ -113,6 +118,7 @@ impl LoadHandle {
         *common.pacer.lock() = Some(handle.thread().clone());
         Ok(LoadHandle {
             start,
+            keys,
             recorders,
             spin_ns,
             stop,

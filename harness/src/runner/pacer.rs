@@ -104,6 +104,11 @@ impl Pacer {
         }
     }
 
+    /// How this pacer's UNIQ_KEYs map back to send numbers.
+    pub fn key_space(&self) -> crate::runner::client::KeySpace {
+        self.builder.key_space()
+    }
+
     pub fn run(&mut self) {
         set_timer_slack();
         self.wait_until(self.start);

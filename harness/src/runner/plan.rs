@@ -1,8 +1,10 @@
 //! The schedule of a workload: warm-up then the measured phases, and how they are paced.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::fault::OutcomeLog;
 use crate::profile::{Model, Workload};
 
 /// A stretch of the schedule recorded into one segment (0 = warm-up).
@@ -69,6 +71,8 @@ pub struct LoadConfig {
     pub workload: Workload,
     pub pacing: Pacing,
     pub phases: Vec<Phase>,
+    /// Set by a fault experiment: every send's final outcome is kept by send number.
+    pub outcomes: Option<Arc<OutcomeLog>>,
 }
 
 impl LoadConfig {
@@ -79,7 +83,13 @@ impl LoadConfig {
             workload: workload.clone(),
             pacing,
             phases,
+            outcomes: None,
         }
+    }
+
+    /// Sends in the schedule (open loop and steps; the closed loop has no fixed count).
+    pub fn scheduled_sends(&self) -> u64 {
+        self.phases.iter().map(Phase::count).sum()
     }
 
     pub fn segments(&self) -> usize {
