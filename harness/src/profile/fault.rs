@@ -220,6 +220,39 @@ mod tests {
     }
 
     #[test]
+    fn fault_keys_are_matrix_axes_and_set_overrides() {
+        let text = "name = \"f\"\n[workload]\nduration = \"10s\"\n[fault]\nrestart = true\nkill = \"2s\"\n\
+[matrix]\n\"fault.every\" = [\"3s\", \"4s\"]\n";
+        let p = crate::profile::Profile::parse(text, "f.toml", std::path::Path::new("f.toml"), &[])
+            .unwrap();
+        let cells = crate::matrix::expand(&p).unwrap();
+        let every: Vec<_> = cells
+            .iter()
+            .map(|c| c.fault.as_ref().unwrap().every.unwrap().as_secs())
+            .collect();
+        assert_eq!(every, [3, 4]);
+        assert_eq!(cells[0].label, "every=3s");
+        let set = crate::profile::Profile::parse(
+            text,
+            "f.toml",
+            std::path::Path::new("f.toml"),
+            &["fault.kill=5s".into()],
+        )
+        .unwrap();
+        assert_eq!(set.fault.unwrap().kill, Some(Duration::from_secs(5)));
+        // A kill outside the measured window is refused where it is written.
+        let e = crate::profile::Profile::parse(
+            text,
+            "f.toml",
+            std::path::Path::new("f.toml"),
+            &["fault.kill=12s".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("measured window"), "{e}");
+    }
+
+    #[test]
     fn the_workload_must_have_a_fixed_schedule_and_room_for_the_fault() {
         let plan = fault_plan(&table("kill = \"6s\"")).unwrap().unwrap();
         let mut w = Workload {
