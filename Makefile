@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak durability clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,6 +67,13 @@ soak: build ## 10 minutes at 20,000 sends/s (profiles/soak.toml), then the drift
 	rm -rf $(SOAK_OUT)
 	$(HARNESS) run profiles/soak.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(SOAK_OUT)
 	$(HARNESS) drift $(SOAK_OUT) --window 60s --max-harness-rss-growth-mb 5
+
+DURABILITY_OUT ?= $(RESULTS)/durability
+durability: build ## kill -9 + restart per flush mode x transient store pool (profiles/durability.toml, ~5 min), its gate rules, and the reconciliation table
+	rm -rf $(DURABILITY_OUT)
+	$(HARNESS) run profiles/durability.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(DURABILITY_OUT)
+	python3 scripts/fault-table.py $(DURABILITY_OUT)
+	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
 
 ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
 
