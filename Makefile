@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -70,6 +70,12 @@ soak: build ## 10 minutes at 20,000 sends/s (profiles/soak.toml), then the drift
 
 shards: build ## Three shards of profiles/shards.toml on one --start-at, merged, between two single-process runs at the same rate (one broker)
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/shards bash scripts/shards.sh
+DURABILITY_OUT ?= $(RESULTS)/durability
+durability: build ## kill -9 + restart per flush mode x transient store pool (profiles/durability.toml, ~5 min), its gate rules, and the reconciliation table
+	rm -rf $(DURABILITY_OUT)
+	$(HARNESS) run profiles/durability.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(DURABILITY_OUT)
+	python3 scripts/fault-table.py $(DURABILITY_OUT)
+	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
 
 ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
 

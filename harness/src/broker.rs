@@ -281,6 +281,18 @@ impl BrokerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// `kill -9` for a fault experiment: SIGKILL, and wait until the process is gone (its
+    /// store files are then exactly what the kernel holds).
+    pub fn kill9(&mut self) -> Option<ExitStatus> {
+        self.kill();
+        self.exited()
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT) to the broker.
+    pub fn signal(&self, signal: i32) -> std::io::Result<()> {
+        send_signal(self.pid, signal)
+    }
 }
 
 impl Drop for BrokerProcess {
@@ -291,6 +303,16 @@ impl Drop for BrokerProcess {
         if let Some(h) = self.stdout.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// Sends `signal` to process `pid` (a broker the harness started, or `--broker-pid`).
+pub fn send_signal(pid: u32, signal: i32) -> std::io::Result<()> {
+    // SAFETY: kill(2) has no memory preconditions; a wrong pid is reported as an error.
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

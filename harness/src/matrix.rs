@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::fnv::Fnv1a;
 use crate::profile::{
-    consumer_with, value_string, workload_with, Consumer, Order, Profile, Workload,
+    consumer_with, fault_plan, value_string, workload_with, Consumer, FaultPlan, Order, Profile,
+    Workload,
 };
 
 /// One configuration of the matrix.
@@ -28,6 +29,8 @@ pub struct Cell {
     pub broker: BTreeMap<String, String>,
     /// The consumers of this cell (the profile's `[consumer]` plus this cell's consumer axes).
     pub consumer: Option<Consumer>,
+    /// The profile's `[fault]` plus this cell's fault axes; None without faults.
+    pub fault: Option<FaultPlan>,
 }
 
 /// One unit of work: a cell and its repetition number (1-based).
@@ -57,6 +60,7 @@ fn short_key(key: &str) -> &str {
     key.strip_prefix("broker.")
         .or_else(|| key.strip_prefix("workload."))
         .or_else(|| key.strip_prefix("consumer."))
+        .or_else(|| key.strip_prefix("fault."))
         .unwrap_or(key)
 }
 
@@ -75,6 +79,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
         let mut table = profile.workload_table.clone();
         let mut broker = profile.broker.clone();
         let mut consumer_table = profile.consumer_table.clone();
+        let mut fault_table = profile.fault_table.clone();
         let mut params = Vec::new();
         for (axis, &pick) in profile.axes.iter().zip(&picks) {
             let value = &axis.values[pick];
@@ -87,6 +92,8 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 (axis.key.strip_prefix("consumer."), consumer_table.as_mut())
             {
                 t.insert(k.to_owned(), value.clone());
+            } else if let Some(k) = axis.key.strip_prefix("fault.") {
+                fault_table.insert(k.to_owned(), value.clone());
             }
         }
         // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
@@ -108,6 +115,12 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             ),
             None => None,
         };
+        let fault = fault_plan(&fault_table)
+            .and_then(|f| match &f {
+                Some(plan) => plan.check_workload(&workload).map(|()| f),
+                None => Ok(f),
+            })
+            .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
         cells.push(Cell {
             index,
             id: cell_id(&params),
@@ -116,6 +129,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             workload,
             broker,
             consumer,
+            fault,
         });
     }
     Ok(cells)

@@ -43,7 +43,7 @@ fn run(text: &str, out: &Path) -> Vec<SummaryRow> {
         cancel: CancellationToken::new(),
         stop_after_jobs: None,
         quiet: true,
-        spread: Default::default(),
+        ..Default::default()
     };
     let outcome = run_profile(&profile, &opts).unwrap();
     assert!(!outcome.interrupted);

@@ -182,6 +182,7 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
             .to_owned();
         out.push(SummaryRow {
             consumer: None,
+            fault: Default::default(),
             profile: r0.text.get("profile").cloned().unwrap_or_default(),
             cell_id: r0.cell_id.clone(),
             label,

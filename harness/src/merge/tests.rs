@@ -99,6 +99,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
     .unwrap();
     let row = SummaryRow {
         consumer: None,
+        fault: Default::default(),
         profile: profile.into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),
@@ -286,6 +287,7 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
     // Its broker never came up: an empty invalid row and no histograms; merged and named.
     let row = SummaryRow {
         consumer: None,
+        fault: Default::default(),
         profile: "p".into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),

@@ -11,6 +11,7 @@ use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEY
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
+use super::fault::{fault_plan, fault_with, FaultPlan, FAULT_KEYS};
 use super::settings::{Order, Validity, KEY_METRICS};
 use super::value::{is_scalar, parse_set_value, value_string};
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
@@ -32,6 +33,9 @@ struct RawProfile {
     consumer: Option<Consumer>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
+    /// Read from the document table by `profile/fault.rs`; named here so it is not unknown.
+    #[allow(dead_code)]
+    fault: Option<toml::Table>,
 }
 
 /// One matrix axis: a `workload.<key>` or `broker.<key>` and its values, in the order given.
@@ -70,6 +74,10 @@ pub struct Profile {
     pub consumer_table: Option<toml::Table>,
     /// The base consumer settings (no axis applied).
     pub consumer: Option<Consumer>,
+    /// The `[fault]` table as written (plus `--set fault.…`), to which axis values are applied.
+    pub fault_table: toml::Table,
+    /// The base fault plan (no axis applied); None without `[fault]`.
+    pub fault: Option<FaultPlan>,
 }
 
 impl Profile {
@@ -125,6 +133,22 @@ impl Profile {
                 return Err(src.err(span, msg, None));
             }
         }
+        let fault_table = match doc.get("fault") {
+            Some(toml::Value::Table(t)) => t.clone(),
+            _ => toml::Table::new(),
+        };
+        let fault = fault_plan(&fault_table)
+            .and_then(|f| match &f {
+                Some(plan) => plan.check_workload(&workload).map(|()| f),
+                None => Ok(f),
+            })
+            .map_err(|msg| {
+                let key = FAULT_KEYS
+                    .iter()
+                    .find(|k| msg.contains(&format!("fault.{k}")))
+                    .unwrap_or(&"kill");
+                src.err(find_key_span(text, "fault", key), msg, None)
+            })?;
 
         let name = raw.name.get_ref().clone();
         if name.is_empty()
@@ -180,6 +204,7 @@ impl Profile {
                 &workload_table,
                 &broker,
                 consumer_table.as_ref(),
+                &fault_table,
             )
             .map_err(|(m, h)| src.err(span.clone(), m, h))?;
             if let Some(k) = key.strip_prefix("broker.") {
@@ -230,6 +255,8 @@ impl Profile {
             broker_origins,
             consumer_table,
             consumer: raw.consumer,
+            fault_table,
+            fault,
         };
         for arg in sets {
             profile.apply_set(arg)?;
@@ -280,10 +307,16 @@ impl Profile {
             let table = self.consumer_table.get_or_insert_with(toml::Table::new);
             self.consumer = Some(consumer_with(table, k, &value).map_err(set_err)?);
             table.insert(k.to_owned(), value);
+        } else if let Some(k) = key.strip_prefix("fault.") {
+            self.fault = fault_with(&self.fault_table, k, &value).map_err(set_err)?;
+            self.fault_table.insert(k.to_owned(), value);
         } else {
             return Err(set_err(
-                "the key must start with `workload.`, `broker.` or `consumer.`".into(),
+                "the key must start with `workload.`, `broker.`, `consumer.` or `fault.`".into(),
             ));
+        }
+        if let Some(plan) = &self.fault {
+            plan.check_workload(&self.workload).map_err(set_err)?;
         }
         // Axis values were checked against the old base; check them again.
         for axis in &self.axes {
@@ -293,6 +326,7 @@ impl Profile {
                 &self.workload_table,
                 &self.broker,
                 self.consumer_table.as_ref(),
+                &self.fault_table,
             )
             .map_err(|(m, _)| set_err(m))?;
         }
@@ -315,8 +349,22 @@ fn check_axis(
     workload: &toml::Table,
     broker: &BTreeMap<String, String>,
     consumer: Option<&toml::Table>,
+    fault: &toml::Table,
 ) -> Result<(), (String, Option<String>)> {
-    if let Some(k) = key.strip_prefix("workload.") {
+    if let Some(k) = key.strip_prefix("fault.") {
+        if fault.contains_key(k) {
+            return Err((
+                format!("`{k}` is both fixed in [fault] and a matrix axis"),
+                Some(format!(
+                    "remove `{k}` from [fault] or the axis `{key}` from [matrix]"
+                )),
+            ));
+        }
+        for v in values {
+            fault_with(fault, k, v)
+                .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+        }
+    } else if let Some(k) = key.strip_prefix("workload.") {
         if !WORKLOAD_KEYS.contains(&k) {
             let help = did_you_mean(k, WORKLOAD_KEYS)
                 .map_or(String::new(), |b| format!("did you mean `workload.{b}`? "));
@@ -361,9 +409,13 @@ fn check_axis(
     } else if key.starts_with("consumer.") {
         check_consumer_axis(key, values, consumer)?;
     } else {
-        let help = format!("write \"workload.{key}\" or \"broker.{key}\"");
+        let help = format!(
+            "write \"workload.{key}\", \"broker.{key}\", \"consumer.{key}\" or \"fault.{key}\""
+        );
         return Err((
-            format!("matrix axis `{key}` must start with `workload.` or `broker.`"),
+            format!(
+                "matrix axis `{key}` must start with `workload.`, `broker.`, `consumer.` or `fault.`"
+            ),
             Some(help),
         ));
     }

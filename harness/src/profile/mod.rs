@@ -8,6 +8,7 @@
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
+//! * fault.rs       — the `[fault]` table: kill, restart, pause, every
 //! * settings.rs    — run order, `[validity]`, key metrics
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
@@ -16,6 +17,7 @@
 mod consumer;
 mod diagnostics;
 mod document;
+mod fault;
 mod secs;
 mod settings;
 mod value;
@@ -27,6 +29,7 @@ pub use consumer::{
 };
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
+pub use fault::{fault_plan, fault_with, parse_pause, FaultPlan, Pause, FAULT_KEYS};
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
 pub use value::{parse_set_value, value_string};

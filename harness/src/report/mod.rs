@@ -17,8 +17,8 @@ pub use atomic::write_atomic;
 pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
 pub use hlog::HlogWriter;
 pub use summary::{
-    summary_csv, summary_header, Resources, SegmentFigures, SummaryRecord, SummaryRow,
-    SUMMARY_LEADING, SUMMARY_METRICS,
+    summary_csv, summary_header, FaultColumns, Resources, SegmentFigures, SummaryRecord,
+    SummaryRow, SUMMARY_LEADING, SUMMARY_METRICS,
 };
 pub use table::table;
 pub use timeseries::{

@@ -21,6 +21,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(busy_columns());
     cols.extend(field_names::<SummaryTail>());
     cols.extend(field_names::<SummaryConsumer>());
+    cols.extend(field_names::<FaultColumns>());
     cols
 });
 
@@ -43,6 +44,7 @@ pub struct SummaryRecord<'a> {
     busy: [u64; 6],
     tail: SummaryTail,
     consumer: SummaryConsumer,
+    fault: FaultColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -100,6 +102,19 @@ struct SummaryTail {
     invalid_reason: String,
 }
 
+/// A fault experiment's figures (`[fault]`): the reconciliation of answers with the store
+/// (over the whole job, warm-up included) and the recovery time. Empty without `[fault]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FaultColumns {
+    pub acked_lost: Option<u64>,
+    pub phantom: Option<u64>,
+    pub busy_stored: Option<u64>,
+    pub duplicates: Option<u64>,
+    pub corrupt: Option<u64>,
+    pub unacked_in_flight: Option<u64>,
+    pub recovery_ms: Option<Fixed<1>>,
+}
+
 /// Resource figures of a run, from the sampler.
 #[derive(Debug, Clone, Default)]
 pub struct Resources {
@@ -129,6 +144,7 @@ pub struct SummaryRow {
     pub invalid_reason: String,
     /// The job's consumers (the same figures on every row of a job); None without them.
     pub consumer: Option<ConsumerFigures>,
+    pub fault: FaultColumns,
 }
 
 /// The figures of one segment that go into a row.
@@ -286,6 +302,7 @@ impl SummaryRow {
                 invalid_reason: self.invalid_reason.clone(),
             },
             consumer: SummaryConsumer::of(self.consumer.as_ref()),
+            fault: self.fault.clone(),
         }
     }
 }
@@ -353,6 +370,15 @@ mod tests {
             valid: false,
             invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
             consumer: None,
+            fault: FaultColumns {
+                acked_lost: Some(3),
+                phantom: Some(2),
+                busy_stored: Some(0),
+                duplicates: Some(0),
+                corrupt: Some(0),
+                unacked_in_flight: Some(4),
+                recovery_ms: Some(Fixed(123.45)),
+            },
         };
         let text =
             String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
@@ -362,7 +388,7 @@ mod tests {
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5"
         );
         assert_eq!(
             line.split(',').count(),
@@ -387,13 +413,14 @@ mod tests {
             valid: true,
             invalid_reason: String::new(),
             consumer: None,
+            fault: FaultColumns::default(),
         };
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

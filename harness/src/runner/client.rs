@@ -52,8 +52,8 @@ pub struct SendBuilder {
     topic: String,
     queues: u32,
     producer_group: String,
-    /// First 20 hex digits of UNIQ_KEY: IP, pid, a per-run "classloader hash" (§3.4).
-    uniq_prefix: String,
+    /// Maps UNIQ_KEY to and from the send number.
+    keys: KeySpace,
     /// The request with every constant field filled in, built on first use.
     template: Option<RemotingCommand>,
     /// For JSON single-message sends: the template encoded once, with holes for the opaque,
@@ -61,6 +61,31 @@ pub struct SendBuilder {
     frame: Option<FrameTemplate>,
     /// Reused per send, so the fast path allocates nothing.
     scratch: [String; 3],
+}
+
+/// The UNIQ_KEYs of one load: `prefix` (IP, pid, a per-load "classloader hash", 20 hex
+/// digits, §3.4), then 12 hex digits. Java puts the time since the start of the month and a
+/// 16-bit counter there; we put the send's sequence number (48 bits). Every key of a load is
+/// still unique and 32 hex digits, which is all the broker and a Java consumer rely on; a retry
+/// carries the same key, as the Java client's does; and a key read back from the store or a
+/// pull maps to its send number ([`KeySpace::seq_of`], [`uniq_seq`]) with no table of strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpace {
+    prefix: String,
+}
+
+impl KeySpace {
+    fn write(&self, seq: u64, out: &mut String) {
+        let _ = write!(out, "{}{:012X}", self.prefix, seq & 0xFFFF_FFFF_FFFF);
+    }
+
+    /// The send number of `key`, or None for a key of another load.
+    pub fn seq_of(&self, key: &str) -> Option<u64> {
+        match uniq_seq(key) {
+            Some((prefix, seq)) if prefix == self.prefix => Some(seq),
+            _ => None,
+        }
+    }
 }
 
 impl SendBuilder {
@@ -80,7 +105,7 @@ impl SendBuilder {
         if !shard.is_whole() {
             hash = (hash & 0x00ff_ffff) | ((shard.index & 0xff) << 24);
         }
-        let uniq_prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
+        let prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
         // A recognisable, compressible-but-not-trivial body.
         let body: Vec<u8> = (0..w.message_size).map(|i| b'a' + (i % 26) as u8).collect();
         SendBuilder {
@@ -95,7 +120,7 @@ impl SendBuilder {
             topic: w.topic.clone(),
             queues: w.queues,
             producer_group: shard.producer_group(&w.producer_group),
-            uniq_prefix,
+            keys: KeySpace { prefix },
             template: None,
             frame: None,
             scratch: Default::default(),
@@ -109,31 +134,28 @@ impl SendBuilder {
     /// UNIQ_KEY for message `seq` (32 hex digits like MessageClientIDSetter).
     pub fn uniq_key(&self, seq: u64) -> String {
         let mut out = String::with_capacity(32);
-        self.write_uniq_key(seq, &mut out);
+        self.keys.write(seq, &mut out);
         out
     }
 
     /// The first 20 hex digits of every UNIQ_KEY this builder writes.
     pub fn uniq_prefix(&self) -> &str {
-        &self.uniq_prefix
+        &self.keys.prefix
     }
 
     /// Replaces the 20-hex-digit prefix, so a consumer can tell this run's messages (and this
     /// builder's) from any other on the topic.
     pub fn set_uniq_prefix(&mut self, prefix: &str) {
         if prefix.len() == 20 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            self.uniq_prefix = prefix.to_owned();
+            self.keys.prefix = prefix.to_owned();
             self.template = None;
             self.frame = None;
         }
     }
 
-    /// Java's last 12 digits are the time since the start of the month and a 16-bit counter;
-    /// ours are the send's sequence number (48 bits), so a consumer can map every message back
-    /// to its send for lost/duplicate accounting (`uniq_seq`). The key stays 32 hex digits and
-    /// unique per message, which is all the broker and a Java consumer rely on.
-    fn write_uniq_key(&self, seq: u64, out: &mut String) {
-        let _ = write!(out, "{}{:012X}", self.uniq_prefix, seq & 0xFFFF_FFFF_FFFF);
+    /// How this builder's keys map back to send numbers.
+    pub fn key_space(&self) -> KeySpace {
+        self.keys.clone()
     }
 
     /// Encodes send number `seq` with `opaque` into `dst` (cleared first).
@@ -174,7 +196,7 @@ impl SendBuilder {
             let _ = write!(b, "{born}");
             // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
-            self.write_uniq_key(seq, props);
+            self.keys.write(seq, props);
             props.push('\u{2}');
             if let Some(frame) = &self.frame {
                 frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
@@ -455,4 +477,27 @@ pub fn parse_runtime_info(body: &[u8]) -> Result<BTreeMap<String, String>, Clien
             )
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_back_to_their_send_number_and_keep_the_java_shape() {
+        let b = SendBuilder::new(&Workload::default());
+        let keys = b.key_space();
+        for seq in [0u64, 1, 65_535, 65_536, 1_000_003, 40_000_000] {
+            let k = b.uniq_key(seq);
+            assert_eq!(k.len(), 32, "{k}");
+            assert!(k.bytes().all(|c| c.is_ascii_hexdigit()), "{k}");
+            assert_eq!(keys.seq_of(&k), Some(seq), "{k}");
+        }
+        let other = SendBuilder::new(&Workload::default());
+        // Another load's keys differ in the prefix (its hash has the time in nanoseconds).
+        if other.key_space() != keys {
+            assert_eq!(keys.seq_of(&other.uniq_key(5)), None);
+        }
+        assert_eq!(keys.seq_of("short"), None);
+    }
 }

@@ -3,12 +3,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use crate::consumer::SendTracking;
+use crate::fault::OutcomeLog;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
@@ -36,6 +38,9 @@ pub struct Common {
     pub pacer: Mutex<Option<Thread>>,
     /// With consumers: where acknowledged sends are marked.
     pub tracking: Option<std::sync::Arc<SendTracking>>,
+    /// Each send's final outcome by send number, when a fault experiment will reconcile them
+    /// with the store.
+    pub outcomes: Option<Arc<OutcomeLog>>,
 }
 
 impl Common {
@@ -92,6 +97,9 @@ impl Common {
             if let Some(t) = &self.tracking {
                 t.ack(e.seq);
             }
+        }
+        if let Some(log) = &self.outcomes {
+            log.record(e.seq, outcome, e.written, now);
         }
         let service = answered.then(|| us(now - e.written));
         self.end_send(rec, e.segment, outcome, Some(us(now - e.intended)), service);

@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::broker::{self, BrokerProcess};
+use crate::fault::{self, Injector};
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::Recorder;
-use crate::report::{Resources, SegmentFigures, SummaryRow};
+use crate::report::{FaultColumns, Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::plan::{LoadConfig, Phase};
 use crate::runner::sampler::{drive, segment_resources, Sample};
@@ -26,6 +27,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut recorder = Recorder::new(cfg_probe.segments());
     let mut res = Resources::default();
     let mut consumer = None;
+    let mut fault_cols = FaultColumns::default();
     let harness_cpus = ctx
         .pinning
         .as_ref()
@@ -40,14 +42,21 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         std::fs::create_dir_all(&job_dir)
             .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
         let store = job_dir.join("store");
+        let conf = effective_conf(cell, &store);
+        let own_broker = match (ctx.opts.target, &ctx.broker_bin) {
+            (None, Some(bin)) => Some((bin.as_path(), &conf)),
+            _ => None,
+        };
+        let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
+        let sends = cfg_probe.scheduled_sends().unwrap_or(0);
+        let mut injector =
+            fault::job::injector_for(cell, sends, own_broker, &job_dir, cpus, ctx.opts.broker_pid);
         let (addr, mut process, pid) = match (ctx.opts.target, &ctx.broker_bin) {
             (Some(addr), _) => (addr, None, ctx.opts.broker_pid),
             (None, Some(bin)) => {
-                let conf = effective_conf(cell, &store);
                 let conf_path = job_dir.join("broker.conf");
                 broker::write_conf(&conf_path, &conf)
                     .map_err(|e| format!("writing broker.conf: {e}"))?;
-                let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
                 let p = BrokerProcess::start(
                     bin,
                     &conf_path,
@@ -82,14 +91,28 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             &mut res,
             &mut interrupted,
             &mut consumer,
+            injector.as_mut(),
         );
         if let Some(p) = process {
+            let killed_for_good = injector.as_ref().is_some_and(Injector::broker_dead);
             match p.stop(Duration::from_secs(10)) {
-                Some(st) if !st.success() && outcome.is_ok() && !interrupted => {
+                Some(st)
+                    if !st.success() && outcome.is_ok() && !interrupted && !killed_for_good =>
+                {
                     invalid.get_or_insert(format!("broker exited with {st} at shutdown"));
                 }
                 _ => {}
             }
+        }
+        if let Some(inj) = &injector {
+            match fault::job::finish(inj, own_broker, &job_dir, cell) {
+                Ok(cols) => fault_cols = cols,
+                Err(e) => {
+                    invalid.get_or_insert(e);
+                }
+            }
+        }
+        if own_broker.is_some() {
             let _ = std::fs::remove_dir_all(&store);
         }
         outcome
@@ -139,6 +162,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             valid: true,
             invalid_reason: String::new(),
             consumer: consumer.clone(),
+            fault: fault_cols.clone(),
         };
         let reason = invalid
             .clone()

@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::recorder::{Interval, Recorder};
+use crate::runner::client::KeySpace;
 use crate::runner::common::Common;
 use crate::runner::conn::{connect, Conn};
 use crate::runner::pacer::Pacer;
@@ -49,6 +50,8 @@ pub enum LoadError {
 pub struct LoadHandle {
     /// Intended time of the first send.
     pub start: Instant,
+    /// How the UNIQ_KEYs of this load map back to send numbers.
+    pub keys: KeySpace,
     recorders: Vec<Arc<Mutex<Recorder>>>,
     spin_ns: Arc<AtomicU64>,
     stop: CancellationToken,
@@ -74,6 +77,7 @@ impl LoadHandle {
             retry_tx,
             pacer: Mutex::new(None),
             tracking: cfg.tracking.clone(),
+            outcomes: cfg.outcomes.clone(),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];
@@ -116,6 +120,7 @@ impl LoadHandle {
         pacer.start = start;
         pacer.spin_ns = spin_ns.clone();
         pacer.stop = stop.clone();
+        let keys = pacer.key_space();
         let fin = finished.clone();
         let handle = thread::Builder::new()
             .name("harness-pacer".into())
@@ -127,6 +132,7 @@ impl LoadHandle {
         *common.pacer.lock() = Some(handle.thread().clone());
         Ok(LoadHandle {
             start,
+            keys,
             recorders,
             spin_ns,
             stop,

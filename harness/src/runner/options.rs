@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::report::SummaryRow;
 
 /// What `harness run` needs besides the profile.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub target: Option<SocketAddr>,
     pub out: Option<PathBuf>,

@@ -108,6 +108,11 @@ impl Pacer {
         }
     }
 
+    /// How this pacer's UNIQ_KEYs map back to send numbers.
+    pub fn key_space(&self) -> crate::runner::client::KeySpace {
+        self.builder.key_space()
+    }
+
     pub fn run(&mut self) {
         set_timer_slack();
         // A shared `--start-at` can be minutes away: keep looking at `stop` while waiting.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::consumer::SendTracking;
 
+use crate::fault::OutcomeLog;
 use crate::profile::{Model, Workload};
 use crate::runner::shard::{Shard, StartAt, SLOT_MARGIN};
 
@@ -86,6 +87,8 @@ pub struct LoadConfig {
     pub start_at: Option<StartAt>,
     /// With consumers: the sends acknowledged, for lost/duplicate accounting.
     pub tracking: Option<Arc<SendTracking>>,
+    /// Set by a fault experiment: every send's final outcome is kept by send number.
+    pub outcomes: Option<Arc<OutcomeLog>>,
 }
 
 impl LoadConfig {
@@ -99,6 +102,7 @@ impl LoadConfig {
             shard: Shard::WHOLE,
             start_at: None,
             tracking: None,
+            outcomes: None,
         }
     }
 

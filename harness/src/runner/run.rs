@@ -39,6 +39,11 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     }
     let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
     shard::check_cells(&opts.spread, &cells)?;
+    if opts.target.is_some() {
+        if let Some(why) = crate::fault::job::target_problem(&cells, opts.broker_pid) {
+            return Err(crate::exit::invalid(anyhow::anyhow!(why)));
+        }
+    }
     let jobs = matrix::schedule(
         cells.len(),
         profile.repetitions,

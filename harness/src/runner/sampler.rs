@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
 use crate::consumer::ConsumerFigures;
+use crate::fault::Injector;
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
@@ -75,6 +76,7 @@ pub fn drive(
     res: &mut Resources,
     interrupted: &mut bool,
     consumer_figures: &mut Option<ConsumerFigures>,
+    mut fault: Option<&mut Injector>,
 ) -> Result<(), String> {
     let w = &cell.workload;
     let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
@@ -87,7 +89,11 @@ pub fn drive(
     let info_timeout = Duration::from_millis(300);
     let baseline = admin.runtime_info(info_timeout).ok();
     let mut sampler = pid.map(ProcSampler::new);
+    let mut sampled_pid = pid;
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
+    if let Some(f) = &fault {
+        cfg.outcomes = Some(f.log.clone());
+    }
     let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
     let total_secs = cfg.total().as_secs();
     let bar = ctx
@@ -95,6 +101,11 @@ pub fn drive(
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
     let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
     let schedule_start = load.start.saturating_duration_since(ctx.run_start);
+    if let Some(f) = fault.as_deref_mut() {
+        let warmup = cfg.phases.first().map_or(Duration::ZERO, |p| p.duration);
+        f.arm(load.start + warmup, load.start + cfg.total());
+        f.keys = Some(load.keys.clone());
+    }
     let mut crashed = None;
     let mut last_cpu = broker::self_cpu_time();
     let mut last_spin = 0u64;
@@ -106,12 +117,29 @@ pub fn drive(
     loop {
         let finished = load.is_finished();
         if !finished && Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(20));
+            let mut nap = Duration::from_millis(20);
+            if let Some(due) = fault.as_deref().and_then(Injector::next_due) {
+                nap = nap.min(due.saturating_duration_since(Instant::now()));
+            }
+            std::thread::sleep(nap);
             if ctx.opts.cancel.is_cancelled() && !*interrupted {
                 *interrupted = true;
                 load.stop();
             }
-            if crashed.is_none() {
+            if let Some(f) = fault.as_deref_mut() {
+                if let Err(e) = f.tick(Instant::now(), process.as_deref_mut()) {
+                    crashed.get_or_insert(e);
+                    load.stop();
+                }
+            }
+            if let Some(p) = process.as_deref() {
+                if Some(p.pid) != sampled_pid {
+                    sampled_pid = Some(p.pid);
+                    sampler = Some(ProcSampler::new(p.pid));
+                }
+            }
+            let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
+            if crashed.is_none() && !expected_dead {
                 if let Some(st) = process.as_mut().and_then(|p| p.exited()) {
                     crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
                     load.stop();
@@ -141,7 +169,14 @@ pub fn drive(
                 .map(|p| p.segment)
                 .or(if finished { None } else { Some(0) });
         let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
-        let info = admin.runtime_info(info_timeout).ok();
+        let mut info = admin.runtime_info(info_timeout).ok();
+        if info.is_none() && fault.is_some() {
+            // A kill broke the admin connection; a restarted broker answers a new one.
+            if let Ok(a) = AdminConn::connect(addr, Duration::from_millis(200)) {
+                admin = a;
+                info = admin.runtime_info(info_timeout).ok();
+            }
+        }
         let p99 = quantile(&interval.latency, 0.99) as f64 / 1000.0;
         let msg = format!(
             "rate {}/s ok {} busy {} tmo {} drop {} p99 {p99:.3} ms lag p99 {} µs",
@@ -331,6 +366,11 @@ pub fn drive(
             }
         }
         res.broker_counters_match = known.then_some(all);
+    }
+    if fault.as_deref().is_some_and(Injector::killed) {
+        // The broker's counters started again at zero with the restarted process.
+        res.broker_flow_control_total = None;
+        res.broker_counters_match = None;
     }
     match crashed {
         Some(c) => Err(c),

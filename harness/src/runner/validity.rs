@@ -59,6 +59,7 @@ mod tests {
             valid: true,
             invalid_reason: String::new(),
             consumer: None,
+            fault: Default::default(),
         }
     }
 

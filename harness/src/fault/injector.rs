@@ -1,0 +1,252 @@
+//! The fault schedule of one job. The job's sampling loop calls [`Injector::tick`] every few
+//! milliseconds; the injector sends the signals that are due and, after a kill with `restart`,
+//! starts the broker again on the same store and port, so the load's connections (which
+//! reconnect every 100 ms) find it again. Nothing runs on a thread of its own: a pause is two
+//! signals, a kill and a restart are done in the loop, and [`Drop`] continues a stopped broker
+//! whatever happened.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::broker::{self, BrokerProcess};
+use crate::fault::outcomes::OutcomeLog;
+use crate::profile::FaultPlan;
+use crate::runner::client::KeySpace;
+
+/// What the injector does at one point of the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Kill,
+    Stop,
+    Cont,
+}
+
+/// How to start the broker again after a kill: the job's binary, configuration and folder.
+#[derive(Debug, Clone)]
+pub struct Restarter {
+    pub bin: PathBuf,
+    pub conf: BTreeMap<String, String>,
+    pub dir: PathBuf,
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// The faults of one job and what came of them.
+pub struct Injector {
+    plan: FaultPlan,
+    /// Every send's final outcome; handed to the load through its `LoadConfig`.
+    pub log: Arc<OutcomeLog>,
+    events: Vec<(Instant, Action)>,
+    next: usize,
+    restarter: Option<Restarter>,
+    /// `--broker-pid` with `--target` (pause only).
+    target_pid: Option<u32>,
+    /// The pid a SIGSTOP went to and no SIGCONT yet.
+    stopped: Option<u32>,
+    /// Killed and not (yet) restarted: its death is expected, not a crash.
+    dead: bool,
+    pub kills: u32,
+    pub pauses: u32,
+    recoveries: Vec<Duration>,
+    /// The load's UNIQ_KEY space, set when the load starts.
+    pub keys: Option<KeySpace>,
+}
+
+impl Injector {
+    /// An injector for `plan` over a schedule of `sends` sends.
+    pub fn new(
+        plan: &FaultPlan,
+        sends: u64,
+        restarter: Option<Restarter>,
+        target_pid: Option<u32>,
+    ) -> Injector {
+        Injector {
+            plan: plan.clone(),
+            log: Arc::new(OutcomeLog::new(sends)),
+            events: Vec::new(),
+            next: 0,
+            restarter,
+            target_pid,
+            stopped: None,
+            dead: false,
+            kills: 0,
+            pauses: 0,
+            recoveries: Vec::new(),
+            keys: None,
+        }
+    }
+
+    /// Lays out the schedule once the load has started: offsets count from `measured_start`,
+    /// faults repeat `every` so often until `measured_end`.
+    pub fn arm(&mut self, measured_start: Instant, measured_end: Instant) {
+        let mut events = Vec::new();
+        let mut add = |first: Duration, actions: &[(Duration, Action)]| {
+            let mut k = 0u32;
+            loop {
+                let base = measured_start + first + self.plan.every.unwrap_or_default() * k;
+                if base >= measured_end {
+                    break;
+                }
+                for &(after, a) in actions {
+                    events.push((base + after, a));
+                }
+                if self.plan.every.is_none() {
+                    break;
+                }
+                k += 1;
+            }
+        };
+        if let Some(kill) = self.plan.kill {
+            add(kill, &[(Duration::ZERO, Action::Kill)]);
+        }
+        if let Some(p) = self.plan.pause {
+            add(
+                p.at,
+                &[(Duration::ZERO, Action::Stop), (p.length, Action::Cont)],
+            );
+        }
+        events.sort_by_key(|(t, _)| *t);
+        self.events = events;
+        self.next = 0;
+    }
+
+    /// When the next signal is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.events.get(self.next).map(|(t, _)| *t)
+    }
+
+    /// Whether the broker was killed and not restarted: then its exit is the experiment, not
+    /// a crash.
+    pub fn broker_dead(&self) -> bool {
+        self.dead
+    }
+
+    /// Whether the broker process the job started was replaced or killed, so its counters
+    /// started again from zero.
+    pub fn killed(&self) -> bool {
+        self.kills > 0
+    }
+
+    /// Does what is due at `now`. `process` is the broker the harness started (None with
+    /// `--target`); a restart replaces it.
+    pub fn tick(
+        &mut self,
+        now: Instant,
+        mut process: Option<&mut BrokerProcess>,
+    ) -> Result<(), String> {
+        while let Some(&(at, action)) = self.events.get(self.next) {
+            if at > now {
+                break;
+            }
+            self.next += 1;
+            match action {
+                Action::Kill => self.kill(process.as_deref_mut())?,
+                Action::Stop => {
+                    let pid = self.pid(process.as_deref())?;
+                    if !self.dead {
+                        broker::send_signal(pid, libc::SIGSTOP)
+                            .map_err(|e| format!("fault: SIGSTOP to {pid}: {e}"))?;
+                        self.stopped = Some(pid);
+                        self.pauses += 1;
+                    }
+                }
+                Action::Cont => self.resume()?,
+            }
+        }
+        Ok(())
+    }
+
+    fn pid(&self, process: Option<&BrokerProcess>) -> Result<u32, String> {
+        process.map(|p| p.pid).or(self.target_pid).ok_or_else(|| {
+            "fault: pause needs the broker's pid: pass --broker-pid with --target".to_owned()
+        })
+    }
+
+    fn resume(&mut self) -> Result<(), String> {
+        if let Some(pid) = self.stopped.take() {
+            broker::send_signal(pid, libc::SIGCONT)
+                .map_err(|e| format!("fault: SIGCONT to {pid}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn kill(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
+        let Some(p) = process else {
+            return Err("fault: kill needs a broker the harness started (not --target)".into());
+        };
+        if self.dead {
+            return Ok(());
+        }
+        // A stopped broker dies of SIGKILL as well; it must not be continued afterwards.
+        self.stopped = None;
+        p.kill9();
+        let at = Instant::now();
+        if let Some(previous) = self.log.mark_kill(at) {
+            self.recoveries.push(previous);
+        }
+        self.kills += 1;
+        self.dead = true;
+        if self.plan.restart {
+            *p = self.restart(p.addr.port())?;
+            self.dead = false;
+        }
+        Ok(())
+    }
+
+    /// Starts the broker again on the same store and port. The port was ours a moment ago;
+    /// should another process take it in between, a few tries, then a clear error.
+    fn restart(&self, port: u16) -> Result<BrokerProcess, String> {
+        let r = self
+            .restarter
+            .as_ref()
+            .ok_or("fault: restart needs a broker the harness started")?;
+        let mut conf = r.conf.clone();
+        conf.insert("listenPort".into(), port.to_string());
+        let n = self.kills;
+        let conf_path = r.dir.join(format!("broker-restart-{n}.conf"));
+        broker::write_conf(&conf_path, &conf)
+            .map_err(|e| format!("fault: writing {}: {e}", conf_path.display()))?;
+        let mut last = String::new();
+        for _ in 0..3 {
+            match BrokerProcess::start(
+                &r.bin,
+                &conf_path,
+                &r.dir.join(format!("broker-restart-{n}.log")),
+                r.cpus.as_deref(),
+                Duration::from_secs(20),
+            ) {
+                Ok(p) => return Ok(p),
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "fault: restarting the broker on port {port} failed: {last}; see broker-restart-{n}.log"
+        ))
+    }
+
+    /// The largest time from a kill to the first success of a send written after it, over all
+    /// kills; None when no kill recovered (no restart, or nothing succeeded afterwards).
+    pub fn recovery(&self) -> Option<Duration> {
+        self.recoveries
+            .iter()
+            .copied()
+            .chain(self.log.recovery())
+            .max()
+    }
+
+    /// Kills that never saw a success afterwards (with `restart`, a broker that did not come
+    /// back in time for the load).
+    pub fn unrecovered(&self) -> u32 {
+        let recovered = self.recoveries.len() as u32 + u32::from(self.log.recovery().is_some());
+        self.kills.saturating_sub(recovered)
+    }
+}
+
+impl Drop for Injector {
+    fn drop(&mut self) {
+        // A broker left stopped would hang the job's shutdown (and a --target broker forever).
+        let _ = self.resume();
+    }
+}

@@ -1,0 +1,79 @@
+//! The two points where a job meets its faults: before the load (an [`Injector`] for the
+//! cell's plan) and after the broker stopped (the reconciliation, as `summary.csv` columns).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::fault::injector::{Injector, Restarter};
+use crate::matrix::Cell;
+use crate::reconcile::reconcile_store;
+use crate::report::cells::Fixed;
+use crate::report::FaultColumns;
+
+/// The injector of a cell with `[fault]`, over `sends` scheduled sends. `bin` and `conf` are
+/// the job's broker (None with `--target`).
+pub fn injector_for(
+    cell: &Cell,
+    sends: u64,
+    own_broker: Option<(&Path, &BTreeMap<String, String>)>,
+    dir: &Path,
+    cpus: Option<&[usize]>,
+    target_pid: Option<u32>,
+) -> Option<Injector> {
+    let plan = cell.fault.as_ref()?;
+    let restarter = own_broker.map(|(bin, conf)| Restarter {
+        bin: bin.to_owned(),
+        conf: conf.clone(),
+        dir: dir.to_owned(),
+        cpus: cpus.map(<[usize]>::to_vec),
+    });
+    Some(Injector::new(plan, sends, restarter, target_pid))
+}
+
+/// After the job's broker stopped: reads the store back (when the harness owns it) and returns
+/// the fault columns. An unreadable store is an error: the experiment has no result.
+pub fn finish(
+    injector: &Injector,
+    own_broker: Option<(&Path, &BTreeMap<String, String>)>,
+    dir: &Path,
+    cell: &Cell,
+) -> Result<FaultColumns, String> {
+    let mut cols = FaultColumns {
+        recovery_ms: injector.recovery().map(|d| Fixed(d.as_secs_f64() * 1000.0)),
+        ..FaultColumns::default()
+    };
+    let (Some((bin, conf)), Some(keys)) = (own_broker, injector.keys.as_ref()) else {
+        return Ok(cols);
+    };
+    let w = &cell.workload;
+    let t = reconcile_store(bin, conf, dir, &w.topic, w.queues, keys, &injector.log)?;
+    cols.acked_lost = Some(t.acked_lost);
+    cols.phantom = Some(t.phantom);
+    cols.busy_stored = Some(t.busy_stored);
+    cols.duplicates = Some(t.duplicates);
+    cols.corrupt = Some(t.corrupt);
+    cols.unacked_in_flight = Some(t.unacked_in_flight);
+    Ok(cols)
+}
+
+/// Why the cells' faults cannot run against a broker at `--target`, if they cannot: a kill
+/// or restart needs a broker the harness started (and can start again on the same store); a
+/// pause needs the broker's pid.
+pub fn target_problem(cells: &[Cell], broker_pid: Option<u32>) -> Option<String> {
+    let plans = cells.iter().filter_map(|c| c.fault.as_ref());
+    for plan in plans {
+        if plan.kill.is_some() {
+            return Some(
+                "--target drives a broker the harness did not start, so `fault.kill` / `fault.restart` cannot be used (the harness could not start it again on its store); run without --target, or use `fault.pause` with --broker-pid"
+                    .into(),
+            );
+        }
+        if plan.pause.is_some() && broker_pid.is_none() {
+            return Some(
+                "`fault.pause` with --target needs the broker's process id: add --broker-pid PID"
+                    .into(),
+            );
+        }
+    }
+    None
+}

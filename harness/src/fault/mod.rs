@@ -1,0 +1,16 @@
+//! Fault experiments: the broker killed (`kill -9`), restarted on the same store, or paused
+//! (SIGSTOP / SIGCONT) at planned points of the measured window, and what each send's answer
+//! was, for the reconciliation with the store afterwards ([`crate::reconcile`]).
+//!
+//! * outcomes.rs — every send's final outcome by send number, and the recovery time
+//! * injector.rs — the schedule of signals and restarts, driven from the job's sampling loop
+//! * job.rs      — the job's hooks: an injector before the load, the reconciliation after it
+//!
+//! The plan itself is the profile's `[fault]` table ([`crate::profile::FaultPlan`]).
+
+mod injector;
+pub mod job;
+mod outcomes;
+
+pub use injector::{Injector, Restarter};
+pub use outcomes::{OutcomeLog, SendState};

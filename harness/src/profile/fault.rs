@@ -1,0 +1,272 @@
+//! The `[fault]` table: when, inside the measured window, the broker is killed (`kill`), started
+//! again on the same store (`restart`) or stopped and continued (`pause`), once or `every` so
+//! often. Kept as a TOML table like `[workload]` so that a matrix axis (`"fault.kill"`) or a
+//! `--set fault.kill=4s` can replace one key and the whole plan is checked again.
+
+use std::time::Duration;
+
+use super::secs::parse_secs;
+use super::workload::{Model, Workload};
+
+/// Every key accepted in `[fault]`.
+pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every"];
+
+/// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pause {
+    pub at: Duration,
+    pub length: Duration,
+}
+
+/// The validated `[fault]` table. Offsets count from the start of the measured window (after
+/// the warm-up), so the same plan means the same thing whatever the warm-up.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FaultPlan {
+    /// SIGKILL the broker this far into the measured window. Default: none.
+    pub kill: Option<Duration>,
+    /// After a kill, start the broker again on the same store and port. Default: false.
+    pub restart: bool,
+    /// SIGSTOP, then SIGCONT. Written `"3s for 1500ms"`. Default: none.
+    pub pause: Option<Pause>,
+    /// Repeat the kill (with restart) and the pause at this period. Default: once.
+    pub every: Option<Duration>,
+}
+
+fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
+    let secs = match v {
+        toml::Value::Integer(i) if *i >= 0 => Some(*i as f64),
+        toml::Value::Float(f) if f.is_finite() && *f >= 0.0 => Some(*f),
+        toml::Value::String(s) => parse_secs(s),
+        _ => None,
+    };
+    secs.map(Duration::from_secs_f64).ok_or_else(|| {
+        format!("`fault.{key}` must be a duration such as \"6s\" or \"500ms\" (got {v})")
+    })
+}
+
+/// Parses `"3s for 1500ms"`.
+pub fn parse_pause(text: &str) -> Result<Pause, String> {
+    let bad = || {
+        format!("`fault.pause` must read \"<when> for <how long>\", e.g. \"3s for 1500ms\" (got \"{text}\")")
+    };
+    let (at, length) = text.split_once(" for ").ok_or_else(bad)?;
+    let at = parse_secs(at).ok_or_else(bad)?;
+    let length = parse_secs(length).ok_or_else(bad)?;
+    if length <= 0.0 {
+        return Err("`fault.pause` needs a length above 0".into());
+    }
+    Ok(Pause {
+        at: Duration::from_secs_f64(at),
+        length: Duration::from_secs_f64(length),
+    })
+}
+
+/// The plan of a `[fault]` table; `Ok(None)` for an empty table. Errors name the key and the fix.
+pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
+    if table.is_empty() {
+        return Ok(None);
+    }
+    let mut plan = FaultPlan::default();
+    for (k, v) in table {
+        match k.as_str() {
+            "kill" => plan.kill = Some(duration_of(k, v)?),
+            "restart" => {
+                plan.restart = v
+                    .as_bool()
+                    .ok_or_else(|| format!("`fault.restart` must be true or false (got {v})"))?
+            }
+            "pause" => {
+                let text = v.as_str().ok_or_else(|| {
+                    format!("`fault.pause` must be a string like \"3s for 1500ms\" (got {v})")
+                })?;
+                plan.pause = Some(parse_pause(text)?);
+            }
+            "every" => plan.every = Some(duration_of(k, v)?),
+            other => {
+                let help = super::did_you_mean(other, FAULT_KEYS)
+                    .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
+                return Err(format!(
+                    "unknown fault key `{other}`{help}; valid: {}",
+                    FAULT_KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    plan.validate()?;
+    Ok(Some(plan))
+}
+
+/// `table` with `key` set to `value`, as a checked plan (matrix axes and `--set`).
+pub fn fault_with(
+    table: &toml::Table,
+    key: &str,
+    value: &toml::Value,
+) -> Result<Option<FaultPlan>, String> {
+    let mut t = table.clone();
+    t.insert(key.to_owned(), value.clone());
+    fault_plan(&t)
+}
+
+impl FaultPlan {
+    fn validate(&self) -> Result<(), String> {
+        if self.restart && self.kill.is_none() {
+            return Err("`fault.restart = true` needs a `kill`".into());
+        }
+        if self.kill.is_none() && self.pause.is_none() {
+            return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
+        }
+        if let Some(every) = self.every {
+            if self.kill.is_some() && !self.restart {
+                return Err(
+                    "`fault.every` with `kill` needs `restart = true` (a dead broker cannot be killed again)"
+                        .into(),
+                );
+            }
+            if let Some(p) = self.pause {
+                if p.length >= every {
+                    return Err(format!(
+                        "`fault.pause` lasts {:?}, longer than `fault.every` ({every:?}); the broker would never run",
+                        p.length
+                    ));
+                }
+            }
+            if every < Duration::from_millis(100) {
+                return Err("`fault.every` must be at least 100ms".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the plan against the workload it runs with: the outcome of every send is kept
+    /// by send number, which needs a fixed schedule (open or steps), one message per request and
+    /// an answer per send; and every fault must fall inside the measured window.
+    pub fn check_workload(&self, w: &Workload) -> Result<(), String> {
+        if w.model == Model::Closed {
+            return Err("[fault] needs a fixed schedule: use model = \"open\" or \"steps\"".into());
+        }
+        if w.oneway {
+            return Err(
+                "[fault] compares answers with the store; oneway sends have no answer".into(),
+            );
+        }
+        if w.batch > 1 {
+            return Err("[fault] keeps one outcome per message; use batch = 1".into());
+        }
+        let measured: Duration = match w.model {
+            Model::Steps => w.steps.iter().map(|s| s.duration.duration()).sum(),
+            _ => w.duration.duration(),
+        };
+        if let Some(k) = self.kill {
+            if k >= measured {
+                return Err(format!(
+                    "`fault.kill` at {k:?} is not inside the measured window ({measured:?})"
+                ));
+            }
+        }
+        if let Some(p) = self.pause {
+            if p.at + p.length >= measured {
+                return Err(format!(
+                    "`fault.pause` ends at {:?}, not inside the measured window ({measured:?})",
+                    p.at + p.length
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn kill_restart_pause_every_parse() {
+        let p = fault_plan(&table(
+            "kill = \"6s\"\nrestart = true\npause = \"3s for 1500ms\"\nevery = 10",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.kill, Some(Duration::from_secs(6)));
+        assert!(p.restart);
+        assert_eq!(
+            p.pause,
+            Some(Pause {
+                at: Duration::from_secs(3),
+                length: Duration::from_millis(1500)
+            })
+        );
+        assert_eq!(p.every, Some(Duration::from_secs(10)));
+        assert_eq!(fault_plan(&toml::Table::new()).unwrap(), None);
+    }
+
+    #[test]
+    fn contradictions_are_refused_with_the_fix() {
+        for (text, needle) in [
+            ("restart = true", "needs a `kill`"),
+            ("kill = \"2s\"\nevery = \"5s\"", "needs `restart = true`"),
+            ("pause = \"3s\"", "\"3s for 1500ms\""),
+            ("pause = \"1s for 2s\"\nevery = \"1s\"", "longer than"),
+            ("kil = \"2s\"", "did you mean `kill`"),
+            ("kill = true", "must be a duration"),
+            ("every = \"5s\"", "needs `kill"),
+        ] {
+            let e = fault_plan(&table(text)).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn fault_keys_are_matrix_axes_and_set_overrides() {
+        let text = "name = \"f\"\n[workload]\nduration = \"10s\"\n[fault]\nrestart = true\nkill = \"2s\"\n\
+[matrix]\n\"fault.every\" = [\"3s\", \"4s\"]\n";
+        let p = crate::profile::Profile::parse(text, "f.toml", std::path::Path::new("f.toml"), &[])
+            .unwrap();
+        let cells = crate::matrix::expand(&p).unwrap();
+        let every: Vec<_> = cells
+            .iter()
+            .map(|c| c.fault.as_ref().unwrap().every.unwrap().as_secs())
+            .collect();
+        assert_eq!(every, [3, 4]);
+        assert_eq!(cells[0].label, "every=3s");
+        let set = crate::profile::Profile::parse(
+            text,
+            "f.toml",
+            std::path::Path::new("f.toml"),
+            &["fault.kill=5s".into()],
+        )
+        .unwrap();
+        assert_eq!(set.fault.unwrap().kill, Some(Duration::from_secs(5)));
+        // A kill outside the measured window is refused where it is written.
+        let e = crate::profile::Profile::parse(
+            text,
+            "f.toml",
+            std::path::Path::new("f.toml"),
+            &["fault.kill=12s".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("measured window"), "{e}");
+    }
+
+    #[test]
+    fn the_workload_must_have_a_fixed_schedule_and_room_for_the_fault() {
+        let plan = fault_plan(&table("kill = \"6s\"")).unwrap().unwrap();
+        let mut w = Workload {
+            duration: crate::profile::Secs(10.0),
+            ..Workload::default()
+        };
+        assert!(plan.check_workload(&w).is_ok());
+        w.duration = crate::profile::Secs(5.0);
+        assert!(plan
+            .check_workload(&w)
+            .unwrap_err()
+            .contains("measured window"));
+        w.duration = crate::profile::Secs(10.0);
+        w.model = Model::Closed;
+        assert!(plan.check_workload(&w).unwrap_err().contains("open"));
+    }
+}

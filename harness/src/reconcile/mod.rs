@@ -1,0 +1,16 @@
+//! After a fault experiment: read every queue of the topic back from the store and compare, key
+//! by key, what was stored with what the broker answered.
+//!
+//! * pull.rs  — a plain sequential reader: PULL_MESSAGE from offset 0 to the end of each queue,
+//!   every record decoded and CRC-checked
+//! * tally.rs — the comparison: `acked_lost`, `phantom`, `busy_stored`, `duplicates`,
+//!   `corrupt`, `unacked_in_flight`
+//! * store.rs — a fresh broker opened on the job's store directory, read, and stopped
+
+mod pull;
+mod store;
+mod tally;
+
+pub use pull::{read_queue, Stored};
+pub use store::reconcile_store;
+pub use tally::{tally, Tally};
