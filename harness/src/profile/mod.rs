@@ -8,21 +8,26 @@
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * settings.rs    — run order, `[validity]`, key metrics
+//! * knee.rs, slo.rs — `[knee]` and `[slo]` of `model = "knee"`
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
 mod diagnostics;
 mod document;
+mod knee;
 mod secs;
 mod settings;
+mod slo;
 mod value;
 mod workload;
 
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
+pub use knee::Knee;
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
+pub use slo::{Slo, SloTerm};
 pub use value::{parse_set_value, value_string};
 pub use workload::{
     workload_with, HeaderKind, Model, RetryPolicy, SendCode, Step, Workload, WORKLOAD_KEYS,

@@ -6,6 +6,7 @@
 mod atomic;
 pub mod cells;
 mod hlog;
+pub mod knee_columns;
 pub mod run_json;
 mod summary;
 mod table;

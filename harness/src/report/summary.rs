@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
+use crate::report::knee_columns::KneeColumns;
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -18,6 +19,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     let mut cols = field_names::<SummaryRates>();
     cols.extend(busy_columns());
     cols.extend(field_names::<SummaryTail>());
+    cols.extend(field_names::<KneeColumns>());
     cols
 });
 
@@ -39,6 +41,7 @@ pub struct SummaryRecord<'a> {
     rates: SummaryRates,
     busy: [u64; 6],
     tail: SummaryTail,
+    knee: &'a KneeColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -123,6 +126,8 @@ pub struct SummaryRow {
     pub res: Resources,
     pub valid: bool,
     pub invalid_reason: String,
+    /// Knee-search columns (empty unless `model = "knee"`).
+    pub knee: KneeColumns,
 }
 
 /// The figures of one segment that go into a row.
@@ -279,6 +284,7 @@ impl SummaryRow {
                 valid: self.valid,
                 invalid_reason: self.invalid_reason.clone(),
             },
+            knee: &self.knee,
         }
     }
 }
@@ -345,6 +351,7 @@ mod tests {
             },
             valid: false,
             invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
+            knee: KneeColumns::default(),
         };
         let text =
             String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
@@ -353,7 +360,7 @@ mod tests {
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
-5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs"
+5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,,,,"
         );
         assert_eq!(
             line.split(',').count(),
@@ -377,12 +384,13 @@ mod tests {
             res: Resources::default(),
             valid: true,
             invalid_reason: String::new(),
+            knee: KneeColumns::default(),
         };
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,"
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,,,,"
         );
     }
 }

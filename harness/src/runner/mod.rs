@@ -9,6 +9,8 @@ mod common;
 mod conn;
 mod context;
 mod job;
+pub mod knee;
+mod knee_job;
 pub mod load;
 mod options;
 mod pacer;

@@ -163,7 +163,7 @@ pub fn drive(
         };
         // The second goes to disk now and only its few summary figures stay in memory: a
         // one-hour soak must not hold an hour of histograms.
-        let row = timeseries_row(
+        let mut row = timeseries_row(
             &ctx.profile.name,
             cell,
             repetition,
@@ -173,7 +173,11 @@ pub fn drive(
             info.as_ref(),
         );
         let start = now.saturating_duration_since(ctx.run_start).as_secs_f64() - 1.0;
-        let tag_base = format!("{}/r{repetition}", cell.id);
+        let mut tag_base = format!("{}/r{repetition}", cell.id);
+        if let Some(p) = &ctx.probe {
+            row.key.step = Some(p.index);
+            tag_base.push_str(&format!("/p{}", p.index));
+        }
         {
             let mut streams = ctx.streams.lock();
             for (name, h) in [

@@ -58,6 +58,7 @@ mod tests {
             res: Resources::default(),
             valid: true,
             invalid_reason: String::new(),
+            knee: Default::default(),
         }
     }
 
