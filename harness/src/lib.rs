@@ -9,6 +9,7 @@ pub mod compare;
 pub mod drift;
 pub mod exit;
 pub mod fnv;
+pub mod html;
 pub mod matrix;
 pub mod profile;
 pub mod provenance;
@@ -47,6 +48,8 @@ pub enum Command {
     Recipe(RecipeArgs),
     /// Compare the first and the last minute of a long run: ok rate, p99, broker and harness RSS.
     Drift(drift::DriftArgs),
+    /// Write one self-contained HTML report (charts and tables) of one run, or two side by side.
+    Report(html::ReportArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -93,6 +96,8 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => compare::run_gate(&a),
         Command::Recipe(a) => run_recipes(&a),
         Command::Drift(a) => drift::run_drift(&a),
+        // Every way a report fails is about its input folder.
+        Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
     }
 }
 
