@@ -1,7 +1,8 @@
 //! One cell and repetition of `model = "knee"`: the probes the search asks for, each an
 //! open-loop job at one rate (`settle` unmeasured, then `probe_duration` measured), judged
 //! against `[slo]`; every probe is a row (`step` = probe index), and every row carries the
-//! search's result.
+//! search's result. A probe that is invalid (generator late, …) is run once more before it
+//! counts as a failure.
 
 use crate::broker::BrokerProcess;
 use crate::compare::load::{CellKey, Row};
@@ -36,13 +37,16 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         }
     }
     let mut rows: Vec<SummaryRow> = Vec::new();
+    // The row of each probe the search counted (an invalid probe's rerun replaces it).
+    let mut counted: Vec<usize> = Vec::new();
+    let mut rerun = false;
     let mut interrupted = false;
     while let Some(rate) = search.next_rate() {
         if ctx.opts.cancel.is_cancelled() {
             interrupted = true;
             break;
         }
-        let index = search.probes.len();
+        let index = rows.len();
         ctx.progress
             .line(&format!("  knee probe {index}: {rate:.1} sends/s"));
         ctx.probe = Some(Probe {
@@ -65,7 +69,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         row.knee.slo_failed = failed.unwrap_or_default();
         let unusable =
             !row.valid && (row.seg.sent == 0 || row.invalid_reason.contains("broker exited"));
-        let met = row.knee.slo_met == Some(true);
+        let (met, valid) = (row.knee.slo_met == Some(true), row.valid);
         rows.push(row);
         if was_interrupted {
             interrupted = true;
@@ -74,6 +78,14 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         if unusable {
             break;
         }
+        // An invalid probe (the generator was late, say) says little about the broker: it is
+        // run once more at the same rate before it counts as a failure. Both rows are kept.
+        if !valid && !rerun {
+            rerun = true;
+            continue;
+        }
+        rerun = false;
+        counted.push(index);
         search.record(met);
     }
     if let Some(p) = shared {
@@ -85,7 +97,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
             o.rate(),
             search
                 .first_failure_above(rate)
-                .and_then(|i| rows.get(i))
+                .and_then(|i| rows.get(*counted.get(i)?))
                 .map(|r| r.knee.slo_failed.clone())
                 .unwrap_or_default(),
         ),
