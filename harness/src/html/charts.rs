@@ -367,7 +367,7 @@ pub fn knee(k: &KneePlot) -> Result<String, ReportError> {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .label_font((FONT, 11))
