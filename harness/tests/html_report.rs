@@ -97,8 +97,11 @@ fn unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// `(cell_id, repetition, step)` of a table row.
+type RowKey = (String, String, String);
+
 /// `(cell_id, repetition, step)` → `column → text` of the summary table in the DOM.
-fn dom_table(dom: &str) -> Vec<((String, String, String), Vec<(String, String)>)> {
+fn dom_table(dom: &str) -> Vec<(RowKey, Vec<(String, String)>)> {
     let attr = |tag: &str, name: &str| -> String {
         let key = format!("{name}=\"");
         let start = tag.find(&key).map(|i| i + key.len()).unwrap_or(0);

@@ -303,13 +303,16 @@ pub fn bars(
     })
 }
 
+/// One cell's knee probes: `(rate, value, met the SLO)`.
+pub type Probes = Vec<(f64, f64, bool)>;
+
 /// One knee search per cell: probe rate against a metric (log y), filled dots for probes
 /// that met the SLO, hollow for those that did not, and the SLO limit as a red line.
 pub struct KneePlot<'a> {
     pub title: &'a str,
     pub y_desc: &'a str,
     /// Per cell: label and probes `(rate, value, met)`.
-    pub cells: Vec<(String, Vec<(f64, f64, bool)>)>,
+    pub cells: Vec<(String, Probes)>,
     pub limit: Option<(f64, String)>,
     /// Values below this are drawn at it (log axis).
     pub floor: f64,

@@ -181,7 +181,7 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 0.001,
             ),
         ] {
-            let probes: Vec<(String, Vec<(f64, f64, bool)>)> = jobs
+            let probes: Vec<(String, charts::Probes)> = jobs
                 .iter()
                 .map(|j| {
                     let pts = run

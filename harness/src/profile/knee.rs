@@ -72,7 +72,7 @@ impl Knee {
             ));
         }
         pos("probe_duration", self.probe_duration.0)?;
-        if !(self.settle.0 >= 0.0) {
+        if self.settle.0.is_nan() || self.settle.0 < 0.0 {
             return Err(("settle", "`settle` must be >= 0".into()));
         }
         pos("max_rate", self.max_rate)?;
