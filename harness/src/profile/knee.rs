@@ -23,7 +23,8 @@ pub struct Knee {
     pub max_rate: f64,
     /// Below this the downward ramp gives up: no rate meets the SLO. Default: 10.
     pub min_rate: f64,
-    /// Upper bound on probes per cell and repetition (the search reports what it has). Default: 24.
+    /// Upper bound on counted probes per cell and repetition (the search reports what it has);
+    /// an invalid probe's one rerun comes on top. Default: 24.
     pub max_probes: u32,
     /// A fresh broker (and store) for every probe, instead of one per cell. Default: false.
     pub fresh_broker_per_probe: bool,
