@@ -265,13 +265,15 @@ pub fn bars(
             .configure_mesh()
             .x_desc(x_desc)
             .y_labels(n)
+            // The first cell on top.
             .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => cells.get(*i).map_or(String::new(), |c| c.0.clone()),
+                SegmentValue::CenterOf(i) if *i < n => cells[n - 1 - i].0.clone(),
                 _ => String::new(),
             })
             .draw()
             .map_err(chart_err)?;
-        for (i, (_, values)) in cells.iter().enumerate() {
+        for (k, (_, values)) in cells.iter().enumerate() {
+            let i = n - 1 - k;
             let mut v = values.clone();
             v.sort_by(f64::total_cmp);
             let Some(median) = v.get(v.len() / 2).copied() else {
@@ -282,7 +284,7 @@ pub fn bars(
                     (0.0, SegmentValue::Exact(i)),
                     (median, SegmentValue::Exact(i + 1)),
                 ],
-                color(i).mix(0.8).filled(),
+                color(k).mix(0.8).filled(),
             );
             bar.set_margin(5, 5, 0, 0);
             chart.draw_series(std::iter::once(bar)).map_err(chart_err)?;

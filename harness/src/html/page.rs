@@ -118,8 +118,18 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
         esc(&run.profile),
         esc(&run.dir.display().to_string())
     );
-    h.push_str(&summary_table(run, idx));
     let jobs = run.jobs();
+    if run.is_knee() {
+        h.push_str(&capacity_table(run, &jobs));
+    }
+    // A knee run has a row per probe: the table is there for the audit, folded.
+    let _ = write!(
+        h,
+        "<details{}><summary>summary.csv: {} rows</summary>\n{}</details>\n",
+        if run.is_knee() { "" } else { " open" },
+        run.summary.rows.len(),
+        summary_table(run, idx)
+    );
     let reps = jobs
         .iter()
         .map(|j| &j.1)
@@ -341,6 +351,47 @@ fn summary_table(run: &RunView, idx: usize) -> String {
         );
         for c in &cols {
             let _ = write!(h, "<td data-col=\"{}\">{}</td>", esc(c), esc(s.text(r, c)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></div>\n");
+    h
+}
+
+/// One line per job of a knee run: its knee and the figures of the probe at the knee.
+fn capacity_table(run: &RunView, jobs: &[Job]) -> String {
+    let s = &run.summary;
+    let cols = [
+        "knee_rate",
+        "p99_ms",
+        "busy_rate",
+        "broker_cpu_avg",
+        "knee_limited_by",
+    ];
+    let mut h = String::from(
+        "<div class=\"scroll\"><table class=\"capacity\"><tr><th>cell</th><th>rep</th><th>probes</th>",
+    );
+    for c in cols {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>\n");
+    for j in jobs {
+        let rows = run.job_rows(j);
+        let step = run.spectrum_step(j);
+        let at = rows
+            .iter()
+            .find(|r| step.as_deref() == Some(s.text(r, "step")))
+            .or(rows.first());
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&run.label(&j.0)),
+            esc(&j.1),
+            rows.len()
+        );
+        for c in cols {
+            let v = at.map_or("", |r| s.text(r, c));
+            let _ = write!(h, "<td>{}</td>", esc(v));
         }
         h.push_str("</tr>\n");
     }
