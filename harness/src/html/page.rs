@@ -154,20 +154,19 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
     let mut cells: Vec<(String, Vec<f64>)> = Vec::new();
     for j in &jobs {
         let rows = run.job_rows(j);
-        let values: Vec<f64> = if knee {
-            rows.first()
-                .and_then(|r| run.summary.num(r, metric))
-                .into_iter()
-                .collect()
-        } else {
-            rows.iter()
-                .filter_map(|r| run.summary.num(r, metric))
-                .collect()
-        };
-        let label = run.label(&j.0);
-        match cells.iter_mut().find(|c| c.0 == label) {
-            Some(c) => c.1.extend(values),
-            None => cells.push((label, values)),
+        // A knee search has one result per job; a staircase one bar per stair.
+        let take = if knee { 1 } else { rows.len() };
+        for r in rows.into_iter().take(take) {
+            let step = run.summary.text(r, "step");
+            let label = match step {
+                _ if knee || step.is_empty() => run.label(&j.0),
+                _ => format!("{} step={step}", run.label(&j.0)),
+            };
+            let value = run.summary.num(r, metric);
+            match cells.iter_mut().find(|c| c.0 == label) {
+                Some(c) => c.1.extend(value),
+                None => cells.push((label, value.into_iter().collect())),
+            }
         }
     }
     if cells.iter().any(|c| !c.1.is_empty()) {
