@@ -133,18 +133,21 @@ fn probe_cell(cell: &Cell, rate: f64, knee: &Knee) -> Cell {
     c
 }
 
-/// The first SLO term `row` does not meet (an invalid row fails on its validity).
+/// The first SLO term `row` does not meet. An invalid row fails too: on the term it missed,
+/// with the reason it is invalid (a broker past capacity also makes the generator late, through
+/// TCP back-pressure), or on `valid` when it met every term.
 fn failed_term(slo: &Slo, axis_keys: &[String], row: &SummaryRow) -> Option<String> {
-    if !row.valid {
-        return Some(format!("valid ({})", row.invalid_reason));
-    }
-    let env = match RowValues::of(axis_keys, row) {
-        Ok(env) => env,
-        Err(e) => return Some(format!("unreadable row: {e}")),
+    let term = match RowValues::of(axis_keys, row) {
+        Ok(env) => match slo.first_failure(&env) {
+            Ok(t) => t.map(|t| t.text.clone()),
+            Err(e) => Some(e.to_string()),
+        },
+        Err(e) => Some(format!("unreadable row: {e}")),
     };
-    match slo.first_failure(&env) {
-        Ok(t) => t.map(|t| t.text.clone()),
-        Err(e) => Some(e.to_string()),
+    match (row.valid, term) {
+        (true, term) => term,
+        (false, Some(t)) => Some(format!("{t} (invalid: {})", row.invalid_reason)),
+        (false, None) => Some(format!("valid ({})", row.invalid_reason)),
     }
 }
 
