@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,6 +49,13 @@ gate: ## Gate the smoke result against the committed baseline with the rules in 
 compare: ## Compare two runs: make compare BASE=results/a CANDIDATE=results/b (default: the two newest)
 	@test -n "$(BASE)" -a -n "$(CANDIDATE)" || { echo "need two result folders: make compare BASE=... CANDIDATE=..."; exit 3; }
 	$(HARNESS) compare $(BASE) $(CANDIDATE)
+
+# report: RUN defaults to the newest result folder; RUN2 (optional) is shown beside it.
+RUN          ?= $(CANDIDATE)
+RUN2         ?=
+report: build ## Self-contained HTML report (charts, tables) of the newest run (or RUN=dir [RUN2=dir]); prints its path
+	@test -n "$(RUN)" || { echo "no result folder in $(RESULTS)/: run 'make bench' first, or make report RUN=dir"; exit 3; }
+	@$(HARNESS) report $(RUN) $(RUN2)
 
 baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.csv) from a fresh smoke run
 	mkdir -p $(dir $(BASELINE))

@@ -11,6 +11,7 @@ pub mod drift;
 pub mod exit;
 pub mod fault;
 pub mod fnv;
+pub mod html;
 pub mod matrix;
 pub mod merge;
 pub mod profile;
@@ -53,6 +54,8 @@ pub enum Command {
     Drift(drift::DriftArgs),
     /// Merge the folders of `run --shard I/N` into one result folder (exact histogram sums).
     Merge(merge::MergeArgs),
+    /// Write one self-contained HTML report (charts and tables) of one run, or two side by side.
+    Report(html::ReportArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -121,6 +124,8 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Recipe(a) => run_recipes(&a),
         Command::Drift(a) => drift::run_drift(&a),
         Command::Merge(a) => merge::run_merge(&a),
+        // Every way a report fails is about its input folder.
+        Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
     }
 }
 

@@ -446,3 +446,75 @@ mappedFileSizeCommitLog = 16777216
     assert_eq!(last["jobs_done"], 2, "{last}");
     assert!(last["end"].is_string(), "{last}");
 }
+
+const KNEE: &str = r#"
+name = "e2e-knee"
+[workload]
+model = "knee"
+rate = 200
+connections = 2
+message_size = 128
+[knee]
+settle = "0.2s"
+probe_duration = "0.6s"
+max_probes = 4
+[slo]
+terms = ["p99_ms <= 50", "busy_rate <= 0.1%", "timeouts == 0"]
+[validity]
+max_lag_p99_us = 100000
+[broker]
+mappedFileSizeCommitLog = 16777216
+injectAppendDelayMicros = 2000
+"#;
+
+/// `model = "knee"` against a broker that serves ~500 appends/s: one row per probe
+/// (`step` = probe index) on one broker, the 800/s probe fails the SLO, every row carries
+/// the result, and the time series and interval log keep the probes apart.
+#[test]
+fn knee_search_probes_one_broker_and_reports_its_knee() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(KNEE, "knee.toml", Path::new("knee.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    let rows = &outcome.rows;
+    assert!(rows.len() >= 4, "{} probes", rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.step, Some(i), "step = probe index");
+        assert!(r.knee.slo_met.is_some());
+        assert_eq!(
+            r.knee.knee_rate, rows[0].knee.knee_rate,
+            "every row carries the result"
+        );
+        assert_eq!(r.knee.slo_met == Some(false), !r.knee.slo_failed.is_empty());
+    }
+    let rates: Vec<f64> = rows.iter().filter_map(|r| r.target_rate).collect();
+    assert!(
+        rates.contains(&800.0) || rates.iter().any(|r| *r < 200.0),
+        "{rates:?}"
+    );
+    let failed_800 = rows
+        .iter()
+        .find(|r| r.target_rate == Some(800.0))
+        .map(|r| r.knee.slo_met == Some(false));
+    assert_ne!(failed_800, Some(false), "800/s is above the capacity");
+    let knee = rows[0].knee.knee_rate.expect("a knee").0;
+    assert!(knee < 800.0, "{knee}");
+    assert!(!rows[0].knee.knee_limited_by.is_empty());
+    assert!(outcome
+        .table
+        .contains("capacity: the highest rate that met [slo]"));
+    // One broker for the search: one job folder, no per-probe folders.
+    let dirs: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let hlog = std::fs::read_to_string(dir.path().join("latency.hlog")).unwrap();
+    assert!(hlog.contains("/r1/p0/latency") && hlog.contains("/r1/p3/latency"));
+    let series = std::fs::read_to_string(dir.path().join("timeseries.csv")).unwrap();
+    assert!(
+        series.lines().any(|l| l.split(',').nth(3) == Some("3")),
+        "step 3 in the time series"
+    );
+}

@@ -97,6 +97,20 @@ pub fn check(folders: &[ShardFolder]) -> Result<(), MergeError> {
             reason: "its cells ran [consumer] groups, whose figures cannot be merged across shards; run the consumers in one process (no --shard) or drop the [consumer] table from the sharded profile".into(),
         });
     }
+    // A knee search adapts its next rate to what its own probes saw: shards would search
+    // apart, so their probes are not shares of one schedule.
+    if let Some(f) = folders.iter().find(|f| {
+        f.run["cells"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["workload"]["model"] == "knee")
+    }) {
+        return Err(MergeError::NotAResult {
+            path: f.path.clone(),
+            reason: "it is a knee search (model = \"knee\"), whose probes each shard chose on its own; search the knee with one process, or shard an open-loop profile at the rate found".into(),
+        });
+    }
     let n = first.shards;
     let mut seen: Vec<Option<&ShardFolder>> = vec![None; n as usize];
     for f in folders {

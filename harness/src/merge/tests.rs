@@ -100,6 +100,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
     let row = SummaryRow {
         consumer: None,
         fault: Default::default(),
+        knee: Default::default(),
         profile: profile.into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),
@@ -288,6 +289,7 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
     let row = SummaryRow {
         consumer: None,
         fault: Default::default(),
+        knee: Default::default(),
         profile: "p".into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),

@@ -12,7 +12,9 @@ use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
 use super::fault::{fault_plan, fault_with, FaultPlan, FAULT_KEYS};
+use super::knee::Knee;
 use super::settings::{Order, Validity, KEY_METRICS};
+use super::slo::{RawSlo, Slo};
 use super::value::{is_scalar, parse_set_value, value_string};
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
 
@@ -31,6 +33,8 @@ struct RawProfile {
     matrix: Option<BTreeMap<String, Spanned<toml::Value>>>,
     validity: Option<Validity>,
     consumer: Option<Consumer>,
+    knee: Option<Knee>,
+    slo: Option<RawSlo>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
     /// Read from the document table by `profile/fault.rs`; named here so it is not unknown.
@@ -65,6 +69,10 @@ pub struct Profile {
     /// Axes sorted by key.
     pub axes: Vec<Axis>,
     pub validity: Validity,
+    /// `[knee]`: the search of `model = "knee"` (defaults when absent).
+    pub knee: Knee,
+    /// `[slo]`: what a knee probe must meet; required by `model = "knee"`.
+    pub slo: Option<Slo>,
     /// Where each broker key was given, for messages about it found later (against the
     /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
     /// `--set broker.k=v`. Keyed by the bare broker.conf key.
@@ -238,6 +246,27 @@ impl Profile {
             None => 1,
         };
 
+        let knee = raw.knee.clone().unwrap_or_default();
+        if let Err((key, msg)) = knee.validate() {
+            return Err(src.err(find_key_span(text, "knee", key), msg, None));
+        }
+        let slo = match &raw.slo {
+            Some(s) => Some(Slo::from_raw(s).map_err(|(span, m)| {
+                let span = (!span.is_empty())
+                    .then_some(span)
+                    .or_else(|| find_key_span(text, "slo", "terms"));
+                src.err(span, m, None)
+            })?),
+            None => None,
+        };
+        if workload.model == super::workload::Model::Knee && slo.is_none() {
+            return Err(src.err(
+                find_key_span(text, "workload", "model"),
+                "model = \"knee\" searches for the highest rate that meets an [slo], and there is none",
+                Some("add [slo] with terms = [\"busy_rate <= 0.1%\", \"p99_ms <= 50\"]".into()),
+            ));
+        }
+
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -252,6 +281,8 @@ impl Profile {
             broker,
             axes,
             validity: raw.validity.unwrap_or_default(),
+            knee,
+            slo,
             broker_origins,
             consumer_table,
             consumer: raw.consumer,

@@ -10,6 +10,7 @@
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
 //! * fault.rs       — the `[fault]` table: kill, restart, pause, every
 //! * settings.rs    — run order, `[validity]`, key metrics
+//! * knee.rs, slo.rs — `[knee]` and `[slo]` of `model = "knee"`
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
@@ -18,8 +19,10 @@ mod consumer;
 mod diagnostics;
 mod document;
 mod fault;
+mod knee;
 mod secs;
 mod settings;
+mod slo;
 mod value;
 mod workload;
 
@@ -30,8 +33,10 @@ pub use consumer::{
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
 pub use fault::{fault_plan, fault_with, parse_pause, FaultPlan, Pause, FAULT_KEYS};
+pub use knee::Knee;
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
+pub use slo::{Slo, SloTerm};
 pub use value::{parse_set_value, value_string};
 pub use workload::{
     workload_with, HeaderKind, Model, RetryPolicy, SendCode, Step, Workload, WORKLOAD_KEYS,

@@ -40,6 +40,8 @@ pub enum Model {
     Closed,
     /// Open loop over a list of `{rate, duration}` stairs, each reported separately.
     Steps,
+    /// Open-loop probes searching the highest rate that meets `[slo]` (`[knee]`, `runner::knee`).
+    Knee,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -167,7 +169,7 @@ impl Workload {
         match self.model {
             // 0 sends nothing: consumers alone on a prefilled topic (`[consumer] prefill`).
             Model::Open if self.rate == 0.0 => {}
-            Model::Open => positive("rate", self.rate)?,
+            Model::Open | Model::Knee => positive("rate", self.rate)?,
             Model::Closed => {
                 if self.concurrency == 0 {
                     return Err(("concurrency", "`concurrency` must be at least 1".into()));

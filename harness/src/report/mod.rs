@@ -8,6 +8,7 @@ pub mod cells;
 mod consumer_cols;
 mod hlog;
 pub mod hlog_totals;
+pub mod knee_columns;
 pub mod run_json;
 mod summary;
 mod table;

@@ -11,6 +11,7 @@ use crate::consumer::ConsumerFigures;
 use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
+use crate::report::knee_columns::KneeColumns;
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -22,6 +23,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<SummaryTail>());
     cols.extend(field_names::<SummaryConsumer>());
     cols.extend(field_names::<FaultColumns>());
+    cols.extend(field_names::<KneeColumns>());
     cols
 });
 
@@ -45,6 +47,7 @@ pub struct SummaryRecord<'a> {
     tail: SummaryTail,
     consumer: SummaryConsumer,
     fault: FaultColumns,
+    knee: &'a KneeColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -145,6 +148,8 @@ pub struct SummaryRow {
     /// The job's consumers (the same figures on every row of a job); None without them.
     pub consumer: Option<ConsumerFigures>,
     pub fault: FaultColumns,
+    /// Knee-search columns (empty unless `model = "knee"`).
+    pub knee: KneeColumns,
 }
 
 /// The figures of one segment that go into a row.
@@ -303,6 +308,7 @@ impl SummaryRow {
             },
             consumer: SummaryConsumer::of(self.consumer.as_ref()),
             fault: self.fault.clone(),
+            knee: &self.knee,
         }
     }
 }
@@ -379,6 +385,7 @@ mod tests {
                 unacked_in_flight: Some(4),
                 recovery_ms: Some(Fixed(123.45)),
             },
+            knee: KneeColumns::default(),
         };
         let text =
             String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
@@ -388,7 +395,7 @@ mod tests {
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,"
         );
         assert_eq!(
             line.split(',').count(),
@@ -414,13 +421,14 @@ mod tests {
             invalid_reason: String::new(),
             consumer: None,
             fault: FaultColumns::default(),
+            knee: KneeColumns::default(),
         };
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

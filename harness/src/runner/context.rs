@@ -30,6 +30,16 @@ pub struct Ctx<'a> {
     pub progress: Progress,
     /// The shared start of the job about to run (`--start-at` plus its slot).
     pub job_start: Option<StartAt>,
+    /// Set by the knee search while one of its probes runs (`runner::knee_job`).
+    pub probe: Option<Probe>,
+}
+
+/// A knee probe in progress: its index (the `step` of its rows) and, when the cell keeps one
+/// broker for all probes, that broker's address and pid.
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    pub index: usize,
+    pub broker: Option<(std::net::SocketAddr, Option<u32>)>,
 }
 
 /// `latency.hlog` and `timeseries.csv`, appended as each second ends.

@@ -16,10 +16,44 @@ use crate::runner::plan::{LoadConfig, Phase};
 use crate::runner::sampler::{drive, segment_resources, Sample};
 use crate::runner::validity::validity_problem;
 
+/// Starts the cell's broker with its broker.conf in `job_dir` (a fresh store there).
+pub(crate) fn start_broker(
+    ctx: &Ctx,
+    bin: &std::path::Path,
+    cell: &Cell,
+    job_dir: &std::path::Path,
+) -> Result<BrokerProcess, String> {
+    let conf = effective_conf(cell, &job_dir.join("store"));
+    let conf_path = job_dir.join("broker.conf");
+    broker::write_conf(&conf_path, &conf).map_err(|e| format!("writing broker.conf: {e}"))?;
+    let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
+    BrokerProcess::start(
+        bin,
+        &conf_path,
+        &job_dir.join("broker.log"),
+        cpus,
+        Duration::from_secs(20),
+    )
+    .map_err(|e| {
+        // The broker's last words are usually the reason (a config error).
+        let log = std::fs::read_to_string(job_dir.join("broker.log")).unwrap_or_default();
+        match log.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(last) => format!("{e}: {}", last.trim()),
+            None => e.to_string(),
+        }
+    })
+}
+
 /// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
 pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>, bool) {
     let profile = ctx.profile;
-    let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
+    let job_dir = match ctx.probe {
+        // A knee probe with its own broker keeps its own broker.conf and log.
+        Some(p) if p.broker.is_none() => ctx
+            .out_dir
+            .join(format!("{}-r{repetition}-p{}", cell.id, p.index)),
+        _ => ctx.out_dir.join(format!("{}-r{repetition}", cell.id)),
+    };
     let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
     let mut invalid: Option<String> = None;
     let mut interrupted = false;
@@ -42,41 +76,26 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         std::fs::create_dir_all(&job_dir)
             .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
         let store = job_dir.join("store");
+        // A knee search that keeps one broker per cell runs its probes against it.
+        let shared = ctx.probe.and_then(|p| p.broker);
         let conf = effective_conf(cell, &store);
-        let own_broker = match (ctx.opts.target, &ctx.broker_bin) {
-            (None, Some(bin)) => Some((bin.as_path(), &conf)),
+        let own_broker = match (shared, ctx.opts.target, &ctx.broker_bin) {
+            (None, None, Some(bin)) => Some((bin.as_path(), &conf)),
             _ => None,
         };
         let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
         let sends = cfg_probe.scheduled_sends().unwrap_or(0);
         let mut injector =
             fault::job::injector_for(cell, sends, own_broker, &job_dir, cpus, ctx.opts.broker_pid);
-        let (addr, mut process, pid) = match (ctx.opts.target, &ctx.broker_bin) {
-            (Some(addr), _) => (addr, None, ctx.opts.broker_pid),
-            (None, Some(bin)) => {
-                let conf_path = job_dir.join("broker.conf");
-                broker::write_conf(&conf_path, &conf)
-                    .map_err(|e| format!("writing broker.conf: {e}"))?;
-                let p = BrokerProcess::start(
-                    bin,
-                    &conf_path,
-                    &job_dir.join("broker.log"),
-                    cpus,
-                    Duration::from_secs(20),
-                )
-                .map_err(|e| {
-                    // The broker's last words are usually the reason (a config error).
-                    let log =
-                        std::fs::read_to_string(job_dir.join("broker.log")).unwrap_or_default();
-                    match log.lines().rev().find(|l| !l.trim().is_empty()) {
-                        Some(last) => format!("{e}: {}", last.trim()),
-                        None => e.to_string(),
-                    }
-                })?;
+        let (addr, mut process, pid) = match (shared, ctx.opts.target, &ctx.broker_bin) {
+            (Some((addr, pid)), _, _) => (addr, None, pid),
+            (None, Some(addr), _) => (addr, None, ctx.opts.broker_pid),
+            (None, None, Some(bin)) => {
+                let p = start_broker(ctx, bin, cell, &job_dir)?;
                 let (addr, pid) = (p.addr, p.pid);
                 (addr, Some(p), Some(pid))
             }
-            (None, None) => return Err("no broker binary and no --target".into()),
+            (None, None, None) => return Err("no broker binary and no --target".into()),
         };
         let outcome = drive(
             ctx,
@@ -163,6 +182,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             invalid_reason: String::new(),
             consumer: consumer.clone(),
             fault: fault_cols.clone(),
+            knee: Default::default(),
         };
         let reason = invalid
             .clone()

@@ -10,6 +10,8 @@ mod conn;
 mod consumer_hook;
 mod context;
 mod job;
+pub mod knee;
+mod knee_job;
 pub mod load;
 mod options;
 mod pacer;

@@ -10,12 +10,13 @@ use parking_lot::Mutex;
 use crate::broker;
 use crate::broker_keys::{check_cells, BrokerKeys};
 use crate::matrix;
-use crate::profile::{higher_is_better, Profile};
+use crate::profile::{higher_is_better, Model, Profile};
 use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
 use crate::runner::context::{effective_conf, Ctx, Streams};
 use crate::runner::job::run_job;
+use crate::runner::knee_job::{capacity_table, run_knee_job};
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::progress::Progress;
 use crate::runner::shard;
@@ -97,6 +98,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         run_start_wall: started,
         progress: Progress::new(jobs.len(), opts.quiet),
         job_start: None,
+        probe: None,
     };
     let mut rows: Vec<SummaryRow> = Vec::new();
     let mut interrupted = false;
@@ -140,7 +142,11 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         let cell = &cells[job.cell];
         ctx.job_start = opts.spread.start_at.map(|at| at.plus(slot));
         slot += crate::runner::plan::slot_length(&cell.workload);
-        let (mut r, was_interrupted) = run_job(&mut ctx, cell, job.repetition);
+        let (mut r, was_interrupted) = if cell.workload.model == Model::Knee {
+            run_knee_job(&mut ctx, cell, job.repetition)
+        } else {
+            run_job(&mut ctx, cell, job.repetition)
+        };
         rows.append(&mut r);
         jobs_done += 1;
         write_summary(&ctx, &rows).context("writing summary.csv")?;
@@ -162,11 +168,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         RunStatus::Finished
     };
     write_record(&ctx, jobs_done, status)?;
-    let table = report::table(
+    let mut table = report::table(
         &rows,
         &profile.key_metric,
         higher_is_better(&profile.key_metric),
     );
+    table.push_str(&capacity_table(&rows));
     Ok(RunOutcome {
         out_dir,
         rows,

@@ -225,7 +225,11 @@ pub fn drive(
             .unwrap_or_default()
             .as_secs_f64()
             - 1.0;
-        let tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
+        let mut tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
+        if let Some(p) = &ctx.probe {
+            row.key.step = Some(p.index);
+            tag_base.push_str(&format!("/p{}", p.index));
+        }
         {
             let mut streams = ctx.streams.lock();
             consumer_hook::second(

@@ -60,6 +60,7 @@ mod tests {
             invalid_reason: String::new(),
             consumer: None,
             fault: Default::default(),
+            knee: Default::default(),
         }
     }
 

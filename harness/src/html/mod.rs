@@ -1,0 +1,76 @@
+//! `harness report RUN_DIR [RUN_DIR2] [--out FILE]`: one self-contained HTML file (inline SVG
+//! charts drawn with plotters, no network, opens from disk) for a result folder, or for two
+//! side by side with `compare`'s verdicts.
+//!
+//! * table.rs  — a CSV as text cells, columns by name (extra columns are tolerated)
+//! * hlog.rs   — latency spectra from latency.hlog
+//! * view.rs   — one result folder: CSVs, run.json labels and `[slo]`, spectra per job
+//! * charts.rs — the plotters charts
+//! * page.rs   — the HTML template and tables
+//! * error.rs  — why a report could not be written
+
+mod charts;
+mod error;
+mod hlog;
+mod page;
+mod table;
+mod view;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub use error::ReportError;
+pub use view::RunView;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// A result folder written by `harness run`.
+    pub run: PathBuf,
+    /// A second result folder: shown side by side, with `compare`'s verdicts.
+    pub run2: Option<PathBuf>,
+    /// The HTML file to write. Default: report.html in the (second) result folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Writes the report and prints its path.
+pub fn run_report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let path = write_report(args)?;
+    println!("{}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the report; returns its path.
+pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
+    let mut runs = vec![RunView::load(&args.run)?];
+    let mut verdicts = None;
+    if let Some(second) = &args.run2 {
+        runs.push(RunView::load(second)?);
+        let c = crate::compare::build_comparison(&crate::compare::CompareArgs {
+            base: args.run.clone(),
+            candidate: Some(second.clone()),
+            reference: None,
+            format: crate::compare::Format::Csv,
+            metrics: Vec::new(),
+            all: false,
+            stats: crate::compare::StatArgs {
+                threshold: None,
+                alpha: None,
+                block: 5,
+                resamples: 2000,
+                seed: 0x5eed,
+            },
+        })?;
+        verdicts = Some(crate::compare::render::csv(&c)?);
+    }
+    let html = page::render(&runs, verdicts.as_deref())?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.run2.as_ref().unwrap_or(&args.run).join("report.html"));
+    crate::report::write_atomic(&out, html.as_bytes()).map_err(|source| ReportError::Write {
+        path: out.clone(),
+        source,
+    })?;
+    Ok(out)
+}

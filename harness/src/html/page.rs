@@ -1,0 +1,416 @@
+//! The HTML page: a small template around the charts and tables of one or two runs.
+
+use std::fmt::Write as _;
+
+use super::charts::{self, KneePlot, Second, Timeline};
+use super::error::ReportError;
+use super::view::{Job, RunView};
+
+/// summary.csv columns shown in the table, when the run has them (cells copied as written).
+const TABLE_COLUMNS: &[&str] = &[
+    "step",
+    "target_rate",
+    "achieved_rate",
+    "ok_rate",
+    "busy_rate",
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
+    "timeouts",
+    "dropped",
+    "broker_cpu_avg",
+    "valid",
+    "slo_met",
+    "slo_failed",
+    "knee_rate",
+    "knee_limited_by",
+    "consume_rate",
+    "consumer_lag_max",
+    "e2e_p99_ms",
+    "consumer_lost",
+    "consumer_duplicates",
+];
+
+/// Per-second columns charted across jobs once a run has them (the consumer side).
+const EXTRA_SERIES: &[(&str, &str)] = &[
+    ("consume_rate", "consumed / s"),
+    ("consumer_lag_max", "consumer lag (messages)"),
+    ("e2e_p99_ms", "end-to-end p99 ms (born → consumed)"),
+    ("consumer_fc_count", "consumer flow control: count"),
+    ("consumer_fc_size", "consumer flow control: size"),
+    ("consumer_fc_span", "consumer flow control: span"),
+    (
+        "consumer_fc_not_locked",
+        "consumer flow control: not locked",
+    ),
+];
+
+/// Per-second text columns that mark a fault moment when not empty.
+const EVENT_COLUMNS: &[&str] = &["fault", "event"];
+
+/// A put lock held this long is a stall worth marking on the timeline.
+const STALL_LOCK_MS: f64 = 100.0;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}\
+h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc}h3{font-size:1em}\
+.runs{display:grid;gap:1.5em}.runs.two{grid-template-columns:1fr 1fr}\
+figure{margin:.5em 0}svg{max-width:100%;height:auto}\
+div.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:11px;margin:.5em 0;white-space:nowrap}\
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}\
+.note{color:#555;font-size:13px}";
+
+/// The script only counts the charts (the browser test reads it back).
+const SCRIPT: &str =
+    "document.body.dataset.charts = document.querySelectorAll('figure.chart svg').length;";
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The whole page for one run, or two runs side by side with `compare`'s verdicts (CSV).
+pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, ReportError> {
+    let title = runs
+        .iter()
+        .map(|r| {
+            r.dir
+                .file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(" vs ");
+    let mut h = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head>\n<body>\n<h1>harness report: {t}</h1>\n",
+        t = esc(&title)
+    );
+    if let Some(csv) = compare_csv {
+        h.push_str("<h2>compare: verdicts</h2>\n");
+        h.push_str(&csv_table(csv, "compare"));
+    }
+    let _ = writeln!(
+        h,
+        "<div class=\"runs{}\">",
+        if runs.len() > 1 { " two" } else { "" }
+    );
+    for (i, run) in runs.iter().enumerate() {
+        h.push_str(&run_section(run, i)?);
+    }
+    let _ = write!(h, "</div>\n<script>{SCRIPT}</script>\n</body></html>\n");
+    Ok(h)
+}
+
+fn figure(kind: &str, run: usize, job: Option<&Job>, svg: &str, caption: &str) -> String {
+    let job = job.map_or(String::new(), |j| {
+        format!(" data-job=\"{}/r{}\"", esc(&j.0), esc(&j.1))
+    });
+    format!(
+        "<figure class=\"chart\" data-chart=\"{kind}\" data-run=\"{run}\"{job}>{svg}<figcaption class=\"note\">{}</figcaption></figure>\n",
+        esc(caption)
+    )
+}
+
+fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
+    let mut h = format!(
+        "<section class=\"run\" data-run=\"{idx}\">\n<h2>{} <span class=\"note\">({})</span></h2>\n",
+        esc(&run.profile),
+        esc(&run.dir.display().to_string())
+    );
+    let jobs = run.jobs();
+    if run.is_knee() {
+        h.push_str(&capacity_table(run, &jobs));
+    }
+    // A knee run has a row per probe: the table is there for the audit, folded.
+    let _ = write!(
+        h,
+        "<details{}><summary>summary.csv: {} rows</summary>\n{}</details>\n",
+        if run.is_knee() { "" } else { " open" },
+        run.summary.rows.len(),
+        summary_table(run, idx)
+    );
+    let reps = jobs
+        .iter()
+        .map(|j| &j.1)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let job_label = |j: &Job| {
+        let l = run.label(&j.0);
+        if reps > 1 {
+            format!("{l} r{}", j.1)
+        } else {
+            l
+        }
+    };
+
+    // Across the matrix: the key metric (the knee in a knee run) per cell.
+    let knee = run.is_knee();
+    let metric = if knee {
+        "knee_rate"
+    } else {
+        run.key_metric.as_str()
+    };
+    let mut cells: Vec<(String, Vec<f64>)> = Vec::new();
+    for j in &jobs {
+        let rows = run.job_rows(j);
+        // A knee search has one result per job; a staircase one bar per stair.
+        let take = if knee { 1 } else { rows.len() };
+        for r in rows.into_iter().take(take) {
+            let step = run.summary.text(r, "step");
+            let label = match step {
+                _ if knee || step.is_empty() => run.label(&j.0),
+                _ => format!("{} step={step}", run.label(&j.0)),
+            };
+            let value = run.summary.num(r, metric);
+            match cells.iter_mut().find(|c| c.0 == label) {
+                Some(c) => c.1.extend(value),
+                None => cells.push((label, value.into_iter().collect())),
+            }
+        }
+    }
+    if cells.iter().any(|c| !c.1.is_empty()) {
+        let svg = charts::bars(&format!("{metric} per cell"), metric, &cells)?;
+        h.push_str(&figure(
+            "matrix",
+            idx,
+            None,
+            &svg,
+            "bar: median over repetitions; black line: min–max of the repetitions",
+        ));
+    }
+
+    if knee {
+        for (col, title, scale, floor) in [
+            ("p99_ms", "knee search: p99 by offered rate", 1.0, 0.05),
+            (
+                "busy_rate",
+                "knee search: busy answers (%) by offered rate",
+                100.0,
+                0.001,
+            ),
+        ] {
+            let probes: Vec<(String, charts::Probes)> = jobs
+                .iter()
+                .map(|j| {
+                    let pts = run
+                        .job_rows(j)
+                        .into_iter()
+                        .filter_map(|r| {
+                            let s = &run.summary;
+                            Some((
+                                s.num(r, "target_rate")?,
+                                s.num(r, col)? * scale,
+                                s.text(r, "slo_met") == "true",
+                            ))
+                        })
+                        .collect();
+                    (job_label(j), pts)
+                })
+                .collect();
+            let limit = run
+                .slo_limits
+                .iter()
+                .find(|l| l.0 == col)
+                .map(|l| (l.1 * scale, l.2.clone()));
+            let svg = charts::knee(&KneePlot {
+                title,
+                y_desc: if col == "p99_ms" {
+                    "p99 ms (log)"
+                } else {
+                    "busy % (log)"
+                },
+                cells: probes,
+                limit,
+                floor,
+            })?;
+            h.push_str(&figure(
+                "knee",
+                idx,
+                None,
+                &svg,
+                "filled: the probe met the SLO; hollow: it did not",
+            ));
+        }
+    }
+
+    let spectra: Vec<(String, Vec<(f64, f64)>)> = jobs
+        .iter()
+        .filter_map(|j| Some((job_label(j), run.spectrum(j)?)))
+        .collect();
+    if !spectra.is_empty() {
+        let what = if knee {
+            "at each cell's knee"
+        } else {
+            "over the measured seconds"
+        };
+        let svg = charts::spectrum(&format!("latency by percentile, {what}"), &spectra)?;
+        h.push_str(&figure(
+            "spectrum",
+            idx,
+            None,
+            &svg,
+            "from latency.hlog; x: percentile on HdrHistogram's log axis",
+        ));
+    }
+
+    for (col, desc) in EXTRA_SERIES.iter().filter(|(c, _)| run.series.has(c)) {
+        let series: Vec<(String, Vec<(f64, f64)>)> = jobs
+            .iter()
+            .map(|j| {
+                let pts = run
+                    .job_seconds(j)
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| Some((i as f64, run.series.num(r, col)?)))
+                    .collect();
+                (job_label(j), pts)
+            })
+            .collect();
+        let svg = charts::lines(desc, col, &series)?;
+        h.push_str(&figure("consumer", idx, None, &svg, col));
+    }
+
+    if run.series.has("second") {
+        h.push_str("<h3>per cell, second by second</h3>\n");
+        for j in &jobs {
+            let t = timeline(run, j, job_label(j));
+            if t.seconds.is_empty() {
+                continue;
+            }
+            let svg = charts::timeline(&t)?;
+            h.push_str(&figure("timeline", idx, Some(j), &svg, "bars: ok and busy answers by class; red marks: put lock held ≥ 100 ms or a fault; grey lines: a new step or probe"));
+        }
+    }
+    h.push_str("</section>\n");
+    Ok(h)
+}
+
+fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
+    let s = &run.series;
+    let classes: Vec<String> = s
+        .header
+        .iter()
+        .filter(|c| c.starts_with("busy_"))
+        .map(|c| c.trim_start_matches("busy_").to_owned())
+        .collect();
+    let mut prev_step: Option<String> = None;
+    let seconds = run
+        .job_seconds(job)
+        .into_iter()
+        .map(|r| {
+            let step = s.text(r, "step").to_owned();
+            let boundary = prev_step.as_ref().is_some_and(|p| *p != step);
+            prev_step = Some(step);
+            Second {
+                offered: s.num(r, "target_rate"),
+                ok: s.num(r, "ok").unwrap_or(0.0),
+                busy: classes
+                    .iter()
+                    .map(|c| s.num(r, &format!("busy_{c}")).unwrap_or(0.0))
+                    .collect(),
+                p99_ms: s.num(r, "p99_ms"),
+                stall: s
+                    .num(r, "page_cache_lock_ms")
+                    .is_some_and(|v| v >= STALL_LOCK_MS)
+                    || EVENT_COLUMNS
+                        .iter()
+                        .any(|c| !s.text(r, c).trim().is_empty()),
+                boundary,
+            }
+        })
+        .collect();
+    Timeline {
+        title,
+        classes,
+        seconds,
+    }
+}
+
+fn summary_table(run: &RunView, idx: usize) -> String {
+    let s = &run.summary;
+    let cols: Vec<&str> = TABLE_COLUMNS.iter().copied().filter(|c| s.has(c)).collect();
+    let mut h = format!(
+        "<div class=\"scroll\"><table class=\"summary\" data-run=\"{idx}\"><tr><th>cell</th><th>rep</th>"
+    );
+    for c in &cols {
+        let _ = write!(h, "<th>{}</th>", esc(c));
+    }
+    h.push_str("</tr>\n");
+    for r in &s.rows {
+        let id = s.text(r, "cell_id");
+        let _ = write!(
+            h,
+            "<tr data-cell-id=\"{}\" data-repetition=\"{}\" data-step=\"{}\"><td>{}</td><td>{}</td>",
+            esc(id),
+            esc(s.text(r, "repetition")),
+            esc(s.text(r, "step")),
+            esc(&run.label(id)),
+            esc(s.text(r, "repetition"))
+        );
+        for c in &cols {
+            let _ = write!(h, "<td data-col=\"{}\">{}</td>", esc(c), esc(s.text(r, c)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></div>\n");
+    h
+}
+
+/// One line per job of a knee run: its knee and the figures of the probe at the knee.
+fn capacity_table(run: &RunView, jobs: &[Job]) -> String {
+    let s = &run.summary;
+    let cols = [
+        "knee_rate",
+        "p99_ms",
+        "busy_rate",
+        "broker_cpu_avg",
+        "knee_limited_by",
+    ];
+    let mut h = String::from(
+        "<div class=\"scroll\"><table class=\"capacity\"><tr><th>cell</th><th>rep</th><th>probes</th>",
+    );
+    for c in cols {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>\n");
+    for j in jobs {
+        let rows = run.job_rows(j);
+        let step = run.spectrum_step(j);
+        let at = rows
+            .iter()
+            .find(|r| step.as_deref() == Some(s.text(r, "step")))
+            .or(rows.first());
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&run.label(&j.0)),
+            esc(&j.1),
+            rows.len()
+        );
+        for c in cols {
+            let v = at.map_or("", |r| s.text(r, c));
+            let _ = write!(h, "<td>{}</td>", esc(v));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></div>\n");
+    h
+}
+
+fn csv_table(csv: &str, class: &str) -> String {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(csv.as_bytes());
+    let mut h = format!("<div class=\"scroll\"><table class=\"{class}\">");
+    for (i, rec) in reader.records().filter_map(Result::ok).enumerate() {
+        h.push_str("<tr>");
+        for cell in rec.iter() {
+            let tag = if i == 0 { "th" } else { "td" };
+            let _ = write!(h, "<{tag}>{}</{tag}>", esc(cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></div>\n");
+    h
+}

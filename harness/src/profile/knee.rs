@@ -1,0 +1,134 @@
+//! The `[knee]` section: how `model = "knee"` searches for the highest rate that meets `[slo]`.
+//! The search itself is `runner::knee`.
+
+use serde::Deserialize;
+
+use super::secs::Secs;
+
+/// The `[knee]` table. Every key is optional.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Knee {
+    /// First probe's rate (sends/s). Default: `[workload] rate`.
+    pub start_rate: Option<f64>,
+    /// Ramp factor until the first failure (and downwards while the start rate fails). Default: 2.
+    pub growth: f64,
+    /// Bisection stops when the failing rate is within this fraction above the passing one. Default: 0.05.
+    pub precision: f64,
+    /// Measured length of each probe. Default: 5s.
+    pub probe_duration: Secs,
+    /// Unmeasured load at the probe's rate before it is measured. Default: 1s.
+    pub settle: Secs,
+    /// The ramp stops here; a knee at `max_rate` means "not found below it". Default: 1000000.
+    pub max_rate: f64,
+    /// Below this the downward ramp gives up: no rate meets the SLO. Default: 10.
+    pub min_rate: f64,
+    /// Upper bound on counted probes per cell and repetition (the search reports what it has);
+    /// an invalid probe's one rerun comes on top. Default: 24.
+    pub max_probes: u32,
+    /// A fresh broker (and store) for every probe, instead of one per cell. Default: false.
+    pub fresh_broker_per_probe: bool,
+}
+
+impl Default for Knee {
+    fn default() -> Self {
+        Knee {
+            start_rate: None,
+            growth: 2.0,
+            precision: 0.05,
+            probe_duration: Secs(5.0),
+            settle: Secs(1.0),
+            max_rate: 1_000_000.0,
+            min_rate: 10.0,
+            max_probes: 24,
+            fresh_broker_per_probe: false,
+        }
+    }
+}
+
+impl Knee {
+    /// Domain checks; (key, message) of the first problem.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let pos = |k: &'static str, v: f64| {
+            (v.is_finite() && v > 0.0)
+                .then_some(())
+                .ok_or((k, format!("`{k}` must be > 0 (got {v})")))
+        };
+        if let Some(s) = self.start_rate {
+            pos("start_rate", s)?;
+        }
+        if !(self.growth.is_finite() && self.growth > 1.0) {
+            return Err((
+                "growth",
+                format!("`growth` must be > 1 (got {})", self.growth),
+            ));
+        }
+        if !(self.precision > 0.0 && self.precision < 1.0) {
+            return Err((
+                "precision",
+                format!(
+                    "`precision` must be between 0 and 1, e.g. 0.05 (got {})",
+                    self.precision
+                ),
+            ));
+        }
+        pos("probe_duration", self.probe_duration.0)?;
+        if self.settle.0.is_nan() || self.settle.0 < 0.0 {
+            return Err(("settle", "`settle` must be >= 0".into()));
+        }
+        pos("max_rate", self.max_rate)?;
+        pos("min_rate", self.min_rate)?;
+        if self.min_rate >= self.max_rate {
+            return Err(("min_rate", "`min_rate` must be below `max_rate`".into()));
+        }
+        if self.max_probes < 3 {
+            return Err((
+                "max_probes",
+                "`max_probes` must be at least 3 (a ramp, a bisection and a confirmation)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+    use std::path::Path;
+
+    fn parse(text: &str) -> Result<Profile, String> {
+        Profile::parse(text, "p.toml", Path::new("p.toml"), &[]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn knee_needs_an_slo_and_sane_settings() {
+        let base = "name = \"k\"\n[workload]\nmodel = \"knee\"\nrate = 100\n";
+        let err = parse(base).unwrap_err();
+        assert!(err.starts_with("p.toml:3:1: model = \"knee\""), "{err}");
+        assert!(err.contains("add [slo]"), "{err}");
+
+        let ok = parse(&format!(
+            "{base}[knee]\nprecision = 0.1\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.knee.precision, 0.1);
+        assert_eq!(ok.slo.unwrap().terms[0].text, "p99_ms <= 5");
+
+        let err = parse(&format!(
+            "{base}[knee]\ngrowth = 1\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap_err();
+        assert!(err.starts_with("p.toml:6:1: `growth` must be > 1"), "{err}");
+        let err = parse(&format!(
+            "{base}[slo]\nterms = [\"p99_ms <= 5\", \"p99_ms: regression <= 5%\"]\n"
+        ))
+        .unwrap_err();
+        assert!(err.starts_with("p.toml:6:"), "{err}");
+        assert!(err.contains("absolute"), "{err}");
+        let err = parse(&format!("{base}[slo]\nterms = []\n")).unwrap_err();
+        assert!(
+            err.starts_with("p.toml:6:1: [slo] needs at least one term"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! One cell and repetition of `model = "knee"`: the probes the search asks for, each an
+//! open-loop job at one rate (`settle` unmeasured, then `probe_duration` measured), judged
+//! against `[slo]`; every probe is a row (`step` = probe index), and every row carries the
+//! search's result. A probe that is invalid (generator late, …) is run once more before it
+//! counts as a failure.
+
+use crate::broker::BrokerProcess;
+use crate::compare::load::{CellKey, Row};
+use crate::compare::rules::{Env, EvalError};
+use crate::matrix::Cell;
+use crate::profile::{Knee, Model, Slo};
+use crate::report::cells::Fixed;
+use crate::report::{summary_csv, SummaryRow};
+use crate::runner::context::{Ctx, Probe};
+use crate::runner::job::{run_job, start_broker};
+use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
+
+/// Runs the knee search of one cell and repetition. Like `run_job`, never fails: problems
+/// become invalid rows, and a probe that could send nothing ends the search.
+pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>, bool) {
+    let profile = ctx.profile;
+    let knee = &profile.knee;
+    let Some(slo) = profile.slo.as_ref() else {
+        // The profile refuses model = "knee" without [slo]; nothing to search against.
+        return (Vec::new(), false);
+    };
+    let mut search = KneeSearch::new(SearchParams::from_profile(knee, cell.workload.rate));
+    let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
+    // One broker for every probe unless the profile asks for a fresh one each time. When it
+    // cannot start, the first probe starts its own and reports why in its row.
+    let mut shared: Option<BrokerProcess> = None;
+    if !knee.fresh_broker_per_probe && ctx.opts.target.is_none() {
+        if let Some(bin) = ctx.broker_bin.clone() {
+            if std::fs::create_dir_all(&job_dir).is_ok() {
+                shared = start_broker(ctx, &bin, cell, &job_dir).ok();
+            }
+        }
+    }
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    // The row of each probe the search counted (an invalid probe's rerun replaces it).
+    let mut counted: Vec<usize> = Vec::new();
+    let mut rerun = false;
+    let mut interrupted = false;
+    while let Some(rate) = search.next_rate() {
+        if ctx.opts.cancel.is_cancelled() {
+            interrupted = true;
+            break;
+        }
+        let index = rows.len();
+        ctx.progress
+            .line(&format!("  knee probe {index}: {rate:.1} sends/s"));
+        ctx.probe = Some(Probe {
+            index,
+            broker: shared.as_ref().map(|p| (p.addr, Some(p.pid))),
+        });
+        let (mut probe_rows, was_interrupted) =
+            run_job(ctx, &probe_cell(cell, rate, knee), repetition);
+        ctx.probe = None;
+        let Some(mut row) = probe_rows.pop() else {
+            break;
+        };
+        if let Some(st) = shared.as_mut().and_then(BrokerProcess::exited) {
+            row.valid = false;
+            row.invalid_reason = format!("broker exited during the probe ({st}); see broker.log");
+        }
+        row.step = Some(index);
+        let failed = failed_term(slo, &ctx.axis_keys, &row);
+        row.knee.slo_met = Some(failed.is_none());
+        row.knee.slo_failed = failed.unwrap_or_default();
+        let unusable =
+            !row.valid && (row.seg.sent == 0 || row.invalid_reason.contains("broker exited"));
+        let (met, valid) = (row.knee.slo_met == Some(true), row.valid);
+        rows.push(row);
+        if was_interrupted {
+            interrupted = true;
+            break;
+        }
+        if unusable {
+            break;
+        }
+        // An invalid probe (the generator was late, say) says little about the broker: it is
+        // run once more at the same rate before it counts as a failure. Both rows are kept.
+        if !valid && !rerun {
+            rerun = true;
+            continue;
+        }
+        rerun = false;
+        counted.push(index);
+        search.record(met);
+    }
+    if let Some(p) = shared {
+        let _ = p.stop(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(job_dir.join("store"));
+    }
+    let (knee_rate, limited_by) = match search.outcome() {
+        Some(o @ KneeOutcome::Knee { rate, .. }) => (
+            o.rate(),
+            search
+                .first_failure_above(rate)
+                .and_then(|i| rows.get(*counted.get(i)?))
+                .map(|r| r.knee.slo_failed.clone())
+                .unwrap_or_default(),
+        ),
+        Some(KneeOutcome::AboveMax { rate }) => (Some(rate), "none up to max_rate".to_owned()),
+        Some(KneeOutcome::BelowMin) => (
+            None,
+            rows.last()
+                .map(|r| r.knee.slo_failed.clone())
+                .unwrap_or_default(),
+        ),
+        None => (None, "search not finished".to_owned()),
+    };
+    for r in &mut rows {
+        r.knee.knee_rate = knee_rate.map(Fixed);
+        r.knee.knee_limited_by = limited_by.clone();
+    }
+    if let Some(rate) = knee_rate {
+        ctx.progress.line(&format!(
+            "  knee: {rate:.1} sends/s after {} probes (limited by: {limited_by})",
+            rows.len()
+        ));
+    }
+    (rows, interrupted)
+}
+
+/// The cell as one open-loop probe at `rate`.
+fn probe_cell(cell: &Cell, rate: f64, knee: &Knee) -> Cell {
+    let mut c = cell.clone();
+    c.workload.model = Model::Open;
+    c.workload.rate = rate;
+    c.workload.warmup = knee.settle;
+    c.workload.duration = knee.probe_duration;
+    c
+}
+
+/// The first SLO term `row` does not meet. An invalid row fails too: on the term it missed,
+/// with the reason it is invalid (a broker past capacity also makes the generator late, through
+/// TCP back-pressure), or on `valid` when it met every term.
+fn failed_term(slo: &Slo, axis_keys: &[String], row: &SummaryRow) -> Option<String> {
+    let term = match RowValues::of(axis_keys, row) {
+        Ok(env) => match slo.first_failure(&env) {
+            Ok(t) => t.map(|t| t.text.clone()),
+            Err(e) => Some(e.to_string()),
+        },
+        Err(e) => Some(format!("unreadable row: {e}")),
+    };
+    match (row.valid, term) {
+        (true, term) => term,
+        (false, Some(t)) => Some(format!("{t} (invalid: {})", row.invalid_reason)),
+        (false, None) => Some(format!("valid ({})", row.invalid_reason)),
+    }
+}
+
+/// A row's `summary.csv` cells as the gate reads them, so an SLO term means exactly what the
+/// same expression means in `[gate]`.
+struct RowValues(Row);
+
+impl RowValues {
+    fn of(axis_keys: &[String], row: &SummaryRow) -> Result<RowValues, String> {
+        let bytes = summary_csv(axis_keys, std::slice::from_ref(row)).map_err(|e| e.to_string())?;
+        let mut reader = csv::Reader::from_reader(bytes.as_slice());
+        let header = reader.headers().map_err(|e| e.to_string())?.clone();
+        let record = reader
+            .records()
+            .next()
+            .ok_or("no row")?
+            .map_err(|e| e.to_string())?;
+        let mut values = std::collections::BTreeMap::new();
+        for (col, raw) in header.iter().zip(record.iter()) {
+            let v = match raw {
+                "" => None,
+                "true" => Some(1.0),
+                "false" => Some(0.0),
+                _ => match raw.parse::<f64>() {
+                    Ok(v) => Some(v),
+                    Err(_) => continue,
+                },
+            };
+            values.insert(col.to_owned(), v);
+        }
+        Ok(RowValues(Row {
+            line: 0,
+            cell_id: row.cell_id.clone(),
+            repetition: row.repetition.to_string(),
+            key: CellKey {
+                params: Default::default(),
+                step: String::new(),
+            },
+            values,
+            text: Default::default(),
+        }))
+    }
+}
+
+impl Env for RowValues {
+    fn column(&self, name: &str) -> Result<Option<f64>, EvalError> {
+        self.0
+            .get(name)
+            .map_err(|_| EvalError::UnknownColumn(name.to_owned()))
+    }
+    fn at(&self, column: &str, _: &[(String, String)]) -> Result<Option<f64>, EvalError> {
+        // Refused when the profile is read; kept an error rather than a panic.
+        Err(EvalError::NoSuchCell(format!(
+            "at({column}) in an SLO term"
+        )))
+    }
+}
+
+/// "Capacity per configuration": one line per cell and repetition of a knee run, with the
+/// figures of its confirming probe. Empty when the run has no knee rows.
+pub fn capacity_table(rows: &[SummaryRow]) -> String {
+    let mut groups: Vec<(&str, u32, Vec<&SummaryRow>)> = Vec::new();
+    for r in rows.iter().filter(|r| r.knee.slo_met.is_some()) {
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == r.cell_id && g.1 == r.repetition)
+        {
+            Some(g) => g.2.push(r),
+            None => groups.push((&r.cell_id, r.repetition, vec![r])),
+        }
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(4).max(4);
+    let mut out = format!(
+        "\ncapacity: the highest rate that met [slo]\n{:<w$} {:>3} {:>10} {:>6} {:>9} {:>8}  limited by\n",
+        "cell", "rep", "knee/s", "probes", "p99 ms", "busy%"
+    );
+    for (_, rep, probes) in &groups {
+        let knee = probes[0].knee.knee_rate.map(|f| f.0);
+        // The figures at the knee: its last passing probe (the confirmation).
+        let at = knee.and_then(|k| {
+            probes.iter().rev().find(|r| {
+                r.knee.slo_met == Some(true) && r.target_rate.is_some_and(|t| (t - k).abs() < 0.05)
+            })
+        });
+        let (p99, busy) = at.map_or(("-".into(), "-".into()), |r| {
+            (
+                format!("{:.3}", r.seg.latency_us[2] as f64 / 1000.0),
+                format!("{:.2}%", r.busy_rate() * 100.0),
+            )
+        });
+        out.push_str(&format!(
+            "{:<w$} {:>3} {:>10} {:>6} {:>9} {:>8}  {}\n",
+            probes[0].label,
+            rep,
+            knee.map_or("none".into(), |k| format!("{k:.1}")),
+            probes.len(),
+            p99,
+            busy,
+            probes[0].knee.knee_limited_by
+        ));
+    }
+    out
+}
