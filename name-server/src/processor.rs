@@ -13,6 +13,8 @@ use remoting::{
 };
 use tokio_util::sync::CancellationToken;
 
+pub use remoting::route::body_crc32;
+
 use crate::{
     compressed,
     routes::{Registration, RouteInfo},
@@ -142,12 +144,4 @@ fn route(routes: &RouteInfo, cmd: &RemotingCommand) -> RemotingCommand {
             )),
         ),
     }
-}
-
-/// `UtilAll.crc32`: CRC-32/IEEE masked to a non-negative int; 0 for no body.
-pub fn body_crc32(body: &[u8]) -> i32 {
-    if body.is_empty() {
-        return 0;
-    }
-    (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
 }

@@ -231,6 +231,15 @@ impl ClusterInfo {
     }
 }
 
+/// `UtilAll.crc32` over a body as sent: CRC-32/IEEE masked to a non-negative int; 0 for none
+/// (REGISTER_BROKER's `bodyCrc32`, §2.4).
+pub fn body_crc32(body: &[u8]) -> i32 {
+    if body.is_empty() {
+        return 0;
+    }
+    (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
+}
+
 fn json_string(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
