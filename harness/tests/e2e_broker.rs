@@ -36,6 +36,7 @@ fn broker_bin() -> PathBuf {
 
 fn options(out: &Path) -> RunOptions {
     RunOptions {
+        namesrv: None,
         target: None,
         out: Some(out.to_owned()),
         broker_pid: None,
@@ -211,6 +212,7 @@ max_harness_cpu = 1000
 "#;
     let profile = Profile::parse(text, "i.toml", Path::new("i.toml"), &[]).unwrap();
     let opts = RunOptions {
+        namesrv: None,
         stop_after_jobs: Some(1),
         ..options(dir.path())
     };
@@ -287,6 +289,7 @@ max_harness_cpu = 1000
 "#;
     let profile = Profile::parse(text, "s.toml", Path::new("s.toml"), &[]).unwrap();
     let opts = RunOptions {
+        namesrv: None,
         target: Some(fake.addr),
         broker_bin: None,
         ..options(dir.path())
@@ -357,6 +360,7 @@ max_harness_cpu = 1000
 "#;
     let profile = Profile::parse(text, "v.toml", Path::new("v.toml"), &[]).unwrap();
     let opts = RunOptions {
+        namesrv: None,
         target: Some(broker.addr),
         broker_pid: Some(broker.pid),
         broker_bin: None,

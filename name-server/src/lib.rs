@@ -71,13 +71,16 @@ async fn serve(
             }
         });
     }
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {local}").context("writing to stdout")?;
-        out.flush().context("flushing stdout")?;
-    }
-    if let Some(ready) = ready {
-        let _ = ready.send(local);
+    match ready {
+        // In-process (the harness, tests): the caller learns the address; stdout is theirs.
+        Some(ready) => {
+            let _ = ready.send(local);
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening on {local}").context("writing to stdout")?;
+            out.flush().context("flushing stdout")?;
+        }
     }
     shutdown.await;
     eprintln!("shutting down");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::cluster::{per_broker_key, ClusterSpec};
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
@@ -28,6 +29,7 @@ struct RawProfile {
     broker: Option<BTreeMap<String, Spanned<toml::Value>>>,
     matrix: Option<BTreeMap<String, Spanned<toml::Value>>>,
     validity: Option<Validity>,
+    cluster: Option<Spanned<ClusterSpec>>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
 }
@@ -63,6 +65,8 @@ pub struct Profile {
     /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
     /// `--set broker.k=v`. Keyed by the bare broker.conf key.
     pub broker_origins: BTreeMap<String, String>,
+    /// `[cluster]`: a name server and several brokers per cell.
+    pub cluster: Option<ClusterSpec>,
 }
 
 impl Profile {
@@ -90,10 +94,17 @@ impl Profile {
             toml::from_str(text).map_err(|e| src.err(e.span(), e.message().trim(), None))?;
         let raw: RawProfile = toml::from_str(text).map_err(|e| {
             let msg = e.message().trim().to_owned();
-            let help = help_for(&msg).or_else(|| {
-                msg.starts_with("missing field `name`")
-                    .then(|| "add `name = \"my-profile\"` at the top of the file".to_owned())
-            });
+            let help = help_for(&msg)
+                .or_else(|| {
+                    msg.starts_with("missing field `name`")
+                        .then(|| "add `name = \"my-profile\"` at the top of the file".to_owned())
+                })
+                .or_else(|| {
+                    // A bare dotted key such as `1.injectPutStallMillis` is a TOML table.
+                    msg.contains("expected a borrowed string").then(|| {
+                        "quote a per-broker key: \"1.injectPutStallMillis\" = 800".to_owned()
+                    })
+                });
             src.err(e.span(), msg, help)
         })?;
 
@@ -189,6 +200,15 @@ impl Profile {
             None => 1,
         };
 
+        let cluster = match &raw.cluster {
+            Some(c) => {
+                c.get_ref()
+                    .validate()
+                    .map_err(|m| src.err(Some(c.span()), m, None))?;
+                Some(c.get_ref().clone())
+            }
+            None => None,
+        };
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -204,10 +224,14 @@ impl Profile {
             axes,
             validity: raw.validity.unwrap_or_default(),
             broker_origins,
+            cluster,
         };
         for arg in sets {
             profile.apply_set(arg)?;
         }
+        profile
+            .check_per_broker_keys()
+            .map_err(ProfileError::Cluster)?;
         Ok(profile)
     }
 
@@ -253,6 +277,29 @@ impl Profile {
         for axis in &self.axes {
             check_axis(&axis.key, &axis.values, &self.workload_table, &self.broker)
                 .map_err(|(m, _)| set_err(m))?;
+        }
+        Ok(())
+    }
+
+    /// `broker.<i>.<key>` needs `[cluster]` with more than `i` brokers.
+    fn check_per_broker_keys(&self) -> Result<(), String> {
+        let axis_keys = self
+            .axes
+            .iter()
+            .filter_map(|a| a.key.strip_prefix("broker."));
+        for key in self.broker.keys().map(String::as_str).chain(axis_keys) {
+            let Some((i, _)) = per_broker_key(key) else {
+                continue;
+            };
+            let brokers = self.cluster.as_ref().map_or(0, |c| c.brokers as usize);
+            if i >= brokers {
+                let origin = self.broker_origins.get(key).cloned().unwrap_or_default();
+                return Err(format!(
+                    "{origin}: broker key `{key}` names broker {i}, but the profile starts {brokers} broker{} (add [cluster] brokers = {} or more; brokers count from 0)",
+                    if brokers == 1 { "" } else { "s" },
+                    i + 1
+                ));
+            }
         }
         Ok(())
     }

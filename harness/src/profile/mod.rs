@@ -7,11 +7,13 @@
 //!
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
+//! * cluster.rs     — the `[cluster]` table and per-broker keys `broker.<i>.<key>`
 //! * settings.rs    — run order, `[validity]`, key metrics
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
+mod cluster;
 mod diagnostics;
 mod document;
 mod secs;
@@ -19,6 +21,7 @@ mod settings;
 mod value;
 mod workload;
 
+pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
 pub use secs::{parse_secs, Secs};

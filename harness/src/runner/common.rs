@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use std::sync::Arc;
+
+use crate::cluster::router::Router;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
@@ -20,6 +23,8 @@ pub struct InFlight {
     pub first_written: Instant,
     pub segment: usize,
     pub attempt: u32,
+    /// The cluster broker it was written to (index of the router); `None` with one broker.
+    pub broker: Option<usize>,
 }
 
 /// What readers share with the pacer.
@@ -33,6 +38,8 @@ pub struct Common {
     pub closing: AtomicBool,
     pub retry_tx: SyncSender<Retry>,
     pub pacer: Mutex<Option<Thread>>,
+    /// With several brokers: queue selection and the fault table (`harness::cluster`).
+    pub cluster: Option<Arc<Router>>,
 }
 
 impl Common {
@@ -70,6 +77,12 @@ impl Common {
         now: Instant,
         answered: bool,
     ) {
+        if e.attempt == 1 {
+            rec.first_attempt(e.segment, outcome);
+        }
+        if let (Some(router), Some(b)) = (&self.cluster, e.broker) {
+            router.record(b, now - e.written, outcome != Outcome::Ok, answered, now);
+        }
         if retryable(self.policy, outcome, code)
             && e.attempt < MAX_ATTEMPTS
             && now < e.first_written + self.send_timeout
@@ -80,6 +93,7 @@ impl Common {
                 first_written: e.first_written,
                 segment: e.segment,
                 attempt: e.attempt + 1,
+                last_broker: e.broker,
             };
             if self.retry_tx.try_send(r).is_ok() {
                 return;

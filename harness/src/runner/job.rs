@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::broker::{self, BrokerProcess};
+use crate::cluster::JobCluster;
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::Recorder;
@@ -25,6 +26,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut samples: Vec<Sample> = Vec::new();
     let mut recorder = Recorder::new(cfg_probe.segments());
     let mut res = Resources::default();
+    let mut broker_names: Vec<String> = Vec::new();
     let harness_cpus = ctx
         .pinning
         .as_ref()
@@ -39,9 +41,27 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         std::fs::create_dir_all(&job_dir)
             .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
         let store = job_dir.join("store");
-        let (addr, mut process, pid) = match (ctx.opts.target, &ctx.broker_bin) {
-            (Some(addr), _) => (addr, None, ctx.opts.broker_pid),
-            (None, Some(bin)) => {
+        let mut cluster = JobCluster::start(
+            ctx.opts.namesrv,
+            profile
+                .cluster
+                .as_ref()
+                .filter(|_| ctx.opts.target.is_none()),
+            ctx.broker_bin.as_deref(),
+            cell,
+            &job_dir,
+            ctx.pinning.as_ref().map(|(b, _)| b.as_slice()),
+        )?;
+        let first = cluster.as_ref().map(|c| c.first_broker());
+        let (addr, mut process, pid) = match (first, ctx.opts.target, &ctx.broker_bin) {
+            (Some(Some((addr, pid))), _, _) => (addr, None, Some(pid)),
+            (Some(None), _, _) => (
+                cluster.as_ref().map_or(addr0(), |c| c.namesrv),
+                None,
+                ctx.opts.broker_pid,
+            ),
+            (None, Some(addr), _) => (addr, None, ctx.opts.broker_pid),
+            (None, None, Some(bin)) => {
                 let conf = effective_conf(cell, &store);
                 let conf_path = job_dir.join("broker.conf");
                 broker::write_conf(&conf_path, &conf)
@@ -66,7 +86,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 let (addr, pid) = (p.addr, p.pid);
                 (addr, Some(p), Some(pid))
             }
-            (None, None) => return Err("no broker binary and no --target".into()),
+            (None, None, None) => return Err("no broker binary and no --target".into()),
         };
         let outcome = drive(
             ctx,
@@ -74,6 +94,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             repetition,
             addr,
             process.as_mut(),
+            cluster.as_mut(),
+            &mut broker_names,
             pid,
             harness_cpus,
             &mut samples,
@@ -89,6 +111,13 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 _ => {}
             }
             let _ = std::fs::remove_dir_all(&store);
+        }
+        if let Some(c) = cluster {
+            if let Some(reason) = c.stop(Duration::from_secs(10)) {
+                if outcome.is_ok() && !interrupted {
+                    invalid.get_or_insert(reason);
+                }
+            }
         }
         outcome
     })();
@@ -114,7 +143,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut rows = Vec::new();
     for ph in measured {
         let seg = &recorder.segments[ph.segment];
-        let figs = SegmentFigures::from_segment(seg);
+        let mut figs = SegmentFigures::from_segment(seg);
+        figs.broker_names = broker_names.clone();
         let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
         let target_rate = (cell.workload.model != Model::Closed).then_some(ph.rate);
         let mut row = SummaryRow {
@@ -154,4 +184,9 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         ));
     }
     (rows, interrupted)
+}
+
+/// A placeholder address for a job whose brokers come from a name server.
+fn addr0() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
 }

@@ -175,12 +175,13 @@ impl Pacer {
                         .current_segment
                         .store(segment, Ordering::Relaxed);
                     while self.common.outstanding.load(Ordering::Acquire) < concurrency {
-                        match self.pick() {
+                        let (pick, queue) = self.pick_first();
+                        match pick {
                             Pick::Conn(c) => {
                                 self.rec.lock().scheduled(segment);
                                 self.common.outstanding.fetch_add(1, Ordering::AcqRel);
                                 let t = Instant::now();
-                                self.write(c, Attempt::first(seq, t, segment), t);
+                                self.write(c, Attempt::first(seq, t, segment), t, queue);
                                 seq += 1;
                             }
                             Pick::Full => break,
@@ -241,10 +242,11 @@ impl Pacer {
                 self.end_unwritten(p.segment, Outcome::Dropped, p.intended, now);
                 continue;
             }
-            match self.pick() {
+            let (pick, queue) = self.pick_first();
+            match pick {
                 Pick::Conn(c) => {
                     let p = self.backlog.pop_front().expect("front exists");
-                    self.write(c, Attempt::first(p.seq, p.intended, p.segment), now);
+                    self.write(c, Attempt::first(p.seq, p.intended, p.segment), now, queue);
                 }
                 Pick::Full => break,
                 Pick::Down => {
@@ -259,8 +261,8 @@ impl Pacer {
     fn drain_retries(&mut self) {
         loop {
             match self.retry_rx.try_recv() {
-                Ok(r) => match self.pick() {
-                    Pick::Conn(c) => {
+                Ok(r) => match self.pick_retry(r.last_broker) {
+                    (Pick::Conn(c), queue) => {
                         let attempt = Attempt {
                             seq: r.seq,
                             intended: r.intended,
@@ -268,9 +270,9 @@ impl Pacer {
                             segment: r.segment,
                             number: r.attempt,
                         };
-                        self.write(c, attempt, Instant::now());
+                        self.write(c, attempt, Instant::now(), queue);
                     }
-                    Pick::Full | Pick::Down => {
+                    (Pick::Full | Pick::Down, _) => {
                         // No slot: the retry fails like the Java client's would, as a connection error.
                         let now = Instant::now();
                         self.end_unwritten(r.segment, Outcome::ConnectionError, r.intended, now);
@@ -284,13 +286,39 @@ impl Pacer {
         }
     }
 
-    /// Round robin over healthy connections with a free slot; reconnects broken ones.
-    fn pick(&mut self) -> Pick {
+    /// The connection and (cluster) queue of a first attempt: the router's queue choice,
+    /// then a connection to that broker.
+    fn pick_first(&mut self) -> (Pick, Option<i32>) {
+        self.pick_routed(None, false)
+    }
+
+    /// The same for a retry, which avoids the broker of the failed attempt.
+    fn pick_retry(&mut self, last: Option<usize>) -> (Pick, Option<i32>) {
+        self.pick_routed(last, true)
+    }
+
+    fn pick_routed(&mut self, last: Option<usize>, retry: bool) -> (Pick, Option<i32>) {
+        let Some(router) = self.common.cluster.clone() else {
+            return (self.pick(None), None);
+        };
+        let last = if retry { last } else { None };
+        match router.select(last, Instant::now()) {
+            Some(q) => (self.pick(Some(q.broker)), Some(q.queue_id)),
+            None => (Pick::Down, None),
+        }
+    }
+
+    /// Round robin over healthy connections (of `broker`, in a cluster) with a free slot;
+    /// reconnects broken ones.
+    fn pick(&mut self, broker: Option<usize>) -> Pick {
         let n = self.conns.len();
         let max = self.cfg.workload.max_in_flight as usize;
         let mut any_up = false;
         for k in 0..n {
             let i = (self.rr + k) % n;
+            if broker.is_some() && self.conns[i].broker != broker {
+                continue;
+            }
             let broken = self.conns[i].stream.is_none()
                 || self.conns[i].shared.broken.load(Ordering::Acquire);
             if broken {
@@ -303,7 +331,7 @@ impl Pacer {
                 if let Some(s) = self.conns[i].stream.take() {
                     let _ = s.shutdown(Shutdown::Both);
                 }
-                if connect(&mut self.conns[i], self.cfg.addr, &self.common, i).is_err() {
+                if connect(&mut self.conns[i], &self.common, i).is_err() {
                     continue;
                 }
             }
@@ -324,7 +352,8 @@ impl Pacer {
     /// it. Sends due together (a catch-up after a late wake-up) go out in one `write`.
     /// `now` is the caller's clock reading: one per batch of writes, since a clock read is a
     /// measurable share of the generator's cost per send.
-    fn write(&mut self, c: usize, a: Attempt, now: Instant) {
+    /// `queue`: the router's queue id in a cluster; otherwise the builder's round robin.
+    fn write(&mut self, c: usize, a: Attempt, now: Instant, queue: Option<i32>) {
         let Attempt {
             seq,
             intended,
@@ -335,7 +364,9 @@ impl Pacer {
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
-        let encoded = self.builder.encode_into(seq, opaque, &mut conn.out);
+        let encoded = self
+            .builder
+            .encode_into_queue(seq, queue, opaque, &mut conn.out);
         if !self.common.oneway {
             let e = InFlight {
                 seq,
@@ -344,6 +375,7 @@ impl Pacer {
                 first_written: first_written.unwrap_or(now),
                 segment,
                 attempt: number,
+                broker: conn.broker,
             };
             conn.shared.len.fetch_add(1, Ordering::AcqRel);
             let handed = match conn.tx.as_ref() {

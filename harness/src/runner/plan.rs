@@ -69,6 +69,8 @@ pub struct LoadConfig {
     pub workload: Workload,
     pub pacing: Pacing,
     pub phases: Vec<Phase>,
+    /// Several brokers: connections to each, queues chosen by the router (`harness::cluster`).
+    pub cluster: Option<std::sync::Arc<crate::cluster::router::Router>>,
 }
 
 impl LoadConfig {
@@ -79,6 +81,7 @@ impl LoadConfig {
             workload: workload.clone(),
             pacing,
             phases,
+            cluster: None,
         }
     }
 
