@@ -93,6 +93,8 @@ pub struct NamesrvConfig {
     pub max_connections: usize,
     pub max_brokers: usize,
     pub max_topics: usize,
+    /// Log lines to this file instead of stderr (in-process use); not a key.
+    pub log_file: Option<std::path::PathBuf>,
 }
 
 impl Default for NamesrvConfig {
@@ -106,6 +108,7 @@ impl Default for NamesrvConfig {
             max_connections: 0,
             max_brokers: 0,
             max_topics: 0,
+            log_file: None,
         };
         for k in KEYS {
             // The defaults in KEYS are valid by construction (a unit test checks).

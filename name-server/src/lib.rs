@@ -7,6 +7,7 @@
 
 pub mod compressed;
 pub mod config;
+pub mod log;
 pub mod processor;
 pub mod routes;
 mod server;
@@ -19,7 +20,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use config::NamesrvConfig;
 
-use crate::{routes::RouteInfo, server::Shared};
+use crate::{log::Log, routes::RouteInfo, server::Shared};
 
 /// Serves `listener` until `shutdown` completes. Prints exactly one line, `listening on
 /// IP:PORT`, to stdout once ready; everything else goes to stderr.
@@ -38,8 +39,17 @@ async fn serve(
     ready: Option<oneshot::Sender<SocketAddr>>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
+    let log = Arc::new(match &config.log_file {
+        Some(p) => Log::file(p).with_context(|| format!("creating {}", p.display()))?,
+        None => Log::stderr(),
+    });
     let shared = Arc::new(Shared::new(
-        RouteInfo::new(config.broker_expired, config.max_brokers, config.max_topics),
+        RouteInfo::with_log(
+            config.broker_expired,
+            config.max_brokers,
+            config.max_topics,
+            log.clone(),
+        ),
         config.idle,
         config.max_connections,
     ));
@@ -64,7 +74,10 @@ async fn serve(
                     _ = token.cancelled() => return,
                     _ = tick.tick() => {
                         for (addr, timeout) in shared.routes.scan_not_active(Instant::now()) {
-                            eprintln!("The broker channel expired, {addr} {}ms", timeout.as_millis());
+                            shared.routes.log.line(format_args!(
+                                "The broker channel expired, {addr} {}ms",
+                                timeout.as_millis()
+                            ));
                         }
                     }
                 }
@@ -83,14 +96,14 @@ async fn serve(
         }
     }
     shutdown.await;
-    eprintln!("shutting down");
+    log.line(format_args!("shutting down"));
     token.cancel();
     tracker.close();
     tracker.wait().await;
-    eprintln!(
+    log.line(format_args!(
         "stopped; {} live brokers at the end",
         shared.routes.live_count()
-    );
+    ));
     Ok(())
 }
 

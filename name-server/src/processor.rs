@@ -117,7 +117,10 @@ fn unregister(routes: &RouteInfo, cmd: &RemotingCommand) -> RemotingCommand {
     match cmd.header::<UnregisterBrokerRequestHeader>() {
         Ok(h) => {
             routes.unregister(&h.cluster_name, &h.broker_name, &h.broker_addr);
-            eprintln!("broker {} ({}) unregistered", h.broker_name, h.broker_addr);
+            routes.log.line(format_args!(
+                "broker {} ({}) unregistered",
+                h.broker_name, h.broker_addr
+            ));
             RemotingCommand::response_to(cmd, ResponseCode::SUCCESS, None)
         }
         Err(e) => error(cmd, format!("UNREGISTER_BROKER: {e}")),

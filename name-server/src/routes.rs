@@ -13,6 +13,8 @@ use remoting::route::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::log::Log;
+
 /// Why a registration was refused (answered SYSTEM_ERROR with this text).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RegisterError {
@@ -76,15 +78,31 @@ pub struct RouteInfo {
     default_timeout: Duration,
     max_brokers: usize,
     max_topics: usize,
+    pub log: std::sync::Arc<Log>,
 }
 
 impl RouteInfo {
     pub fn new(default_timeout: Duration, max_brokers: usize, max_topics: usize) -> Self {
+        Self::with_log(
+            default_timeout,
+            max_brokers,
+            max_topics,
+            Log::stderr().into(),
+        )
+    }
+
+    pub fn with_log(
+        default_timeout: Duration,
+        max_brokers: usize,
+        max_topics: usize,
+        log: std::sync::Arc<Log>,
+    ) -> Self {
         RouteInfo {
             tables: RwLock::new(Tables::default()),
             default_timeout,
             max_brokers,
             max_topics,
+            log,
         }
     }
 
@@ -171,10 +189,10 @@ impl RouteInfo {
             },
         );
         if previous.is_none() {
-            eprintln!(
+            self.log.line(format_args!(
                 "new broker registered, {} {} id {} (cluster {})",
                 r.broker_name, r.broker_addr, r.broker_id, r.cluster_name
-            );
+            ));
         }
         let mut result = RegisterResult::default();
         if r.broker_id != MASTER_ID {
@@ -196,7 +214,7 @@ impl RouteInfo {
     /// cluster and every topic.
     pub fn unregister(&self, cluster: &str, broker_name: &str, broker_addr: &str) {
         let mut t = self.tables.write();
-        remove_broker(&mut t, cluster, broker_name, broker_addr);
+        remove_broker(&self.log, &mut t, cluster, broker_name, broker_addr);
     }
 
     /// The liveness scan (§4): removes brokers silent for longer than their timeout, closes
@@ -215,7 +233,7 @@ impl RouteInfo {
             }
             let name = broker_name_of(&t, addr);
             match name {
-                Some(name) => remove_broker(&mut t, cluster, &name, addr),
+                Some(name) => remove_broker(&self.log, &mut t, cluster, &name, addr),
                 None => {
                     t.live.remove(&(cluster.clone(), addr.clone()));
                 }
@@ -236,7 +254,7 @@ impl RouteInfo {
             .collect();
         for (cluster, addr) in &gone {
             match broker_name_of(&t, addr) {
-                Some(name) => remove_broker(&mut t, cluster, &name, addr),
+                Some(name) => remove_broker(&self.log, &mut t, cluster, &name, addr),
                 None => {
                     t.live.remove(&(cluster.clone(), addr.clone()));
                 }
@@ -286,7 +304,7 @@ fn broker_name_of(t: &Tables, addr: &str) -> Option<String> {
         .map(|b| b.broker_name.clone())
 }
 
-fn remove_broker(t: &mut Tables, cluster: &str, broker_name: &str, broker_addr: &str) {
+fn remove_broker(log: &Log, t: &mut Tables, cluster: &str, broker_name: &str, broker_addr: &str) {
     t.live.remove(&(cluster.to_owned(), broker_addr.to_owned()));
     let emptied = match t.broker_addr.get_mut(broker_name) {
         Some(b) => {
@@ -300,7 +318,9 @@ fn remove_broker(t: &mut Tables, cluster: &str, broker_name: &str, broker_addr: 
         return;
     }
     t.broker_addr.remove(broker_name);
-    eprintln!("broker {broker_name} ({broker_addr}) removed: no address left");
+    log.line(format_args!(
+        "broker {broker_name} ({broker_addr}) removed: no address left"
+    ));
     if let Some(names) = t.cluster_addr.get_mut(cluster) {
         names.remove(broker_name);
         if names.is_empty() {

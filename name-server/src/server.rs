@@ -76,7 +76,7 @@ pub async fn accept_loop(
                 });
             }
             Err(e) => {
-                eprintln!("accept failed: {e}");
+                shared.routes.log.line(format_args!("accept failed: {e}"));
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {}
@@ -112,14 +112,19 @@ async fn serve(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!("{peer}: malformed frame, closing the connection: {e}");
+                    shared.routes.log.line(format_args!(
+                        "{peer}: malformed frame, closing the connection: {e}"
+                    ));
                     break 'conn;
                 }
             }
         }
         if !out.is_empty() {
             if let Err(e) = socket.write_all(&out).await {
-                eprintln!("{peer}: write failed: {e}");
+                shared
+                    .routes
+                    .log
+                    .line(format_args!("{peer}: write failed: {e}"));
                 break;
             }
             out.clear();
@@ -128,18 +133,18 @@ async fn serve(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = channel.close.cancelled() => {
-                eprintln!("{peer}: closing the channel of an expired broker");
+                shared.routes.log.line(format_args!("{peer}: closing the channel of an expired broker"));
                 break;
             }
             _ = tokio::time::sleep_until(last_activity + shared.idle) => {
-                eprintln!("{peer}: idle for {}s, closing the connection", shared.idle.as_secs());
+                shared.routes.log.line(format_args!("{peer}: idle for {}s, closing the connection", shared.idle.as_secs()));
                 break;
             }
             n = socket.read_buf(&mut buf) => match n {
                 Ok(0) => break,
                 Ok(_) => last_activity = Instant::now(),
                 Err(e) => {
-                    eprintln!("{peer}: read failed: {e}");
+                    shared.routes.log.line(format_args!("{peer}: read failed: {e}"));
                     break;
                 }
             },
@@ -147,6 +152,8 @@ async fn serve(
     }
     let _ = socket.shutdown().await;
     for addr in shared.routes.channel_closed(channel.id) {
-        eprintln!("{peer}: channel closed, broker {addr} removed");
+        shared.routes.log.line(format_args!(
+            "{peer}: channel closed, broker {addr} removed"
+        ));
     }
 }

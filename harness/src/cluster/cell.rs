@@ -86,8 +86,9 @@ impl CellCluster {
             .enable_all()
             .build()
             .map_err(|e| format!("starting the name server's runtime: {e}"))?;
-        let config = NamesrvConfig::load(None, &["listenPort=0".to_owned()])
+        let mut config = NamesrvConfig::load(None, &["listenPort=0".to_owned()])
             .map_err(|e| format!("name server configuration: {e}"))?;
+        config.log_file = Some(job_dir.join("namesrv.log"));
         let ns = runtime
             .block_on(RunningNameServer::start(config))
             .map_err(|e| format!("starting the name server: {e:#}"))?;
