@@ -58,4 +58,44 @@ mod tests {
         assert!(ClusterSpec { brokers: 0 }.validate().is_err());
         assert!(ClusterSpec { brokers: 2 }.validate().is_ok());
     }
+
+    fn parse(text: &str, sets: &[&str]) -> Result<crate::profile::Profile, String> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        crate::profile::Profile::parse(text, "c.toml", std::path::Path::new("c.toml"), &sets)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn per_broker_keys_need_that_broker() {
+        let ok = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[broker]\n\"1.injectPutStallMillis\" = 800\n",
+            &["broker.0.waitTimeMillsInSendQueue=500"],
+        )
+        .unwrap();
+        assert_eq!(ok.cluster, Some(ClusterSpec { brokers: 2 }));
+        assert_eq!(ok.broker["1.injectPutStallMillis"], "800");
+        let e = parse(
+            "name = \"c\"\n[broker]\n\"1.injectPutStallMillis\" = 800\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("c.toml:3:1: broker key `1.injectPutStallMillis` names broker 1, but the profile starts 0 brokers"),
+            "{e}"
+        );
+        let e = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[matrix]\n\"broker.2.injectPutStallMillis\" = [0, 800]\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("add [cluster] brokers = 3 or more"), "{e}");
+        let e = parse("name = \"c\"\n[cluster]\nbrokers = 0\n", &[]).unwrap_err();
+        assert!(e.contains("`brokers` must be between 1 and 16"), "{e}");
+        let e = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[broker]\n1.injectPutStallMillis = 800\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("quote a per-broker key"), "{e}");
+    }
 }

@@ -139,7 +139,13 @@ impl Profile {
         let mut broker_origins = BTreeMap::new();
         let mut broker = BTreeMap::new();
         for (k, v) in raw.broker.iter().flatten() {
-            let key_span = find_key_span(text, "broker", k).unwrap_or_else(|| v.span());
+            // A per-broker key is written quoted (`"1.injectPutStallMillis"`).
+            let key_span = if k.contains('.') {
+                find_quoted_key_span(text, k)
+            } else {
+                find_key_span(text, "broker", k)
+            }
+            .unwrap_or_else(|| v.span());
             broker_origins.insert(k.clone(), locate(key_span));
             if !is_scalar(v.get_ref()) {
                 return Err(src.err(Some(v.span()), format!("broker key `{k}` must be a string, number or boolean (it is written into broker.conf)"), None));

@@ -30,6 +30,11 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             )));
         }
     }
+    if opts.target.is_some() && profile.cluster.is_some() {
+        return Err(crate::exit::invalid(anyhow::anyhow!(
+            "--target drives one broker, but the profile has [cluster]; drop --target (the harness starts the cluster) or use --namesrv HOST:PORT for an existing one"
+        )));
+    }
     if opts.target.is_some() && !profile.broker.is_empty() && !opts.quiet {
         eprintln!(
             "warning: --target drives an existing broker; the profile's [broker] keys ({}) are recorded in run.json but not applied",
