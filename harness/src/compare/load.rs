@@ -6,7 +6,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Columns of `summary.csv` that are text, never numbers.
-const TEXT_COLUMNS: &[&str] = &["profile", "cell_id", "step", "invalid_reason", "phase"];
+const TEXT_COLUMNS: &[&str] = &[
+    "profile",
+    "cell_id",
+    "step",
+    "invalid_reason",
+    "phase",
+    // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
+    "broker_ok",
+    "broker_busy",
+];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];
 /// Columns a `timeseries.csv` must have to be usable for the block bootstrap.

@@ -302,9 +302,23 @@ impl Pacer {
             return (self.pick(None), None);
         };
         let last = if retry { last } else { None };
-        match router.select(last, Instant::now()) {
-            Some(q) => (self.pick(Some(q.broker)), Some(q.queue_id)),
-            None => (Pick::Down, None),
+        let now = Instant::now();
+        let Some(q) = router.select(last, now) else {
+            return (Pick::Down, None);
+        };
+        match self.pick(Some(q.broker)) {
+            // No connection to that broker: the Java client's connect failure, a transport
+            // error, is isolated and the send moves to another broker.
+            Pick::Down => {
+                router.record(q.broker, Duration::ZERO, true, false, now);
+                match router.select(Some(q.broker), now) {
+                    Some(other) if other.broker != q.broker => {
+                        (self.pick(Some(other.broker)), Some(other.queue_id))
+                    }
+                    _ => (Pick::Down, None),
+                }
+            }
+            pick => (pick, Some(q.queue_id)),
         }
     }
 
