@@ -183,3 +183,26 @@ fn namesrv_flag_discovers_an_existing_cluster() {
     let statuses = cluster.stop(Duration::from_secs(10));
     assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
 }
+
+/// With `latency_fault`, broker 1's first busy answers isolate it (10 s with the 5.x tables):
+/// for the rest of the cell the sends go to broker 0. (That it comes back after the fault
+/// duration is checked with a fake clock in `cluster::router`'s tests.)
+#[test]
+fn latency_fault_moves_sends_away_from_the_stalled_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = RETRY.replace(
+        "[matrix]\n\"workload.retry\" = [\"rocketmq-4\", \"rocketmq-5.3\"]",
+        "[matrix]\n\"workload.retry\" = [\"rocketmq-5.3\"]\n\"workload.latency_fault\" = [true]",
+    );
+    let profile = Profile::parse(&text, "fault.toml", Path::new("fault.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    let r = &outcome.rows[0];
+    check_invariants(r);
+    let s = &r.seg;
+    assert!(s.first_busy > 0, "{r:?}");
+    assert_eq!(s.busy_total(), 0, "{r:?}");
+    assert!(
+        s.per_broker[1][0] * 4 < s.per_broker[0][0],
+        "broker 1 is avoided after its busy answers: {r:?}"
+    );
+}
