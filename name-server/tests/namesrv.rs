@@ -338,3 +338,51 @@ fn the_binary_prints_one_line_and_stops_cleanly_on_sigint() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("did you mean `listenPort`"), "{err}");
 }
+
+/// A 4.x broker with `compressedRegister=true`: header `compressed=true`, a zlib body of
+/// length-prefixed parts (namesrv §2.3), CRC over the compressed bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_registration_is_read() {
+    use std::io::Write as _;
+    let ns = RunningNameServer::start(config(&[])).await.unwrap();
+    let addr = ns.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut raw = Vec::new();
+        let mut part = |b: &[u8]| {
+            raw.extend_from_slice(&(b.len() as i32).to_be_bytes());
+            raw.extend_from_slice(b);
+        };
+        part(br#"{"counter":1,"timestamp":1700000000000}"#);
+        raw.extend_from_slice(&2i32.to_be_bytes());
+        for line in ["TBW102 8 8 7 SINGLE_TAG", "Zipped 2 3 6 SINGLE_TAG"] {
+            raw.extend_from_slice(&(line.len() as i32).to_be_bytes());
+            raw.extend_from_slice(line.as_bytes());
+        }
+        raw.extend_from_slice(&2i32.to_be_bytes());
+        raw.extend_from_slice(b"[]");
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&raw).unwrap();
+        let body = z.finish().unwrap();
+        let mut c = Client::connect(addr);
+        let mut cmd = RemotingCommand::request(RequestCode::REGISTER_BROKER, 0)
+            .with_header(&RegisterBrokerRequestHeader {
+                broker_name: "broker-z".into(),
+                broker_addr: "127.0.0.1:30911".into(),
+                cluster_name: "DefaultCluster".into(),
+                ha_server_addr: "127.0.0.1:30912".into(),
+                broker_id: 0,
+                compressed: Some(true),
+                body_crc32: Some(body_crc32(&body)),
+                ..Default::default()
+            })
+            .with_body(body);
+        cmd.version = 409;
+        assert_eq!(c.call(cmd).code, 0);
+        let r = TopicRouteData::decode(&c.route("Zipped", 409).body).unwrap();
+        assert_eq!(r.queue_datas[0].write_queue_nums, 3);
+        assert_eq!(r.queue_datas[0].read_queue_nums, 2);
+    })
+    .await
+    .unwrap();
+    ns.stop().await.unwrap();
+}
