@@ -178,3 +178,94 @@ impl Drop for Refresher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::router::Selection;
+    use name_server::{NamesrvConfig, RunningNameServer};
+    use remoting::headers::RegisterBrokerRequestHeader;
+    use remoting::route::{body_crc32, RegisterBrokerBody, TopicConfigData};
+
+    fn register(ns: SocketAddr, write_queues: i32, counter: i64) -> AdminConn {
+        let mut body = RegisterBrokerBody::default();
+        let w = &mut body.topic_config_serialize_wrapper;
+        w.data_version.counter = counter;
+        for (name, queues) in [("T", write_queues), ("TBW102", 8)] {
+            w.topic_config_table.insert(
+                name.into(),
+                TopicConfigData {
+                    topic_name: name.into(),
+                    read_queue_nums: queues,
+                    write_queue_nums: queues,
+                    ..Default::default()
+                },
+            );
+        }
+        let body = body.encode();
+        let mut c = AdminConn::connect(ns, CALL_TIMEOUT).unwrap();
+        let answer = c
+            .call(
+                RemotingCommand::request(RequestCode::REGISTER_BROKER, 0)
+                    .with_header(&RegisterBrokerRequestHeader {
+                        broker_name: "broker-0".into(),
+                        broker_addr: "127.0.0.1:10911".into(),
+                        cluster_name: "c".into(),
+                        ha_server_addr: "127.0.0.1:10912".into(),
+                        broker_id: 0,
+                        body_crc32: Some(body_crc32(&body)),
+                        ..Default::default()
+                    })
+                    .with_body(body),
+                CALL_TIMEOUT,
+            )
+            .unwrap();
+        assert_eq!(answer.code, 0, "{answer:?}");
+        c
+    }
+
+    /// The route is read at start and re-read by the refresh thread: a broker that now
+    /// registers 2 write queues instead of 4 gets sends on queues 0 and 1 only.
+    #[test]
+    fn routes_are_discovered_and_refreshed() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = NamesrvConfig::load(None, &["listenPort=0".into()]).unwrap();
+        let ns = rt.block_on(RunningNameServer::start(config)).unwrap();
+        // The registering connection stays open: closing it would unregister the broker.
+        let _first = register(ns.addr, 4, 1);
+        assert_eq!(fetch_route(ns.addr, "Nope").unwrap(), None);
+        let route = wait_for_route(ns.addr, "T", 1, Duration::from_secs(5)).unwrap();
+        let brokers = brokers_of(&route).unwrap();
+        assert_eq!(brokers[0].write_queues, 4);
+        assert_eq!(master_addrs(ns.addr).unwrap().len(), 1);
+        let router = Arc::new(Router::new(brokers, Selection::RoundRobin, 1));
+        let now = Instant::now();
+        assert!((0..8).any(|_| router.select(None, now).unwrap().queue_id >= 2));
+
+        let _refresh = Refresher::start(
+            ns.addr,
+            "T".into(),
+            router.clone(),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        let _second = register(ns.addr, 2, 2);
+        let end = Instant::now() + Duration::from_secs(10);
+        let refreshed = loop {
+            let now = Instant::now();
+            if (0..8).all(|_| router.select(None, now).unwrap().queue_id < 2) {
+                break true;
+            }
+            if now > end {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(refreshed, "the refresh picked up the new route");
+        rt.block_on(ns.stop()).unwrap();
+    }
+}
