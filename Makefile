@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report cluster clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,6 +62,9 @@ baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.cs
 	cp $(SMOKE_OUT)/summary.csv $(BASELINE)
 	cp $(SMOKE_OUT)/timeseries.csv $(BASELINE:.csv=.timeseries.csv)
 	@echo "baseline refreshed: review 'git diff $(BASELINE)' and commit it"
+
+cluster: build ## Two brokers and a name server per cell: retry none / rocketmq-4 / rocketmq-5.3 x latency fault (profiles/retry-another-broker.toml)
+	$(HARNESS) run profiles/retry-another-broker.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
 	$(CARGO) bench -p broker-under-test $(EXTRA_CARGO_ARGS)

@@ -12,6 +12,7 @@ pub mod counters;
 pub mod dispatch;
 pub mod executor;
 pub mod keys;
+pub mod namesrv;
 pub mod periodic;
 pub mod processor;
 pub mod server;
@@ -180,6 +181,15 @@ async fn serve(
         });
     }
 
+    let registrar = match namesrv::Settings::from_config(&broker.config) {
+        Ok(Some(s)) => Some(
+            namesrv::Registrar::start(broker.clone(), s, local)
+                .context("starting the name-server registration thread")?,
+        ),
+        Ok(None) => None,
+        Err(e) => anyhow::bail!(e),
+    };
+
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {local}").context("writing to stdout")?;
@@ -191,6 +201,12 @@ async fn serve(
 
     shutdown.await;
     eprintln!("shutting down: no new connections, finishing queued work");
+    if let Some(mut r) = registrar {
+        // 5.x unregisters first thing, so producers stop choosing this broker.
+        tokio::task::spawn_blocking(move || r.stop())
+            .await
+            .context("joining the registration thread")?;
+    }
     token.cancel();
     // Held pulls are never answered (as in RocketMQ); dropping them lets connections close.
     let mut hold_check = hold_check;

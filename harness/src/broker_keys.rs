@@ -82,7 +82,8 @@ impl BrokerKeys {
             }
         }
         for (key, values) in named {
-            let Some(spec) = self.keys.get(key) else {
+            // `1.injectPutStallMillis` is broker 1's `injectPutStallMillis`.
+            let Some(spec) = self.keys.get(crate::profile::bare_key(key)) else {
                 problems.push(format!(
                     "{}: unknown broker key `{key}`\n  help: {}",
                     origin(key),

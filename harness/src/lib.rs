@@ -5,6 +5,7 @@
 
 pub mod broker;
 pub mod broker_keys;
+pub mod cluster;
 pub mod compare;
 pub mod consumer;
 pub mod drift;
@@ -76,8 +77,12 @@ pub struct RunArgs {
     pub profile: PathBuf,
     /// Drive an existing broker at HOST:PORT instead of starting broker-under-test (a host
     /// name, such as a Kubernetes Service, is resolved once at start).
-    #[arg(long, value_parser = parse_target)]
+    #[arg(long, value_parser = parse_target, conflicts_with = "namesrv")]
     pub target: Option<SocketAddr>,
+    /// Drive an existing cluster through its name server at HOST:PORT: routes are discovered
+    /// (and refreshed every 30 s), sends spread over its brokers as the Java producer does.
+    #[arg(long)]
+    pub namesrv: Option<SocketAddr>,
     /// Result folder. Default: results/<profile name>-<UTC timestamp>.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -255,6 +260,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let opts = runner::RunOptions {
         target: args.target,
+        namesrv: args.namesrv,
         out: args.out.clone(),
         broker_pid: args.broker_pid,
         broker_bin: args.broker_bin.clone(),

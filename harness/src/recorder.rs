@@ -247,6 +247,12 @@ pub struct Segment {
     pub attempt_busy: [u64; 6],
     /// Response codes of every attempt.
     pub codes: BTreeMap<i32, u64>,
+    /// First attempts answered ok / busy: the answer before any retry (the final outcomes
+    /// are in `counts`).
+    pub first_ok: u64,
+    pub first_busy: u64,
+    /// Attempts answered `[ok, busy]` by each broker of a cluster (index of the router).
+    pub per_broker: Vec<[u64; 2]>,
 }
 
 impl Default for Segment {
@@ -264,6 +270,9 @@ impl Default for Segment {
             size_of_queue: histogram(),
             attempt_busy: [0; 6],
             codes: BTreeMap::new(),
+            first_ok: 0,
+            first_busy: 0,
+            per_broker: Vec::new(),
         }
     }
 }
@@ -290,6 +299,15 @@ impl Segment {
         }
         for (k, v) in &o.codes {
             *self.codes.entry(*k).or_default() += v;
+        }
+        self.first_ok += o.first_ok;
+        self.first_busy += o.first_busy;
+        if self.per_broker.len() < o.per_broker.len() {
+            self.per_broker.resize(o.per_broker.len(), [0, 0]);
+        }
+        for (a, b) in self.per_broker.iter_mut().zip(&o.per_broker) {
+            a[0] += b[0];
+            a[1] += b[1];
         }
     }
 }
@@ -418,6 +436,29 @@ impl Recorder {
         }
         if let Some(sv) = service_us {
             record(&mut self.interval.service, sv);
+        }
+    }
+
+    /// The answer to a send's first attempt (whatever happens to it later).
+    pub fn first_attempt(&mut self, seg: usize, outcome: Outcome) {
+        let s = self.seg(seg);
+        match outcome {
+            Outcome::Ok => s.first_ok += 1,
+            Outcome::Busy(_) => s.first_busy += 1,
+            _ => {}
+        }
+    }
+
+    /// An attempt answered by broker `broker` of a cluster.
+    pub fn broker_answer(&mut self, seg: usize, broker: usize, outcome: Outcome) {
+        let s = self.seg(seg);
+        if s.per_broker.len() <= broker {
+            s.per_broker.resize(broker + 1, [0, 0]);
+        }
+        match outcome {
+            Outcome::Ok => s.per_broker[broker][0] += 1,
+            Outcome::Busy(_) => s.per_broker[broker][1] += 1,
+            _ => {}
         }
     }
 

@@ -44,7 +44,7 @@ fn options(out: &Path) -> RunOptions {
         cancel: CancellationToken::new(),
         stop_after_jobs: None,
         quiet: true,
-        spread: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -435,11 +435,17 @@ mappedFileSizeCommitLog = 16777216
     let text = std::fs::read_to_string(&summary).unwrap();
     let rows: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(rows.len(), 2, "{text}");
-    // By column name: more columns may follow `invalid_reason` (the consumers' do).
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let at = header.iter().position(|c| *c == "valid").unwrap();
-    let cells: Vec<&str> = rows[1].split(',').collect();
-    assert_eq!(&cells[at..at + 2], ["false", "interrupted"], "{text}");
+    // By column name, parsed as CSV: more columns follow `invalid_reason`, and a reason may
+    // hold a quoted comma.
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let at = header.iter().position(|c| c == "valid").unwrap();
+    let second = reader.records().nth(1).unwrap().unwrap();
+    assert_eq!(
+        (&second[at], &second[at + 1]),
+        ("false", "interrupted"),
+        "{text}"
+    );
     let last: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
     assert_eq!(last["status"], "interrupted", "{last}");
@@ -487,9 +493,11 @@ fn knee_search_probes_one_broker_and_reports_its_knee() {
         assert_eq!(r.knee.slo_met == Some(false), !r.knee.slo_failed.is_empty());
     }
     let rates: Vec<f64> = rows.iter().filter_map(|r| r.target_rate).collect();
+    // The ramp doubles until a probe fails (800/s on a quiet machine; earlier when other
+    // work slows the broker), so some probe failed and the search narrowed below it.
     assert!(
-        rates.contains(&800.0) || rates.iter().any(|r| *r < 200.0),
-        "{rates:?}"
+        rows.iter().any(|r| r.knee.slo_met == Some(false)),
+        "some probe fails the SLO: {rates:?}"
     );
     let failed_800 = rows
         .iter()

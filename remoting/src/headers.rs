@@ -289,6 +289,48 @@ custom_header! {
     }
 }
 
+custom_header! {
+    /// REGISTER_BROKER (103), name-server reference §2.1. `heartbeatTimeoutMillis` and
+    /// `enableActingMaster` are 5.x only.
+    pub struct RegisterBrokerRequestHeader {
+        broker_name: String => "brokerName",
+        broker_addr: String => "brokerAddr",
+        cluster_name: String => "clusterName",
+        ha_server_addr: String => "haServerAddr",
+        broker_id: i64 => "brokerId",
+        compressed: Option<bool> => "compressed",
+        body_crc32: Option<i32> => "bodyCrc32",
+        heartbeat_timeout_millis: Option<i64> => "heartbeatTimeoutMillis",
+        enable_acting_master: Option<bool> => "enableActingMaster",
+    }
+}
+
+custom_header! {
+    /// The REGISTER_BROKER response: set only for a slave whose master is alive (§2.6).
+    pub struct RegisterBrokerResponseHeader {
+        ha_server_addr: Option<String> => "haServerAddr",
+        master_addr: Option<String> => "masterAddr",
+    }
+}
+
+custom_header! {
+    /// UNREGISTER_BROKER (104), name-server reference §3.
+    pub struct UnregisterBrokerRequestHeader {
+        broker_name: String => "brokerName",
+        broker_addr: String => "brokerAddr",
+        cluster_name: String => "clusterName",
+        broker_id: i64 => "brokerId",
+    }
+}
+
+custom_header! {
+    /// GET_ROUTEINFO_BY_TOPIC (105), name-server reference §5.
+    pub struct GetRouteInfoRequestHeader {
+        topic: String => "topic",
+        accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod header;
 pub mod headers;
 pub mod message;
 pub mod peek;
+pub mod route;
 pub mod template;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode};

@@ -117,6 +117,17 @@ impl BrokerConfig {
 
     /// Fails on contradictions a real broker would only discover at run time.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Err(reason) = crate::namesrv::Settings::from_config(self) {
+            return Err(ConfigError::BadValue {
+                key: "namesrvAddr".into(),
+                value: self
+                    .effective
+                    .get("namesrvAddr")
+                    .cloned()
+                    .unwrap_or_default(),
+                reason,
+            });
+        }
         if self.default_topic_queue_nums < 1 {
             return Err(ConfigError::BadValue {
                 key: "defaultTopicQueueNums".into(),

@@ -161,6 +161,18 @@ impl TopicTable {
         config
     }
 
+    /// The DataVersion and every topic, read together (the name-server registration body).
+    pub fn snapshot(&self) -> (DataVersion, Vec<TopicConfig>) {
+        let topics = self.topics.read();
+        let version = *self.version.lock();
+        (version, topics.values().cloned().collect())
+    }
+
+    /// The DataVersion alone: cheap enough to poll for changes.
+    pub fn data_version(&self) -> DataVersion {
+        *self.version.lock()
+    }
+
     fn changed(&self) {
         {
             let mut v = self.version.lock();

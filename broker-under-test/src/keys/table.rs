@@ -219,6 +219,24 @@ pub const KEYS: &[KeySpec] = &[
         "stored in every message's CLUSTER property",
     ),
     key(
+        "namesrvAddr",
+        Str,
+        Fixed(""),
+        "name servers to register with, `host:port;host:port`; empty = none",
+    ),
+    key(
+        "registerNameServerPeriod",
+        int(Unit::Millis, 1000, 60_000),
+        Fixed("30000"),
+        "period of the forced re-registration (RocketMQ clamps to 10000–60000; 1000 allowed here for tests)",
+    ),
+    key(
+        "registerBrokerTimeoutMills",
+        INTERVAL,
+        PerProfile(["6000", "6000", "24000"]),
+        "timeout of one REGISTER_BROKER call",
+    ),
+    key(
         "brokerRole",
         Enum(&["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"]),
         Fixed("ASYNC_MASTER"),

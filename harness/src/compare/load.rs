@@ -14,6 +14,9 @@ const TEXT_COLUMNS: &[&str] = &[
     "phase",
     "slo_failed",
     "knee_limited_by",
+    // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
+    "broker_ok",
+    "broker_busy",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];

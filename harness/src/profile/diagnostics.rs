@@ -23,6 +23,9 @@ pub enum ProfileError {
     },
     #[error("--set {arg}: {message}")]
     Set { arg: String, message: String },
+    /// A per-broker key for a broker the profile does not start; the text names its origin.
+    #[error("{0}")]
+    Cluster(String),
 }
 
 pub(super) struct Source<'a> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::cluster::{per_broker_key, ClusterSpec};
 use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEYS};
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
@@ -35,6 +36,7 @@ struct RawProfile {
     consumer: Option<Consumer>,
     knee: Option<Knee>,
     slo: Option<RawSlo>,
+    cluster: Option<Spanned<ClusterSpec>>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
     /// Read from the document table by `profile/fault.rs`; named here so it is not unknown.
@@ -86,6 +88,8 @@ pub struct Profile {
     pub fault_table: toml::Table,
     /// The base fault plan (no axis applied); None without `[fault]`.
     pub fault: Option<FaultPlan>,
+    /// `[cluster]`: a name server and several brokers per cell.
+    pub cluster: Option<ClusterSpec>,
 }
 
 impl Profile {
@@ -113,10 +117,17 @@ impl Profile {
             toml::from_str(text).map_err(|e| src.err(e.span(), e.message().trim(), None))?;
         let raw: RawProfile = toml::from_str(text).map_err(|e| {
             let msg = e.message().trim().to_owned();
-            let help = help_for(&msg).or_else(|| {
-                msg.starts_with("missing field `name`")
-                    .then(|| "add `name = \"my-profile\"` at the top of the file".to_owned())
-            });
+            let help = help_for(&msg)
+                .or_else(|| {
+                    msg.starts_with("missing field `name`")
+                        .then(|| "add `name = \"my-profile\"` at the top of the file".to_owned())
+                })
+                .or_else(|| {
+                    // A bare dotted key such as `1.injectPutStallMillis` is a TOML table.
+                    msg.contains("expected a borrowed string").then(|| {
+                        "quote a per-broker key: \"1.injectPutStallMillis\" = 800".to_owned()
+                    })
+                });
             src.err(e.span(), msg, help)
         })?;
 
@@ -178,7 +189,13 @@ impl Profile {
         let mut broker_origins = BTreeMap::new();
         let mut broker = BTreeMap::new();
         for (k, v) in raw.broker.iter().flatten() {
-            let key_span = find_key_span(text, "broker", k).unwrap_or_else(|| v.span());
+            // A per-broker key is written quoted (`"1.injectPutStallMillis"`).
+            let key_span = if k.contains('.') {
+                find_quoted_key_span(text, k)
+            } else {
+                find_key_span(text, "broker", k)
+            }
+            .unwrap_or_else(|| v.span());
             broker_origins.insert(k.clone(), locate(key_span));
             if !is_scalar(v.get_ref()) {
                 return Err(src.err(Some(v.span()), format!("broker key `{k}` must be a string, number or boolean (it is written into broker.conf)"), None));
@@ -267,6 +284,15 @@ impl Profile {
             ));
         }
 
+        let cluster = match &raw.cluster {
+            Some(c) => {
+                c.get_ref()
+                    .validate()
+                    .map_err(|m| src.err(Some(c.span()), m, None))?;
+                Some(c.get_ref().clone())
+            }
+            None => None,
+        };
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -288,10 +314,14 @@ impl Profile {
             consumer: raw.consumer,
             fault_table,
             fault,
+            cluster,
         };
         for arg in sets {
             profile.apply_set(arg)?;
         }
+        profile
+            .check_per_broker_keys()
+            .map_err(ProfileError::Cluster)?;
         Ok(profile)
     }
 
@@ -360,6 +390,29 @@ impl Profile {
                 &self.fault_table,
             )
             .map_err(|(m, _)| set_err(m))?;
+        }
+        Ok(())
+    }
+
+    /// `broker.<i>.<key>` needs `[cluster]` with more than `i` brokers.
+    fn check_per_broker_keys(&self) -> Result<(), String> {
+        let axis_keys = self
+            .axes
+            .iter()
+            .filter_map(|a| a.key.strip_prefix("broker."));
+        for key in self.broker.keys().map(String::as_str).chain(axis_keys) {
+            let Some((i, _)) = per_broker_key(key) else {
+                continue;
+            };
+            let brokers = self.cluster.as_ref().map_or(0, |c| c.brokers as usize);
+            if i >= brokers {
+                let origin = self.broker_origins.get(key).cloned().unwrap_or_default();
+                return Err(format!(
+                    "{origin}: broker key `{key}` names broker {i}, but the profile starts {brokers} broker{} (add [cluster] brokers = {} or more; brokers count from 0)",
+                    if brokers == 1 { "" } else { "s" },
+                    i + 1
+                ));
+            }
         }
         Ok(())
     }

@@ -9,12 +9,14 @@
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
 //! * fault.rs       — the `[fault]` table: kill, restart, pause, every
+//! * cluster.rs     — the `[cluster]` table and per-broker keys `broker.<i>.<key>`
 //! * settings.rs    — run order, `[validity]`, key metrics
 //! * knee.rs, slo.rs — `[knee]` and `[slo]` of `model = "knee"`
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
+mod cluster;
 mod consumer;
 mod diagnostics;
 mod document;
@@ -26,6 +28,7 @@ mod slo;
 mod value;
 mod workload;
 
+pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
 pub use consumer::{
     consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,
     CONSUMER_KEYS,

@@ -27,6 +27,7 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "producer_group",
     "retry",
     "create_topic",
+    "latency_fault",
 ];
 
 /// How sends are paced.
@@ -128,6 +129,10 @@ pub struct Workload {
     pub retry: RetryPolicy,
     /// Create the topic with UPDATE_AND_CREATE_TOPIC before the load. Default: true.
     pub create_topic: bool,
+    /// The Java producer's `sendLatencyFaultEnable`: with several brokers, avoid one that
+    /// answered slowly, busy or not at all for the client's fault duration (`harness::cluster`).
+    /// Default: false.
+    pub latency_fault: bool,
 }
 
 impl Default for Workload {
@@ -152,6 +157,7 @@ impl Default for Workload {
             producer_group: "harness_producer".to_owned(),
             retry: RetryPolicy::None,
             create_topic: true,
+            latency_fault: false,
         }
     }
 }

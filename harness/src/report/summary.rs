@@ -103,6 +103,12 @@ struct SummaryTail {
     broker_counters_match: Option<bool>,
     valid: bool,
     invalid_reason: String,
+    first_ok: u64,
+    first_busy: u64,
+    final_ok: u64,
+    final_busy: u64,
+    broker_ok: String,
+    broker_busy: String,
 }
 
 /// A fault experiment's figures (`[fault]`): the reconciliation of answers with the store
@@ -166,6 +172,12 @@ pub struct SegmentFigures {
     pub busy_p99_us: u64,
     pub period_in_queue_ms: [u64; 2],
     pub size_of_queue_max: u64,
+    /// First attempts answered ok / busy (before any retry).
+    pub first_ok: u64,
+    pub first_busy: u64,
+    /// Attempts answered `[ok, busy]` per cluster broker, and the brokers' names.
+    pub per_broker: Vec<[u64; 2]>,
+    pub broker_names: Vec<String>,
 }
 
 fn q(h: &Histogram<u64>, p: f64) -> u64 {
@@ -194,7 +206,25 @@ impl SegmentFigures {
             busy_p99_us: q(&s.busy_latency, 0.99),
             period_in_queue_ms: [q(&s.period_in_queue, 0.5), max(&s.period_in_queue)],
             size_of_queue_max: max(&s.size_of_queue),
+            first_ok: s.first_ok,
+            first_busy: s.first_busy,
+            per_broker: s.per_broker.clone(),
+            broker_names: Vec::new(),
         }
+    }
+
+    /// `name=count;name=count` of one per-broker figure (0 = ok, 1 = busy); empty with one
+    /// broker.
+    pub fn per_broker_column(&self, which: usize) -> String {
+        self.broker_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let v = self.per_broker.get(i).map_or(0, |c| c[which]);
+                format!("{n}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(";")
     }
 
     pub fn busy_total(&self) -> u64 {
@@ -305,6 +335,12 @@ impl SummaryRow {
                 broker_counters_match: self.res.broker_counters_match,
                 valid: self.valid,
                 invalid_reason: self.invalid_reason.clone(),
+                first_ok: s.first_ok,
+                first_busy: s.first_busy,
+                final_ok: s.counts.ok,
+                final_busy: s.busy_total(),
+                broker_ok: s.per_broker_column(0),
+                broker_busy: s.per_broker_column(1),
             },
             consumer: SummaryConsumer::of(self.consumer.as_ref()),
             fault: self.fault.clone(),
@@ -364,6 +400,10 @@ mod tests {
                 busy_p99_us: 4_321,
                 period_in_queue_ms: [200, 250],
                 size_of_queue_max: 17,
+                first_ok: 8_900,
+                first_busy: 30,
+                per_broker: vec![[5_000, 10], [4_000, 11]],
+                broker_names: vec!["broker-0".into(), "broker-1".into()],
             },
             res: Resources {
                 broker_cpu_avg: Some(87.26),
@@ -395,6 +435,7 @@ mod tests {
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
+8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,"
         );
         assert_eq!(
@@ -427,8 +468,8 @@ mod tests {
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,0,0,0,0,,\
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

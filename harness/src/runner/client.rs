@@ -171,8 +171,20 @@ impl SendBuilder {
     /// per send is what limits pacing precision. JSON single-message sends go through a
     /// [`FrameTemplate`], which copies the constant bytes and writes only those four values.
     pub fn encode_into(&mut self, seq: u64, opaque: i32, dst: &mut BytesMut) -> usize {
+        self.encode_into_queue(seq, None, opaque, dst)
+    }
+
+    /// [`SendBuilder::encode_into`] to queue `queue` (a cluster router's choice) instead of
+    /// `seq % queues`.
+    pub fn encode_into_queue(
+        &mut self,
+        seq: u64,
+        queue: Option<i32>,
+        opaque: i32,
+        dst: &mut BytesMut,
+    ) -> usize {
         let start = dst.len();
-        let queue_id = (seq % u64::from(self.queues)) as i32;
+        let queue_id = queue.unwrap_or((seq % u64::from(self.queues)) as i32);
         let born = epoch_ms();
         let batch = self.batch > 1;
         if self.template.is_none() {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::cluster::router::Router;
 use crate::consumer::SendTracking;
 use crate::fault::OutcomeLog;
 use crate::profile::RetryPolicy;
@@ -23,6 +24,8 @@ pub struct InFlight {
     pub first_written: Instant,
     pub segment: usize,
     pub attempt: u32,
+    /// The cluster broker it was written to (index of the router); `None` with one broker.
+    pub broker: Option<usize>,
 }
 
 /// What readers share with the pacer.
@@ -41,6 +44,8 @@ pub struct Common {
     /// Each send's final outcome by send number, when a fault experiment will reconcile them
     /// with the store.
     pub outcomes: Option<Arc<OutcomeLog>>,
+    /// With several brokers: queue selection and the fault table (`harness::cluster`).
+    pub cluster: Option<Arc<Router>>,
 }
 
 impl Common {
@@ -78,6 +83,12 @@ impl Common {
         now: Instant,
         answered: bool,
     ) {
+        if e.attempt == 1 {
+            rec.first_attempt(e.segment, outcome);
+        }
+        if let (Some(router), Some(b)) = (&self.cluster, e.broker) {
+            router.record(b, now - e.written, outcome != Outcome::Ok, answered, now);
+        }
         if retryable(self.policy, outcome, code)
             && e.attempt < MAX_ATTEMPTS
             && now < e.first_written + self.send_timeout
@@ -88,6 +99,7 @@ impl Common {
                 first_written: e.first_written,
                 segment: e.segment,
                 attempt: e.attempt + 1,
+                last_broker: e.broker,
             };
             if self.retry_tx.try_send(r).is_ok() {
                 return;

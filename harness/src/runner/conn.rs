@@ -38,6 +38,9 @@ pub type Leftover = (Receiver<Handoff>, HashMap<i32, InFlight>);
 
 /// One connection slot of the pacer; the socket is reopened after a failure.
 pub struct Conn {
+    /// Where it connects, and which cluster broker that is (`None` with one broker).
+    pub addr: SocketAddr,
+    pub broker: Option<usize>,
     pub shared: Arc<Shared>,
     pub stream: Option<TcpStream>,
     /// Hands in-flight entries to this connection's reader.
@@ -53,8 +56,10 @@ pub struct Conn {
 
 impl Conn {
     /// A connection slot not yet connected, recording into `recorder`.
-    pub fn new(recorder: Arc<Mutex<Recorder>>) -> Conn {
+    pub fn new(recorder: Arc<Mutex<Recorder>>, addr: SocketAddr, broker: Option<usize>) -> Conn {
         Conn {
+            addr,
+            broker,
             shared: Arc::new(Shared::default()),
             stream: None,
             tx: None,
@@ -68,12 +73,8 @@ impl Conn {
     }
 }
 
-pub fn connect(
-    c: &mut Conn,
-    addr: SocketAddr,
-    common: &Arc<Common>,
-    index: usize,
-) -> std::io::Result<()> {
+pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Result<()> {
+    let addr = c.addr;
     c.last_attempt = Some(Instant::now());
     // Sends handed to the old reader after it failed the socket: end them here so every
     // scheduled send keeps exactly one outcome.
@@ -248,6 +249,9 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
             Some(e) => {
                 ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
                 rec.attempt_answer(e.segment, a.code, remark);
+                if let Some(b) = e.broker {
+                    rec.broker_answer(e.segment, b, outcome);
+                }
                 ctx.common
                     .finish(&mut rec, e, outcome, Some(a.code), now, true);
             }

@@ -49,10 +49,7 @@ pub struct Streams {
 }
 
 /// The broker.conf of a cell: its keys, an ephemeral port and a fresh store unless given.
+/// In a cluster this is broker 0's (see `cluster::broker_conf`).
 pub fn effective_conf(cell: &Cell, store: &Path) -> BTreeMap<String, String> {
-    let mut conf = cell.broker.clone();
-    conf.insert("listenPort".into(), "0".into());
-    conf.entry("storePathRootDir".into())
-        .or_insert_with(|| store.display().to_string());
-    conf
+    crate::cluster::cell::broker_conf(cell, 0, store, None)
 }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::broker::{self, BrokerProcess};
+use crate::cluster::JobCluster;
 use crate::fault::{self, Injector};
 use crate::matrix::Cell;
 use crate::profile::Model;
@@ -62,6 +63,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut res = Resources::default();
     let mut consumer = None;
     let mut fault_cols = FaultColumns::default();
+    let mut broker_names: Vec<String> = Vec::new();
     let harness_cpus = ctx
         .pinning
         .as_ref()
@@ -76,26 +78,44 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         std::fs::create_dir_all(&job_dir)
             .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
         let store = job_dir.join("store");
+        let mut cluster = JobCluster::start(
+            ctx.opts.namesrv,
+            profile
+                .cluster
+                .as_ref()
+                .filter(|_| ctx.opts.target.is_none()),
+            ctx.broker_bin.as_deref(),
+            cell,
+            &job_dir,
+            ctx.pinning.as_ref().map(|(b, _)| b.as_slice()),
+        )?;
+        let first = cluster.as_ref().map(|c| c.first_broker());
         // A knee search that keeps one broker per cell runs its probes against it.
         let shared = ctx.probe.and_then(|p| p.broker);
         let conf = effective_conf(cell, &store);
-        let own_broker = match (shared, ctx.opts.target, &ctx.broker_bin) {
-            (None, None, Some(bin)) => Some((bin.as_path(), &conf)),
+        let own_broker = match (&cluster, shared, ctx.opts.target, &ctx.broker_bin) {
+            (None, None, None, Some(bin)) => Some((bin.as_path(), &conf)),
             _ => None,
         };
         let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
         let sends = cfg_probe.scheduled_sends().unwrap_or(0);
         let mut injector =
             fault::job::injector_for(cell, sends, own_broker, &job_dir, cpus, ctx.opts.broker_pid);
-        let (addr, mut process, pid) = match (shared, ctx.opts.target, &ctx.broker_bin) {
-            (Some((addr, pid)), _, _) => (addr, None, pid),
-            (None, Some(addr), _) => (addr, None, ctx.opts.broker_pid),
-            (None, None, Some(bin)) => {
+        let (addr, mut process, pid) = match (first, shared, ctx.opts.target, &ctx.broker_bin) {
+            (Some(Some((addr, pid))), _, _, _) => (addr, None, Some(pid)),
+            (Some(None), _, _, _) => (
+                cluster.as_ref().map_or(addr0(), |c| c.namesrv),
+                None,
+                ctx.opts.broker_pid,
+            ),
+            (None, Some((addr, pid)), _, _) => (addr, None, pid),
+            (None, None, Some(addr), _) => (addr, None, ctx.opts.broker_pid),
+            (None, None, None, Some(bin)) => {
                 let p = start_broker(ctx, bin, cell, &job_dir)?;
                 let (addr, pid) = (p.addr, p.pid);
                 (addr, Some(p), Some(pid))
             }
-            (None, None, None) => return Err("no broker binary and no --target".into()),
+            (None, None, None, None) => return Err("no broker binary and no --target".into()),
         };
         let outcome = drive(
             ctx,
@@ -103,6 +123,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             repetition,
             addr,
             process.as_mut(),
+            cluster.as_mut(),
+            &mut broker_names,
             pid,
             harness_cpus,
             &mut samples,
@@ -134,6 +156,13 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         if own_broker.is_some() {
             let _ = std::fs::remove_dir_all(&store);
         }
+        if let Some(c) = cluster {
+            if let Some(reason) = c.stop(Duration::from_secs(10)) {
+                if outcome.is_ok() && !interrupted {
+                    invalid.get_or_insert(reason);
+                }
+            }
+        }
         outcome
     })();
     if let Err(reason) = result {
@@ -163,7 +192,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut rows = Vec::new();
     for ph in measured {
         let seg = &recorder.segments[ph.segment];
-        let figs = SegmentFigures::from_segment(seg);
+        let mut figs = SegmentFigures::from_segment(seg);
+        figs.broker_names = broker_names.clone();
         let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
         let target_rate =
             (cell.workload.model != Model::Closed).then_some(ctx.opts.spread.shard.share(ph.rate));
@@ -211,4 +241,9 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             .line(&crate::runner::consumer_hook::progress_line(f));
     }
     (rows, interrupted)
+}
+
+/// A placeholder address for a job whose brokers come from a name server.
+fn addr0() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
 }

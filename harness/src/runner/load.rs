@@ -78,19 +78,32 @@ impl LoadHandle {
             pacer: Mutex::new(None),
             tracking: cfg.tracking.clone(),
             outcomes: cfg.outcomes.clone(),
+            cluster: cfg.cluster.clone(),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];
         let mut conns = Vec::new();
         let mut last_err = None;
-        for _ in 0..w.connections {
-            let rec = Arc::new(Mutex::new(Recorder::new(segments)));
-            recorders.push(rec.clone());
-            let mut c = Conn::new(rec);
-            if let Err(e) = connect(&mut c, cfg.addr, &common, conns.len()) {
-                last_err = Some(e);
+        // One set of connections per cluster broker, or to the one address.
+        let targets: Vec<(SocketAddr, Option<usize>)> = match &cfg.cluster {
+            Some(r) => r
+                .brokers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.addr, Some(i)))
+                .collect(),
+            None => vec![(cfg.addr, None)],
+        };
+        for (addr, broker) in targets {
+            for _ in 0..w.connections {
+                let rec = Arc::new(Mutex::new(Recorder::new(segments)));
+                recorders.push(rec.clone());
+                let mut c = Conn::new(rec, addr, broker);
+                if let Err(e) = connect(&mut c, &common, conns.len()) {
+                    last_err = Some(e);
+                }
+                conns.push(c);
             }
-            conns.push(c);
         }
         if conns.iter().all(|c| c.stream.is_none()) {
             let source =

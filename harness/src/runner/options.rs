@@ -11,6 +11,9 @@ use crate::report::SummaryRow;
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub target: Option<SocketAddr>,
+    /// Drive the cluster behind this name server (`--namesrv`): routes discovered, no broker
+    /// started.
+    pub namesrv: Option<SocketAddr>,
     pub out: Option<PathBuf>,
     pub broker_pid: Option<u32>,
     pub broker_bin: Option<PathBuf>,

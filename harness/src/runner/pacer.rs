@@ -194,12 +194,13 @@ impl Pacer {
                         .current_segment
                         .store(segment, Ordering::Relaxed);
                     while self.common.outstanding.load(Ordering::Acquire) < concurrency {
-                        match self.pick() {
+                        let (pick, queue) = self.pick_first();
+                        match pick {
                             Pick::Conn(c) => {
                                 self.rec.lock().scheduled(segment);
                                 self.common.outstanding.fetch_add(1, Ordering::AcqRel);
                                 let t = Instant::now();
-                                self.write(c, Attempt::first(seq, t, segment), t);
+                                self.write(c, Attempt::first(seq, t, segment), t, queue);
                                 seq += 1;
                             }
                             Pick::Full => break,
@@ -260,10 +261,11 @@ impl Pacer {
                 self.end_unwritten(p.segment, Outcome::Dropped, p.intended, now);
                 continue;
             }
-            match self.pick() {
+            let (pick, queue) = self.pick_first();
+            match pick {
                 Pick::Conn(c) => {
                     let p = self.backlog.pop_front().expect("front exists");
-                    self.write(c, Attempt::first(p.seq, p.intended, p.segment), now);
+                    self.write(c, Attempt::first(p.seq, p.intended, p.segment), now, queue);
                 }
                 Pick::Full => break,
                 Pick::Down => {
@@ -278,8 +280,8 @@ impl Pacer {
     fn drain_retries(&mut self) {
         loop {
             match self.retry_rx.try_recv() {
-                Ok(r) => match self.pick() {
-                    Pick::Conn(c) => {
+                Ok(r) => match self.pick_retry(r.last_broker) {
+                    (Pick::Conn(c), queue) => {
                         let attempt = Attempt {
                             seq: r.seq,
                             intended: r.intended,
@@ -287,9 +289,9 @@ impl Pacer {
                             segment: r.segment,
                             number: r.attempt,
                         };
-                        self.write(c, attempt, Instant::now());
+                        self.write(c, attempt, Instant::now(), queue);
                     }
-                    Pick::Full | Pick::Down => {
+                    (Pick::Full | Pick::Down, _) => {
                         // No slot: the retry fails like the Java client's would, as a connection error.
                         let now = Instant::now();
                         self.end_unwritten(r.segment, Outcome::ConnectionError, r.intended, now);
@@ -303,13 +305,53 @@ impl Pacer {
         }
     }
 
-    /// Round robin over healthy connections with a free slot; reconnects broken ones.
-    fn pick(&mut self) -> Pick {
+    /// The connection and (cluster) queue of a first attempt: the router's queue choice,
+    /// then a connection to that broker.
+    fn pick_first(&mut self) -> (Pick, Option<i32>) {
+        self.pick_routed(None, false)
+    }
+
+    /// The same for a retry, which avoids the broker of the failed attempt.
+    fn pick_retry(&mut self, last: Option<usize>) -> (Pick, Option<i32>) {
+        self.pick_routed(last, true)
+    }
+
+    fn pick_routed(&mut self, last: Option<usize>, retry: bool) -> (Pick, Option<i32>) {
+        let Some(router) = self.common.cluster.clone() else {
+            return (self.pick(None), None);
+        };
+        let last = if retry { last } else { None };
+        let now = Instant::now();
+        let Some(q) = router.select(last, now) else {
+            return (Pick::Down, None);
+        };
+        match self.pick(Some(q.broker)) {
+            // No connection to that broker: the Java client's connect failure, a transport
+            // error, is isolated and the send moves to another broker.
+            Pick::Down => {
+                router.record(q.broker, Duration::ZERO, true, false, now);
+                match router.select(Some(q.broker), now) {
+                    Some(other) if other.broker != q.broker => {
+                        (self.pick(Some(other.broker)), Some(other.queue_id))
+                    }
+                    _ => (Pick::Down, None),
+                }
+            }
+            pick => (pick, Some(q.queue_id)),
+        }
+    }
+
+    /// Round robin over healthy connections (of `broker`, in a cluster) with a free slot;
+    /// reconnects broken ones.
+    fn pick(&mut self, broker: Option<usize>) -> Pick {
         let n = self.conns.len();
         let max = self.cfg.workload.max_in_flight as usize;
         let mut any_up = false;
         for k in 0..n {
             let i = (self.rr + k) % n;
+            if broker.is_some() && self.conns[i].broker != broker {
+                continue;
+            }
             let broken = self.conns[i].stream.is_none()
                 || self.conns[i].shared.broken.load(Ordering::Acquire);
             if broken {
@@ -322,7 +364,7 @@ impl Pacer {
                 if let Some(s) = self.conns[i].stream.take() {
                     let _ = s.shutdown(Shutdown::Both);
                 }
-                if connect(&mut self.conns[i], self.cfg.addr, &self.common, i).is_err() {
+                if connect(&mut self.conns[i], &self.common, i).is_err() {
                     continue;
                 }
             }
@@ -343,7 +385,8 @@ impl Pacer {
     /// it. Sends due together (a catch-up after a late wake-up) go out in one `write`.
     /// `now` is the caller's clock reading: one per batch of writes, since a clock read is a
     /// measurable share of the generator's cost per send.
-    fn write(&mut self, c: usize, a: Attempt, now: Instant) {
+    /// `queue`: the router's queue id in a cluster; otherwise the builder's round robin.
+    fn write(&mut self, c: usize, a: Attempt, now: Instant, queue: Option<i32>) {
         let Attempt {
             seq,
             intended,
@@ -354,7 +397,9 @@ impl Pacer {
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
-        let encoded = self.builder.encode_into(seq, opaque, &mut conn.out);
+        let encoded = self
+            .builder
+            .encode_into_queue(seq, queue, opaque, &mut conn.out);
         if !self.common.oneway {
             let e = InFlight {
                 seq,
@@ -363,6 +408,7 @@ impl Pacer {
                 first_written: first_written.unwrap_or(now),
                 segment,
                 attempt: number,
+                broker: conn.broker,
             };
             conn.shared.len.fetch_add(1, Ordering::AcqRel);
             let handed = match conn.tx.as_ref() {

@@ -89,6 +89,8 @@ pub struct LoadConfig {
     pub tracking: Option<Arc<SendTracking>>,
     /// Set by a fault experiment: every send's final outcome is kept by send number.
     pub outcomes: Option<Arc<OutcomeLog>>,
+    /// Several brokers: connections to each, queues chosen by the router (`harness::cluster`).
+    pub cluster: Option<std::sync::Arc<crate::cluster::router::Router>>,
 }
 
 impl LoadConfig {
@@ -103,6 +105,7 @@ impl LoadConfig {
             start_at: None,
             tracking: None,
             outcomes: None,
+            cluster: None,
         }
     }
 

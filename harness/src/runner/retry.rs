@@ -45,6 +45,8 @@ pub struct Retry {
     pub first_written: Instant,
     pub segment: usize,
     pub attempt: u32,
+    /// The broker of the failed attempt, which the next one avoids (cluster only).
+    pub last_broker: Option<usize>,
 }
 
 #[cfg(test)]

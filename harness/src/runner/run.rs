@@ -23,14 +23,19 @@ use crate::runner::shard;
 
 /// Runs every cell and repetition of `profile`, writing outputs after each.
 pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
-    if opts.target.is_some() {
+    if opts.target.is_some() || opts.namesrv.is_some() {
         let axes = profile.broker_axes();
         if !axes.is_empty() {
             return Err(crate::exit::invalid(anyhow::anyhow!(
-                "--target drives an existing broker, so the broker axes {} cannot be varied; remove them from [matrix] or run without --target",
+                "--target / --namesrv drive existing brokers, so the broker axes {} cannot be varied; remove them from [matrix] or run without them",
                 axes.join(", ")
             )));
         }
+    }
+    if opts.target.is_some() && profile.cluster.is_some() {
+        return Err(crate::exit::invalid(anyhow::anyhow!(
+            "--target drives one broker, but the profile has [cluster]; drop --target (the harness starts the cluster) or use --namesrv HOST:PORT for an existing one"
+        )));
     }
     if opts.target.is_some() && !profile.broker.is_empty() && !opts.quiet {
         eprintln!(
@@ -53,9 +58,9 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     );
     // Every broker key and every cell's configuration is checked before anything is written
     // or started: a bad 7th cell fails the run now, not after six cells.
-    let broker_bin = match opts.target {
-        Some(_) => None,
-        None => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
+    let broker_bin = match (opts.target, opts.namesrv) {
+        (None, None) => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
+        _ => None,
     };
     if let Some(bin) = &broker_bin {
         check_broker_config(bin, profile, &cells)?;
@@ -199,6 +204,14 @@ fn check_broker_config(
             .map(|c| effective_conf(c, &scratch.path().join("store")))
             .collect();
         problems = check_cells(bin, cells, &confs, scratch.path())?;
+        // Brokers 1.. of a cluster have their own keys: their configurations too.
+        for i in 1..profile.cluster.as_ref().map_or(1, |c| c.brokers as usize) {
+            let confs: Vec<_> = cells
+                .iter()
+                .map(|c| crate::cluster::broker_conf(c, i, &scratch.path().join("store"), None))
+                .collect();
+            problems.extend(check_cells(bin, cells, &confs, scratch.path())?);
+        }
     }
     if problems.is_empty() {
         return Ok(());

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
+use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::matrix::Cell;
@@ -69,6 +70,8 @@ pub fn drive(
     repetition: u32,
     addr: SocketAddr,
     mut process: Option<&mut BrokerProcess>,
+    mut cluster: Option<&mut JobCluster>,
+    broker_names: &mut Vec<String>,
     pid: Option<u32>,
     harness_cpus: f64,
     samples: &mut Vec<Sample>,
@@ -79,18 +82,31 @@ pub fn drive(
     mut fault: Option<&mut Injector>,
 ) -> Result<(), String> {
     let w = &cell.workload;
+    // A cluster: topic on every broker, routes from the name server; broker 0 is sampled.
+    let router = match cluster.as_mut() {
+        Some(c) => Some(c.prepare(w)?),
+        None => None,
+    };
+    let addr = router.as_ref().map_or(addr, |r| r.brokers[0].addr);
+    if let Some(c) = &cluster {
+        *broker_names = c.broker_names();
+    }
     let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
         .map_err(|e| format!("admin connection: {e}"))?;
-    if w.create_topic {
+    if w.create_topic && router.is_none() {
         admin
             .create_topic(&w.topic, w.queues, Duration::from_secs(5))
             .map_err(|e| format!("creating topic {}: {e}", w.topic))?;
     }
     let info_timeout = Duration::from_millis(300);
-    let baseline = admin.runtime_info(info_timeout).ok();
+    let baseline = match &cluster {
+        Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
+        None => admin.runtime_info(info_timeout).ok(),
+    };
     let mut sampler = pid.map(ProcSampler::new);
     let mut sampled_pid = pid;
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
+    cfg.cluster = router;
     if let Some(f) = &fault {
         cfg.outcomes = Some(f.log.clone());
     }
@@ -142,6 +158,9 @@ pub fn drive(
             if crashed.is_none() && !expected_dead {
                 if let Some(st) = process.as_mut().and_then(|p| p.exited()) {
                     crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
+                    load.stop();
+                } else if let Some(why) = cluster.as_mut().and_then(|c| c.crashed()) {
+                    crashed = Some(why);
                     load.stop();
                 }
             }
@@ -348,7 +367,10 @@ pub fn drive(
     res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
 
     // The broker's own busy counters against ours, over the whole job (warm-up included).
-    let last = admin.runtime_info(Duration::from_secs(2)).ok();
+    let last = match &cluster {
+        Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
+        None => admin.runtime_info(Duration::from_secs(2)).ok(),
+    };
     if let (Some(b), Some(l)) = (&baseline, &last) {
         let delta = |k: &str| Some(counter(l, k)?.saturating_sub(counter(b, k).unwrap_or(0)));
         res.broker_flow_control_total = delta("flowControlTotal");

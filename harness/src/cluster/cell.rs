@@ -1,0 +1,167 @@
+//! A cell's cluster: the in-tree name server (in-process, on its own one-thread runtime) and
+//! `[cluster] brokers` broker-under-test processes, each with its own store and broker.conf
+//! (the cell's keys, then its own `broker.<i>.<key>` keys), registered with that name server.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use name_server::{NamesrvConfig, RunningNameServer};
+
+use crate::broker::{self, BrokerProcess};
+use crate::matrix::Cell;
+use crate::profile::per_broker_key;
+
+/// The broker name of broker `i` (what `broker.<i>.<key>` refers to).
+pub fn broker_name(i: usize) -> String {
+    format!("broker-{i}")
+}
+
+/// Broker `index`'s broker.conf: the cell's keys, its own per-broker keys over them, an
+/// ephemeral port, its own store, and the name server when there is one.
+pub fn broker_conf(
+    cell: &Cell,
+    index: usize,
+    store: &Path,
+    namesrv: Option<SocketAddr>,
+) -> BTreeMap<String, String> {
+    let mut conf: BTreeMap<String, String> = cell
+        .broker
+        .iter()
+        .filter(|(k, _)| per_broker_key(k).is_none())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (k, v) in &cell.broker {
+        if let Some((i, key)) = per_broker_key(k) {
+            if i == index {
+                conf.insert(key.to_owned(), v.clone());
+            }
+        }
+    }
+    conf.insert("listenPort".into(), "0".into());
+    conf.entry("storePathRootDir".into())
+        .or_insert_with(|| store.display().to_string());
+    if let Some(ns) = namesrv {
+        conf.insert("brokerName".into(), broker_name(index));
+        conf.insert("namesrvAddr".into(), ns.to_string());
+    }
+    conf
+}
+
+/// CPUs of broker `i` of `n`: its own share of the broker CPUs when there are enough, else
+/// all of them (shared).
+pub fn broker_cpus(all: &[usize], i: usize, n: usize) -> Vec<usize> {
+    if all.len() >= n && n > 0 {
+        let per = all.len() / n;
+        all[i * per..(i + 1) * per].to_vec()
+    } else {
+        all.to_vec()
+    }
+}
+
+/// The running name server and brokers of one job.
+pub struct CellCluster {
+    runtime: Option<tokio::runtime::Runtime>,
+    namesrv: Option<RunningNameServer>,
+    pub namesrv_addr: SocketAddr,
+    pub brokers: Vec<BrokerProcess>,
+    stores: Vec<PathBuf>,
+}
+
+impl CellCluster {
+    /// Starts the name server, then the brokers one after the other. Any failure stops what
+    /// was started and names the broker and its log's last line.
+    pub fn start(
+        bin: &Path,
+        cell: &Cell,
+        n: usize,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<CellCluster, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("harness-namesrv")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the name server's runtime: {e}"))?;
+        let mut config = NamesrvConfig::load(None, &["listenPort=0".to_owned()])
+            .map_err(|e| format!("name server configuration: {e}"))?;
+        config.log_file = Some(job_dir.join("namesrv.log"));
+        let ns = runtime
+            .block_on(RunningNameServer::start(config))
+            .map_err(|e| format!("starting the name server: {e:#}"))?;
+        let mut cluster = CellCluster {
+            namesrv_addr: ns.addr,
+            runtime: Some(runtime),
+            namesrv: Some(ns),
+            brokers: Vec::new(),
+            stores: Vec::new(),
+        };
+        for i in 0..n {
+            let store = job_dir.join(format!("store-{i}"));
+            let conf = broker_conf(cell, i, &store, Some(cluster.namesrv_addr));
+            let conf_path = job_dir.join(format!("broker-{i}.conf"));
+            let log = job_dir.join(format!("broker-{i}.log"));
+            broker::write_conf(&conf_path, &conf)
+                .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
+            let pin = cpus.map(|c| broker_cpus(c, i, n));
+            cluster.stores.push(store);
+            let p = BrokerProcess::start(
+                bin,
+                &conf_path,
+                &log,
+                pin.as_deref(),
+                Duration::from_secs(20),
+            )
+            .map_err(|e| {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                match text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    Some(last) => format!("broker-{i}: {e}: {}", last.trim()),
+                    None => format!("broker-{i}: {e}"),
+                }
+            })?;
+            cluster.brokers.push(p);
+        }
+        Ok(cluster)
+    }
+
+    /// The first broker that exited, if any.
+    pub fn exited(&mut self) -> Option<(usize, ExitStatus)> {
+        self.brokers
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, b)| b.exited().map(|s| (i, s)))
+    }
+
+    /// Stops the brokers (SIGTERM, `grace`), then the name server; removes the stores.
+    /// Returns each broker's exit status.
+    pub fn stop(mut self, grace: Duration) -> Vec<Option<ExitStatus>> {
+        let statuses = self.brokers.drain(..).map(|b| b.stop(grace)).collect();
+        self.stop_namesrv();
+        for s in &self.stores {
+            let _ = std::fs::remove_dir_all(s);
+        }
+        statuses
+    }
+
+    fn stop_namesrv(&mut self) {
+        if let (Some(rt), Some(ns)) = (self.runtime.as_ref(), self.namesrv.take()) {
+            if let Err(e) = rt.block_on(ns.stop()) {
+                eprintln!("name server: {e:#}");
+            }
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+impl Drop for CellCluster {
+    fn drop(&mut self) {
+        // Brokers kill themselves on drop (BrokerProcess); the name server stops here.
+        self.brokers.clear();
+        self.stop_namesrv();
+    }
+}

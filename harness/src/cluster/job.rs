@@ -1,0 +1,128 @@
+//! The cluster of one job: either the harness's own (`[cluster]`: a name server and brokers
+//! started for the job) or an existing one (`--namesrv`), and its load-side state.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cell::CellCluster;
+use super::router::Router;
+use super::setup::{prepare, ClusterLoad};
+use crate::matrix::Cell;
+use crate::profile::{ClusterSpec, Workload};
+use crate::runner::client::AdminConn;
+
+/// A job's cluster.
+pub struct JobCluster {
+    pub namesrv: SocketAddr,
+    /// Brokers that must have registered (the harness's own cluster).
+    expect: Option<usize>,
+    cell: Option<CellCluster>,
+    load: Option<ClusterLoad>,
+}
+
+impl JobCluster {
+    /// `None` when the job drives one broker. With `namesrv` the cluster exists already;
+    /// with `spec` its name server and brokers are started now (`bin`, pinned to `cpus`).
+    pub fn start(
+        namesrv: Option<SocketAddr>,
+        spec: Option<&ClusterSpec>,
+        bin: Option<&Path>,
+        cell: &Cell,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<Option<JobCluster>, String> {
+        if let Some(ns) = namesrv {
+            return Ok(Some(JobCluster {
+                namesrv: ns,
+                expect: None,
+                cell: None,
+                load: None,
+            }));
+        }
+        let (Some(spec), Some(bin)) = (spec, bin) else {
+            return Ok(None);
+        };
+        let n = spec.brokers as usize;
+        let cc = CellCluster::start(bin, cell, n, job_dir, cpus)?;
+        Ok(Some(JobCluster {
+            namesrv: cc.namesrv_addr,
+            expect: Some(n),
+            cell: Some(cc),
+            load: None,
+        }))
+    }
+
+    /// The first broker started (address, pid), for the per-second sampling.
+    pub fn first_broker(&self) -> Option<(SocketAddr, u32)> {
+        let b = self.cell.as_ref()?.brokers.first()?;
+        Some((b.addr, b.pid))
+    }
+
+    /// Topic on every broker, route, router: what the load needs.
+    pub fn prepare(&mut self, w: &Workload) -> Result<Arc<Router>, String> {
+        let load = prepare(self.namesrv, self.expect, w)?;
+        let router = load.router.clone();
+        self.load = Some(load);
+        Ok(router)
+    }
+
+    /// Broker names in router order (the per-broker summary columns).
+    pub fn broker_names(&self) -> Vec<String> {
+        self.load
+            .as_ref()
+            .map(|l| l.router.brokers.iter().map(|b| b.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// A started broker that exited mid-job, as an invalid-row reason.
+    pub fn crashed(&mut self) -> Option<String> {
+        let (i, st) = self.cell.as_mut()?.exited()?;
+        Some(format!(
+            "broker-{i} exited mid-cell ({st}); see broker-{i}.log"
+        ))
+    }
+
+    /// GET_BROKER_RUNTIME_INFO of every broker, the `flowControl*` counters summed (so the
+    /// harness's busy counts can be checked against the cluster's); other keys from the first.
+    pub fn runtime_info_sum(&self, timeout: Duration) -> Option<BTreeMap<String, String>> {
+        let load = self.load.as_ref()?;
+        let mut total: Option<BTreeMap<String, String>> = None;
+        for b in &load.router.brokers {
+            let info = AdminConn::connect(b.addr, timeout)
+                .ok()?
+                .runtime_info(timeout)
+                .ok()?;
+            match &mut total {
+                None => total = Some(info),
+                Some(t) => {
+                    for (k, v) in info {
+                        if !k.starts_with("flowControl") {
+                            continue;
+                        }
+                        let add: u64 = v.trim().parse().unwrap_or(0);
+                        let e = t.entry(k).or_insert_with(|| "0".into());
+                        let sum = e.trim().parse::<u64>().unwrap_or(0) + add;
+                        *e = sum.to_string();
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Stops what the job started; a broker that did not exit cleanly is the reason returned.
+    pub fn stop(mut self, grace: Duration) -> Option<String> {
+        self.load = None;
+        let cell = self.cell.take()?;
+        cell.stop(grace)
+            .into_iter()
+            .enumerate()
+            .find_map(|(i, st)| match st {
+                Some(s) if !s.success() => Some(format!("broker-{i} exited with {s} at shutdown")),
+                _ => None,
+            })
+    }
+}

@@ -1,0 +1,101 @@
+//! The `[cluster]` table: a name server and several brokers per cell, and the per-broker
+//! keys `broker.<i>.<key>` that go only to broker `i`.
+
+use serde::{Deserialize, Serialize};
+
+/// The most brokers one cell starts: every one is a process with its own store.
+pub const MAX_BROKERS: u32 = 16;
+
+/// `[cluster]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Brokers started per cell, named `broker-0` … `broker-<N-1>`, each registered with the
+    /// cell's name server. Required.
+    pub brokers: u32,
+}
+
+impl ClusterSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_BROKERS).contains(&self.brokers) {
+            return Err(format!(
+                "`brokers` must be between 1 and {MAX_BROKERS} (got {})",
+                self.brokers
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `1.injectPutStallMillis` → `Some((1, "injectPutStallMillis"))`; a plain key → `None`.
+pub fn per_broker_key(key: &str) -> Option<(usize, &str)> {
+    let (index, rest) = key.split_once('.')?;
+    let i = index.parse().ok()?;
+    (!rest.is_empty()).then_some((i, rest))
+}
+
+/// The broker.conf key a profile key names (without its broker index).
+pub fn bare_key(key: &str) -> &str {
+    per_broker_key(key).map_or(key, |(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_broker_keys_are_split() {
+        assert_eq!(
+            per_broker_key("1.injectPutStallMillis"),
+            Some((1, "injectPutStallMillis"))
+        );
+        assert_eq!(per_broker_key("injectPutStallMillis"), None);
+        assert_eq!(per_broker_key("x.y"), None);
+        assert_eq!(
+            bare_key("0.waitTimeMillsInSendQueue"),
+            "waitTimeMillsInSendQueue"
+        );
+        assert!(ClusterSpec { brokers: 0 }.validate().is_err());
+        assert!(ClusterSpec { brokers: 2 }.validate().is_ok());
+    }
+
+    fn parse(text: &str, sets: &[&str]) -> Result<crate::profile::Profile, String> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        crate::profile::Profile::parse(text, "c.toml", std::path::Path::new("c.toml"), &sets)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn per_broker_keys_need_that_broker() {
+        let ok = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[broker]\n\"1.injectPutStallMillis\" = 800\n",
+            &["broker.0.waitTimeMillsInSendQueue=500"],
+        )
+        .unwrap();
+        assert_eq!(ok.cluster, Some(ClusterSpec { brokers: 2 }));
+        assert_eq!(ok.broker["1.injectPutStallMillis"], "800");
+        let e = parse(
+            "name = \"c\"\n[broker]\n\"1.injectPutStallMillis\" = 800\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("c.toml:3:1: broker key `1.injectPutStallMillis` names broker 1, but the profile starts 0 brokers"),
+            "{e}"
+        );
+        let e = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[matrix]\n\"broker.2.injectPutStallMillis\" = [0, 800]\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("add [cluster] brokers = 3 or more"), "{e}");
+        let e = parse("name = \"c\"\n[cluster]\nbrokers = 0\n", &[]).unwrap_err();
+        assert!(e.contains("`brokers` must be between 1 and 16"), "{e}");
+        let e = parse(
+            "name = \"c\"\n[cluster]\nbrokers = 2\n[broker]\n1.injectPutStallMillis = 800\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("quote a per-broker key"), "{e}");
+    }
+}

@@ -1,0 +1,211 @@
+//! Clusters end to end: the in-tree name server and two broker-under-test processes per cell,
+//! routes discovered through the name server, sends spread over both brokers, and the Java
+//! client's retry rules on a broker that stalls: `rocketmq-4` hands its code 2 to the
+//! application, `rocketmq-5.3` retries it on the other broker. Then `--namesrv` against a
+//! cluster started outside the run.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use harness::cluster::CellCluster;
+use harness::matrix;
+use harness::profile::Profile;
+use harness::report::SummaryRow;
+use harness::runner::{run_profile, RunOptions};
+use tokio_util::sync::CancellationToken;
+
+fn broker_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "broker-under-test"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .expect("running cargo build -p broker-under-test");
+        assert!(status.success(), "cargo build -p broker-under-test failed");
+        target.join("debug/broker-under-test")
+    })
+    .clone()
+}
+
+fn options(out: &Path) -> RunOptions {
+    RunOptions {
+        target: None,
+        out: Some(out.to_owned()),
+        broker_pid: None,
+        broker_bin: Some(broker_bin()),
+        command_line: "cluster e2e test".into(),
+        cancel: CancellationToken::new(),
+        stop_after_jobs: None,
+        quiet: true,
+        ..Default::default()
+    }
+}
+
+/// Broker 1 has one send thread and stalls its put lock 700 ms every 1.2 s: sends queued
+/// behind a stall wait past waitTimeMillsInSendQueue (200 ms) and are answered code 2.
+/// Broker 0 waits up to 20 s, so only broker 1 ever answers busy.
+const RETRY: &str = r#"
+name = "cluster-e2e"
+pin = false
+[cluster]
+brokers = 2
+[workload]
+rate = 400
+warmup = "0.5s"
+duration = "2.5s"
+connections = 1
+message_size = 128
+[broker]
+mappedFileSizeCommitLog = 16777216
+sendMessageThreadPoolNums = 1
+"1.injectPutStallMillis" = 700
+"1.injectPutStallIntervalMillis" = 1200
+# Broker 0 never fails a send for its wait, even when a busy machine stalls it.
+"0.waitTimeMillsInSendQueue" = 20000
+[matrix]
+"workload.retry" = ["rocketmq-4", "rocketmq-5.3"]
+"#;
+
+fn check_invariants(r: &SummaryRow) {
+    let s = &r.seg;
+    let c = &s.counts;
+    assert_eq!(
+        s.sent,
+        c.ok + c.busy_total()
+            + c.system_error
+            + c.flush_disk_timeout
+            + c.message_illegal
+            + c.other_codes
+            + c.timeouts
+            + c.dropped
+            + c.connection_errors,
+        "{r:?}"
+    );
+    assert_eq!(s.broker_names, ["broker-0", "broker-1"], "{r:?}");
+    // Every ok answer came from one of the two brokers, and both served sends.
+    let ok_by_broker: u64 = s.per_broker.iter().map(|b| b[0]).sum();
+    assert!(ok_by_broker >= c.ok, "{r:?}");
+    assert!(
+        s.per_broker.iter().all(|b| b[0] > 0),
+        "round robin reaches both: {r:?}"
+    );
+    // The cluster's flow-control counters (summed over both brokers) equal our busy answers.
+    assert_eq!(r.res.broker_counters_match, Some(true), "{r:?}");
+}
+
+#[test]
+fn rocketmq_53_retries_busy_on_the_other_broker_and_4x_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(RETRY, "cluster.toml", Path::new("cluster.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    assert_eq!(outcome.rows.len(), 2);
+    for r in &outcome.rows {
+        check_invariants(r);
+        let s = &r.seg;
+        let busy_from = |b: usize| s.per_broker[b][1];
+        assert_eq!(
+            busy_from(0),
+            0,
+            "the healthy broker never answers busy: {r:?}"
+        );
+        assert!(s.first_busy > 0, "broker 1's stall produced code 2: {r:?}");
+        match r.params[0].as_str() {
+            "rocketmq-4" => {
+                // Not retried: every busy first attempt reaches the application.
+                assert_eq!(s.busy_total(), s.first_busy, "{r:?}");
+                assert!(
+                    s.counts.busy[1] > 0,
+                    "[TIMEOUT_CLEAN_QUEUE] reached the app: {r:?}"
+                );
+            }
+            "rocketmq-5.3" => {
+                // Retried on broker 0, where it succeeds.
+                assert_eq!(s.busy_total(), 0, "{r:?}");
+                assert!(s.attempts >= s.sent + s.first_busy, "{r:?}");
+                assert!(
+                    s.per_broker[0][0] > s.per_broker[1][0],
+                    "load moved to broker 0: {r:?}"
+                );
+            }
+            other => panic!("unexpected cell {other}"),
+        }
+    }
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let header = summary.lines().next().unwrap();
+    for col in [
+        "first_busy",
+        "final_ok",
+        "final_busy",
+        "broker_ok",
+        "broker_busy",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{col} in {header}");
+    }
+    assert!(summary.contains("broker-0="), "{summary}");
+}
+
+#[test]
+fn namesrv_flag_discovers_an_existing_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = Profile::parse(
+        "name = \"ns\"\n[cluster]\nbrokers = 2\n[broker]\nmappedFileSizeCommitLog = 16777216\n",
+        "ns.toml",
+        Path::new("ns.toml"),
+        &[],
+    )
+    .unwrap();
+    let cell = &matrix::expand(&base).unwrap()[0];
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let cluster = CellCluster::start(&broker_bin(), cell, 2, &outside, None).unwrap();
+
+    let profile = Profile::parse(
+        "name = \"ns\"\npin = false\n[workload]\nrate = 300\nwarmup = \"0.3s\"\nduration = \"1s\"\nconnections = 1\nmessage_size = 64\n",
+        "ns.toml",
+        Path::new("ns.toml"),
+        &[],
+    )
+    .unwrap();
+    let mut opts = options(&dir.path().join("run"));
+    opts.namesrv = Some(cluster.namesrv_addr);
+    let outcome = run_profile(&profile, &opts).unwrap();
+    let r = &outcome.rows[0];
+    assert!(r.valid || r.invalid_reason.contains("lag"), "{r:?}");
+    assert_eq!(r.seg.broker_names, ["broker-0", "broker-1"]);
+    assert!(r.seg.per_broker.iter().all(|b| b[0] > 0), "{r:?}");
+    assert_eq!(r.seg.counts.ok, r.seg.sent, "{r:?}");
+    let statuses = cluster.stop(Duration::from_secs(10));
+    assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
+}
+
+/// With `latency_fault`, broker 1's first busy answers isolate it (10 s with the 5.x tables):
+/// for the rest of the cell the sends go to broker 0. (That it comes back after the fault
+/// duration is checked with a fake clock in `cluster::router`'s tests.)
+#[test]
+fn latency_fault_moves_sends_away_from_the_stalled_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = RETRY.replace(
+        "[matrix]\n\"workload.retry\" = [\"rocketmq-4\", \"rocketmq-5.3\"]",
+        "[matrix]\n\"workload.retry\" = [\"rocketmq-5.3\"]\n\"workload.latency_fault\" = [true]",
+    );
+    let profile = Profile::parse(&text, "fault.toml", Path::new("fault.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    let r = &outcome.rows[0];
+    check_invariants(r);
+    let s = &r.seg;
+    assert!(s.first_busy > 0, "{r:?}");
+    assert_eq!(s.busy_total(), 0, "{r:?}");
+    assert!(
+        s.per_broker[1][0] * 4 < s.per_broker[0][0],
+        "broker 1 is avoided after its busy answers: {r:?}"
+    );
+}
