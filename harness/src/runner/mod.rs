@@ -5,6 +5,7 @@
 //! `pacer.rs`, `conn.rs`, `retry.rs`) runs against the broker.
 
 pub mod client;
+mod combination;
 mod common;
 mod conn;
 mod consumer_hook;

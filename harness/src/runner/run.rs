@@ -45,6 +45,10 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     }
     let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
     shard::check_cells(&opts.spread, &cells)?;
+    if let Some(why) = super::combination::cluster_problem(profile, &cells, opts.namesrv.is_some())
+    {
+        return Err(crate::exit::invalid(anyhow::anyhow!(why)));
+    }
     if opts.target.is_some() {
         if let Some(why) = crate::fault::job::target_problem(&cells, opts.broker_pid) {
             return Err(crate::exit::invalid(anyhow::anyhow!(why)));
