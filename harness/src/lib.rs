@@ -10,6 +10,7 @@ pub mod drift;
 pub mod exit;
 pub mod fnv;
 pub mod matrix;
+pub mod proc_cpu;
 pub mod profile;
 pub mod provenance;
 pub mod recipe;

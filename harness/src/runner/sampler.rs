@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
 use crate::matrix::Cell;
+use crate::proc_cpu::process_cpu_seconds;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::cells::Fixed;
@@ -27,6 +28,8 @@ pub struct Sample {
     pub second: u64,
     pub segment: Option<usize>,
     pub broker: Option<(f64, f64)>,
+    /// Broker CPU-seconds spent during this interval (from /proc, not sampled).
+    pub broker_cpu_s: Option<f64>,
     pub harness_cpu: f64,
     pub harness_rss_mb: Option<f64>,
 }
@@ -47,6 +50,12 @@ pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -
         .filter_map(|s| s.broker.map(|b| b.0))
         .collect();
     let mut res = cell.clone();
+    // Every interval of the segment, the short drain included: its answers are the segment's.
+    res.broker_cpu_s = samples
+        .iter()
+        .filter(|s| s.segment == Some(segment))
+        .map(|s| s.broker_cpu_s)
+        .sum::<Option<f64>>();
     if !seconds.is_empty() {
         res.broker_cpu_avg =
             (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
@@ -82,6 +91,7 @@ pub fn drive(
     let info_timeout = Duration::from_millis(300);
     let baseline = admin.runtime_info(info_timeout).ok();
     let mut sampler = pid.map(ProcSampler::new);
+    let mut last_broker_cpu = pid.and_then(process_cpu_seconds);
     let cfg = LoadConfig::new(addr, w);
     let total_secs = cfg.total().as_secs();
     let bar = ctx
@@ -132,6 +142,11 @@ pub fn drive(
                 .map(|p| p.segment)
                 .or(if finished { None } else { Some(0) });
         let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
+        let broker_cpu_now = pid.and_then(process_cpu_seconds);
+        let broker_cpu_s = broker_cpu_now
+            .zip(last_broker_cpu)
+            .map(|(now, last)| (now - last).max(0.0));
+        last_broker_cpu = broker_cpu_now.or(last_broker_cpu);
         let info = admin.runtime_info(info_timeout).ok();
         let p99 = quantile(&interval.latency, 0.99) as f64 / 1000.0;
         let msg = format!(
@@ -158,6 +173,7 @@ pub fn drive(
             second,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
             broker: broker_sample,
+            broker_cpu_s,
             harness_cpu,
             harness_rss_mb: broker::self_rss_mb(),
         };
