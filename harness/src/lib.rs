@@ -3,6 +3,7 @@
 //! `main.rs` parses the command line and calls [`run_cli`]; everything else lives here so
 //! integration tests can call it in-process.
 
+pub mod ab;
 pub mod broker;
 pub mod broker_keys;
 pub mod compare;
@@ -48,6 +49,9 @@ pub enum Command {
     Recipe(RecipeArgs),
     /// Compare the first and the last minute of a long run: ok rate, p99, broker and harness RSS.
     Drift(drift::DriftArgs),
+    /// Paired A/B runs of two broker builds (binaries or git revisions), ABBA order, with a
+    /// paired-statistics gate (exit 0 pass, 1 regression, 2 inconclusive, 3 invalid input).
+    Ab(ab::AbArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -94,6 +98,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => compare::run_gate(&a),
         Command::Recipe(a) => run_recipes(&a),
         Command::Drift(a) => drift::run_drift(&a),
+        Command::Ab(a) => ab::run_ab(&a),
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::ab::{AbSettings, RawAb};
 use super::diagnostics::{
     did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
 };
@@ -30,6 +31,7 @@ struct RawProfile {
     validity: Option<Validity>,
     #[allow(dead_code)]
     gate: Option<toml::Value>,
+    ab: Option<RawAb>,
 }
 
 /// One matrix axis: a `workload.<key>` or `broker.<key>` and its values, in the order given.
@@ -63,6 +65,8 @@ pub struct Profile {
     /// broker's own key list): `file:line:column` of the `[broker]` key or the matrix axis, or
     /// `--set broker.k=v`. Keyed by the bare broker.conf key.
     pub broker_origins: BTreeMap<String, String>,
+    /// The `[ab]` table, for `harness ab`; None when the profile has none (defaults apply).
+    pub ab: Option<AbSettings>,
 }
 
 impl Profile {
@@ -189,6 +193,10 @@ impl Profile {
             None => 1,
         };
 
+        let ab = match raw.ab {
+            Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
+            None => None,
+        };
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -204,6 +212,7 @@ impl Profile {
             axes,
             validity: raw.validity.unwrap_or_default(),
             broker_origins,
+            ab,
         };
         for arg in sets {
             profile.apply_set(arg)?;

@@ -5,6 +5,7 @@
 //! (`Workload::validate`, matrix axes) that report the span of the offending value. `--set`
 //! overrides are applied after the strict pass and reported against the command line.
 //!
+//! * ab.rs          — the `[ab]` table of `harness ab`
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * settings.rs    — run order, `[validity]`, key metrics
@@ -12,6 +13,7 @@
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
+mod ab;
 mod diagnostics;
 mod document;
 mod secs;
@@ -19,6 +21,7 @@ mod settings;
 mod value;
 mod workload;
 
+pub use ab::{ab_settings_of, AbSettings, AB_METRICS};
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
 pub use secs::{parse_secs, Secs};
