@@ -112,7 +112,38 @@ pub fn resolve_sides(
         }
     }
     let [a, b] = out;
-    Ok([a.expect("resolved above"), b.expect("resolved above")])
+    let sides = [a.expect("resolved above"), b.expect("resolved above")];
+    prune(&places.build_dir.join("bin"), &sides);
+    Ok(sides)
+}
+
+/// Copies kept per kind (`path-`, `rev-`) besides the ones in use: every new build of the
+/// work tree and every new parent commit would otherwise add a binary to `bin/` for good.
+const KEEP_COPIES: usize = 4;
+
+fn prune(bin_dir: &Path, in_use: &[SideBinary]) {
+    let Ok(entries) = std::fs::read_dir(bin_dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    for prefix in ["path-", "rev-"] {
+        let of_kind = files.iter().filter(|(_, p)| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        });
+        for (_, p) in of_kind.skip(KEEP_COPIES) {
+            let used = in_use
+                .iter()
+                .any(|s| std::path::absolute(p).is_ok_and(|a| a == s.bin));
+            if !used {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
 }
 
 fn snapshot(side: &'static str, spec: &str, places: &BuildPlaces) -> Result<SideBinary, SideError> {
@@ -244,18 +275,43 @@ fn build_revision(
             log_path.display()
         );
     }
+    // Cargo puts the revision's broker where the work tree's own release broker is when the
+    // two share a target folder, and a later `cargo build` of the work tree, being fresh, does
+    // not put it back. So it is kept aside and restored after the build.
+    let uplifted = target.join("release").join("broker-under-test");
+    let aside = build_dir.join("bin").join(".work-tree-broker");
+    let kept = uplifted.is_file()
+        && std::fs::create_dir_all(build_dir.join("bin")).is_ok()
+        && std::fs::copy(&uplifted, &aside).is_ok();
     let started = Instant::now();
     let built = cargo_build(&tree, &target, &log_path);
+    let restore = || {
+        if kept {
+            let _ = std::fs::rename(&aside, &uplifted);
+        }
+    };
     let _ = git(
         &places.repo,
         &["worktree", "remove", "--force", &tree.to_string_lossy()],
     );
     let _ = std::fs::remove_dir_all(&tree);
-    let ok = built.map_err(io_err(side, spec, "running cargo"))?;
+    let ok = match built {
+        Ok(ok) => ok,
+        Err(e) => {
+            restore();
+            return Err(io_err(side, spec, "running cargo")(e));
+        }
+    };
     if !ok {
+        restore();
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
-        let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+        // From the first error on (the compiler's own words), else the end of the log.
+        let from = lines
+            .iter()
+            .position(|l| l.starts_with("error"))
+            .unwrap_or(lines.len().saturating_sub(15));
+        let tail = lines[from..lines.len().min(from + 25)].join("\n");
         return Err(SideError::DoesNotBuild {
             side,
             spec: spec.to_owned(),
@@ -264,11 +320,9 @@ fn build_revision(
             tail,
         });
     }
-    install(&target.join("release").join("broker-under-test"), &bin).map_err(io_err(
-        side,
-        spec,
-        "copying the built binary",
-    ))?;
+    let installed = install(&uplifted, &bin);
+    restore();
+    installed.map_err(io_err(side, spec, "copying the built binary"))?;
     if !quiet {
         eprintln!(
             "ab: built --{side} {spec} ({short}) in {:.0} s",
