@@ -18,13 +18,26 @@ fn ab_run(path: &Path) -> Option<RunData> {
     load(path).ok().filter(is_ab)
 }
 
+/// The profile text `harness ab` recorded in the folder's run.json, if any.
+fn recorded_profile(folder: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(folder.join("run.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    json.get("profile_text")?.as_str().map(str::to_owned)
+}
+
+/// The `[ab]` settings: from the rules file if one is given, else from the profile the folder
+/// was measured with (its run.json), else the defaults; then --threshold / --alpha.
 fn settings(
     rules_text: Option<&str>,
+    folder: &Path,
     threshold: Option<f64>,
     alpha: Option<f64>,
 ) -> anyhow::Result<AbSettings> {
-    let mut s = match rules_text {
-        Some(t) => ab_settings_of(t).map_err(|e| exit::invalid(anyhow::anyhow!(e)))?,
+    let text = rules_text
+        .map(str::to_owned)
+        .or_else(|| recorded_profile(folder));
+    let mut s = match text {
+        Some(t) => ab_settings_of(&t).map_err(|e| exit::invalid(anyhow::anyhow!(e)))?,
         None => AbSettings::default(),
     };
     if let Some(t) = threshold {
@@ -64,7 +77,7 @@ pub fn compare_ab(
     let Some(run) = base_ab else {
         return Ok(None);
     };
-    let s = settings(None, threshold, alpha).map_err(exit::invalid)?;
+    let s = settings(None, base, threshold, alpha).map_err(exit::invalid)?;
     Ok(Some(table(&judge(&run, &s, 0x5eed))))
 }
 
@@ -98,7 +111,7 @@ pub fn gate_ab(
         })?),
         None => None,
     };
-    let s = settings(text.as_deref(), threshold, alpha).map_err(exit::invalid)?;
+    let s = settings(text.as_deref(), candidate, threshold, alpha).map_err(exit::invalid)?;
     // A rules file may hold only an `[ab]` table; then only the paired verdict applies.
     let gate_rules = match &text {
         Some(t) if has_gate_rules(t) => parse_rules_toml(t).map_err(|e| {

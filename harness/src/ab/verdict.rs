@@ -28,12 +28,19 @@ pub const CPU_PER_1K_COLUMN: &str = "cpu_s_per_1k";
 pub const CAPACITY_PASS: &str = "capacity";
 pub const LATENCY_PASS: &str = "latency";
 
+/// The B/A ratio a capacity of 0 on one side counts as: beyond any measured ratio, so that
+/// the signed-rank test ranks it first, and finite, so that the estimate stays a number.
+const ZERO_RATIO: f64 = 1000.0;
+
 /// Where a metric's value comes from and which way is better.
 struct Source {
     pass: &'static str,
     column: &'static str,
     higher_is_better: bool,
     unit: &'static str,
+    /// A 0 is a measurement (nothing served), not a missing value (a latency of a job that
+    /// got no answer).
+    zero_is_data: bool,
 }
 
 fn source(metric: &str) -> Option<Source> {
@@ -49,6 +56,7 @@ fn source(metric: &str) -> Option<Source> {
         column,
         higher_is_better,
         unit,
+        zero_is_data: metric == "capacity",
     })
 }
 
@@ -179,13 +187,20 @@ fn judge_metric(
     let a = side_values(run, &src, "a");
     let b = side_values(run, &src, "b");
     let rounds: std::collections::BTreeSet<u64> = a.iter().chain(&b).map(|(r, _)| *r).collect();
-    // ln(B/A) per round; a round whose A or B is missing, invalid or 0 cannot form a ratio.
+    // ln(B/A) per round. A round with a side missing is left out, and so is a 0 that means
+    // "no data"; a capacity of 0 on one side is a ZERO_RATIO-fold change, the largest there is.
     let log_ratios: Vec<f64> = rounds
         .iter()
         .filter_map(|r| {
             let va = a.iter().find(|(x, _)| x == r)?.1;
             let vb = b.iter().find(|(x, _)| x == r)?.1;
-            (va > 0.0 && vb > 0.0).then(|| (vb / va).ln())
+            match (va > 0.0, vb > 0.0) {
+                (true, true) => Some((vb / va).ln()),
+                (false, false) if src.zero_is_data => Some(0.0),
+                (true, false) if src.zero_is_data => Some(-ZERO_RATIO.ln()),
+                (false, true) if src.zero_is_data => Some(ZERO_RATIO.ln()),
+                _ => None,
+            }
         })
         .collect();
     let worse = |x: &f64| {
@@ -348,4 +363,99 @@ pub fn table(v: &AbVerdict) -> String {
         }
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An A/B folder with capacities per round: `(a, b)`.
+    fn folder(capacities: &[(f64, f64)]) -> (tempfile::TempDir, RunData) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut csv = String::from("side,round,pass,cell_id,repetition,ok_rate,valid\n");
+        for (i, (a, b)) in capacities.iter().enumerate() {
+            let r = i + 1;
+            csv += &format!("a,{r},capacity,c,{r},{a},true\nb,{r},capacity,c,{r},{b},true\n");
+        }
+        std::fs::write(dir.path().join("summary.csv"), csv).unwrap();
+        let run = crate::compare::load::load(dir.path()).unwrap();
+        (dir, run)
+    }
+
+    fn capacity_only(threshold_pct: f64, alpha: f64) -> AbSettings {
+        AbSettings {
+            threshold_pct,
+            alpha,
+            metrics: vec!["capacity".into()],
+            ..AbSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_consistent_drop_beyond_the_threshold_is_a_regression() {
+        let rounds: Vec<(f64, f64)> = (0..8).map(|i| (1000.0 + i as f64, 880.0)).collect();
+        let (_d, run) = folder(&rounds);
+        assert!(is_ab(&run));
+        let v = judge(&run, &capacity_only(5.0, 0.05), 1);
+        let m = &v.metrics[0];
+        assert_eq!(m.outcome, Outcome::Regression, "{}", m.reason);
+        assert_eq!((m.worse_rounds, m.pairs), (8, 8));
+        assert!(
+            (m.regression_pct.unwrap() - 12.2).abs() < 0.5,
+            "{:?}",
+            m.regression_pct
+        );
+        assert_eq!(m.p_worse, Some(1.0 / 256.0));
+        assert!(gate_lines(&v)[0].starts_with("FAIL         ab capacity"));
+    }
+
+    #[test]
+    fn within_threshold_noise_and_too_few_rounds() {
+        // 3% worse in every round: significant, but inside the 5% threshold.
+        let (_d, run) = folder(&[(100.0, 97.0); 8]);
+        assert_eq!(
+            judge(&run, &capacity_only(5.0, 0.05), 1).outcome(),
+            Outcome::Pass
+        );
+        // Large changes both ways: beyond the threshold, not significant -> pass.
+        let mixed = [
+            (100.0, 70.0),
+            (100.0, 130.0),
+            (100.0, 60.0),
+            (100.0, 125.0),
+            (100.0, 80.0),
+            (100.0, 140.0),
+            (100.0, 75.0),
+            (100.0, 120.0),
+        ];
+        let (_d, run) = folder(&mixed);
+        let v = judge(&run, &capacity_only(5.0, 0.05), 1);
+        assert_eq!(v.outcome(), Outcome::Pass, "{}", v.metrics[0].reason);
+        // Three rounds cannot reach 0.0125: inconclusive, and the reason says how many would.
+        let (_d, run) = folder(&[(100.0, 50.0); 3]);
+        let v = judge(&run, &AbSettings::default(), 1);
+        assert_eq!(v.metrics[0].outcome, Outcome::Inconclusive);
+        assert!(
+            v.metrics[0].reason.contains("use >= 7 rounds"),
+            "{}",
+            v.metrics[0].reason
+        );
+        assert_eq!(rounds_needed(0.0125), 7);
+        assert_eq!(rounds_needed(0.2), 3);
+    }
+
+    #[test]
+    fn zero_capacity_is_the_worst_round_and_missing_latency_is_left_out() {
+        let (_d, run) = folder(&[(100.0, 0.0), (100.0, 50.0), (100.0, 40.0)]);
+        let v = judge(&run, &capacity_only(30.0, 0.2), 1);
+        let m = &v.metrics[0];
+        assert_eq!((m.pairs, m.worse_rounds), (3, 3));
+        assert_eq!(m.outcome, Outcome::Regression, "{}", m.reason);
+        // No latency rows at all: nothing to pair.
+        let s = AbSettings {
+            metrics: vec!["p50_ms".into()],
+            ..AbSettings::default()
+        };
+        assert_eq!(judge(&run, &s, 1).outcome(), Outcome::Inconclusive);
+    }
 }
