@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::broker;
 use crate::compare::load;
 use crate::exit;
 use crate::matrix;
@@ -140,6 +141,7 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     let signals = signal_thread(&cancel, &done)?;
     let mut state = AbState {
         args,
+        cpus: broker::allowed_cpus(),
         out: &out,
         sides: &sides,
         settings_fraction: settings.latency_fraction,
@@ -182,6 +184,10 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
 
 struct AbState<'a> {
     args: &'a AbArgs,
+    /// The CPUs this process may use, taken before the first job: every job of `harness run`
+    /// pins the calling thread to the generator's half, and the next job would then see only
+    /// that half, split nothing, and run its broker unpinned on the generator's core.
+    cpus: Vec<usize>,
     out: &'a Path,
     sides: &'a [SideBinary; 2],
     settings_fraction: f64,
@@ -229,7 +235,9 @@ impl AbState<'_> {
                     if self.cancel.is_cancelled() {
                         return Ok(true);
                     }
-                    if self.run_job(&pass_profiles[s], s, round, pass)? {
+                    let interrupted = self.run_job(&pass_profiles[s], s, round, pass)?;
+                    self.write_record("running", rounds)?;
+                    if interrupted {
                         return Ok(true);
                     }
                 }
@@ -275,6 +283,7 @@ impl AbState<'_> {
             stop_after_jobs: None,
             quiet: true,
         };
+        broker::pin_current_thread(&self.cpus).context("restoring the CPU set before a job")?;
         let outcome = run_profile(profile, &opts)
             .with_context(|| format!("side {} ({}), {dir}", SIDES[side], self.sides[side].spec))?;
         for mut row in outcome.rows {
