@@ -129,7 +129,7 @@ fn prune(bin_dir: &Path, in_use: &[SideBinary]) {
         .filter_map(Result::ok)
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for prefix in ["path-", "rev-"] {
         let of_kind = files.iter().filter(|(_, p)| {
             p.file_name()
