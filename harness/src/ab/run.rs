@@ -25,7 +25,7 @@ use super::build::{resolve_sides, BuildPlaces, SideBinary};
 use super::hook::gate_ab;
 use super::output::{write_summary, write_timeseries, AbRow};
 use super::paired::median;
-use super::verdict::{judge, table, CAPACITY_PASS, LATENCY_PASS};
+use super::verdict::{judge, needs_latency_pass, table, CAPACITY_PASS, LATENCY_PASS};
 
 const SIDES: [&str; 2] = ["a", "b"];
 
@@ -151,7 +151,7 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
         cancel,
     };
     // The latency pass only when a judged metric needs it (a capacity-only gate is half as long).
-    let latency = settings.metrics.iter().any(|m| m != "capacity");
+    let latency = needs_latency_pass(&settings.metrics);
     let result = state.run_passes(
         &profiles,
         rounds,
