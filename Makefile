@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report cluster clean-results
+.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -87,7 +87,25 @@ durability: build ## kill -9 + restart per flush mode x transient store pool (pr
 	python3 scripts/fault-table.py $(DURABILITY_OUT)
 	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
 
-ci: lint test smoke gate ## What CI runs: lint, tests, the smoke profile and the regression gate
+ci: lint test smoke gate ci-gate-perf ## What CI runs: lint, tests, the smoke profile, the regression gate and the A/B perf gate against the parent commit
+
+# The A/B performance gate. BASE is a git revision here (default: the parent commit); it is built
+# by the harness in its own worktree with target/ as cargo target folder, so the base build
+# reuses the dependencies `make build` just compiled and compiles only remoting and the broker.
+GATE_PERF_OUT ?= $(RESULTS)/gate-perf
+gate-perf: BASE = HEAD~1
+gate-perf: build ## A/B perf gate: BASE (a git revision, default HEAD~1) against this tree, profiles/perf-gate.toml; exit 1 on a slower send path
+	rm -rf $(GATE_PERF_OUT)
+	$(HARNESS) ab profiles/perf-gate.toml --a $(BASE) --b $(RELEASE_BIN)/broker-under-test \
+		--cargo-target-dir target --out $(GATE_PERF_OUT)
+
+# CI's clone may lack the parent commit (a root commit, a shallow clone): say so and skip.
+ci-gate-perf:
+	@if git rev-parse --verify -q 'HEAD~1^{commit}' >/dev/null; then $(MAKE) --no-print-directory gate-perf; \
+	else echo "gate-perf skipped: HEAD has no parent commit in this clone"; fi
+
+gate-perf-calibrate: build ## Sensitivity of the perf gate: >= 20 A/A and 20 A/B (10% slower send path) trials; prints false-alarm rate and power (long: hours)
+	bash scripts/gate-perf-calibrate.sh
 
 clean-results: ## Delete result folders (keeps results/baselines and results/README.md)
 	find $(RESULTS) -mindepth 1 -maxdepth 1 ! -name baselines ! -name README.md -exec rm -rf {} +

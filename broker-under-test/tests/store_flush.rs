@@ -189,6 +189,17 @@ fn append_delay_holds_the_lock(lock: PutLockKind) {
     assert!(r.append.unwrap().in_lock_micros >= 20_000);
 }
 
+fn append_spin_holds_the_lock(lock: PutLockKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
+    cfg.injection.append_spin_micros = 20_000;
+    let store = MessageStore::open(cfg).unwrap();
+    let rx = put_observing_flush(&store, message(1, true));
+    let (r, _) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    // 20 ms of CPU time take at least 20 ms of wall time inside the lock.
+    assert!(r.append.unwrap().in_lock_micros >= 20_000);
+}
+
 macro_rules! both_locks {
     ($($name:ident),*) => {
         mod spin {
@@ -207,5 +218,6 @@ both_locks!(
     flush_stall_beyond_timeout_is_flush_disk_timeout,
     async_flush_eventually_forces,
     put_stall_makes_page_cache_busy,
-    append_delay_holds_the_lock
+    append_delay_holds_the_lock,
+    append_spin_holds_the_lock
 );

@@ -3,6 +3,7 @@
 //! `main.rs` parses the command line and calls [`run_cli`]; everything else lives here so
 //! integration tests can call it in-process.
 
+pub mod ab;
 pub mod broker;
 pub mod broker_keys;
 pub mod cluster;
@@ -15,6 +16,7 @@ pub mod fnv;
 pub mod html;
 pub mod matrix;
 pub mod merge;
+pub mod proc_cpu;
 pub mod profile;
 pub mod provenance;
 pub mod recipe;
@@ -57,6 +59,9 @@ pub enum Command {
     Merge(merge::MergeArgs),
     /// Write one self-contained HTML report (charts and tables) of one run, or two side by side.
     Report(html::ReportArgs),
+    /// Paired A/B runs of two broker builds (binaries or git revisions), ABBA order, with a
+    /// paired-statistics gate (exit 0 pass, 1 regression, 2 inconclusive, 3 invalid input).
+    Ab(ab::AbArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -131,6 +136,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => merge::run_merge(&a),
         // Every way a report fails is about its input folder.
         Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
+        Command::Ab(a) => ab::run_ab(&a),
     }
 }
 

@@ -313,7 +313,7 @@ fn csv_schema_is_pinned() {
 busy_pcbusy_clean_queue,busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,system_error,\
 flush_disk_timeout,message_illegal,other_codes,timeouts,dropped,connection_errors,attempts,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,\
 service_p50_ms,service_p99_ms,service_max_ms,lag_p50_us,lag_p99_us,lag_max_us,busy_p99_ms,period_in_queue_p50_ms,\
-period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_rss_max_mb,harness_cpu_max,\
+period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_cpu_s,broker_rss_max_mb,harness_cpu_max,\
 broker_flow_control_total,broker_counters_match,valid,invalid_reason,first_ok,first_busy,final_ok,final_busy,\
 broker_ok,broker_busy,consumed,consume_rate,consumer_fc_count,\
 consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_lag_max,consumer_lost,consumer_duplicates,e2e_p50_ms,\

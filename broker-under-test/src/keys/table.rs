@@ -526,6 +526,12 @@ pub const KEYS: &[KeySpec] = &[
         "ours: every append holds the put lock at least this long (a slower disk)",
     ),
     ours(
+        "injectAppendSpinMicros",
+        int(Unit::Micros, 0, 1_000_000),
+        Fixed("0"),
+        "ours: every append burns this much CPU time inside the put lock (a compute regression; `harness ab`)",
+    ),
+    ours(
         "injectFlushStallMillis",
         MILLIS,
         Fixed("0"),

@@ -36,6 +36,9 @@ pub struct FaultInjection {
     pub put_stall_interval_millis: u64,
     /// Every append takes at least this long inside the put lock (a slower disk).
     pub append_delay_micros: u64,
+    /// Every append burns this much CPU time of its thread inside the put lock: a slower send
+    /// path that costs CPU, where `append_delay_micros` sleeps.
+    pub append_spin_micros: u64,
     /// Every force (msync) takes this much longer; writers do not wait for it.
     pub flush_stall_millis: u64,
     /// Once per `page_cache_stall_interval_millis`, the next write into file-backed pages blocks
@@ -160,6 +163,7 @@ impl StoreConfig {
                 put_stall_millis: r.get("injectPutStallMillis")?,
                 put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,
                 append_delay_micros: r.get("injectAppendDelayMicros")?,
+                append_spin_micros: r.get("injectAppendSpinMicros")?,
                 flush_stall_millis: r.get("injectFlushStallMillis")?,
                 page_cache_stall_millis: r.get("injectPageCacheStallMillis")?,
                 page_cache_stall_interval_millis: r.get("injectPageCacheStallIntervalMillis")?,

@@ -16,11 +16,12 @@
 //!
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
 //! stall holds the put lock for `put_stall_millis` on the first append and then at most once per
-//! `put_stall_interval_millis`; `append_delay_micros` stretches every lock hold to at least that;
-//! `flush_stall_millis` is added to every force. The page-cache model (`page_cache.rs`) is the
-//! one to use for questions about the transient store pool: its stalls hit whichever thread
-//! writes file-backed pages (the appender without a pool buffer, the commit thread with one),
-//! and `writeback_stall_millis` holds writers of the pages being forced.
+//! `put_stall_interval_millis`; `append_delay_micros` stretches every lock hold to at least that
+//! (a sleep), `append_spin_micros` adds that much CPU work to it; `flush_stall_millis` is added
+//! to every force. The page-cache model (`page_cache.rs`) is the one to use for questions about
+//! the transient store pool: its stalls hit whichever thread writes file-backed pages (the
+//! appender without a pool buffer, the commit thread with one), and `writeback_stall_millis`
+//! holds writers of the pages being forced.
 //!
 //! This file is only the façade: the children import from their leaf siblings (`error`,
 //! `types`, `config`, `record`, …), never from here, so no module imports one that imports it

@@ -233,6 +233,9 @@ fn append_in_lock(
         check_encoded(&inner.config, encoded)?;
     }
     let result = inner.commit_log.append_locked(guard, encoded);
+    if inj.append_spin_micros > 0 {
+        burn_thread_cpu(Duration::from_micros(inj.append_spin_micros));
+    }
     if inj.append_delay_micros > 0 {
         let min = Duration::from_micros(inj.append_delay_micros);
         let spent = lock_begin.elapsed();
@@ -243,6 +246,44 @@ fn append_in_lock(
     result.map_err(|e| match e {
         AppendError::CreateMappedFileFailed => PutMessageStatus::CreateMappedFileFailed,
     })
+}
+
+/// Spins until this thread has used `cpu` more CPU time. Counted in thread CPU time, not wall
+/// time, so a preempted spin on a loaded machine still costs exactly `cpu` of work: the
+/// injected regression is the same size on a quiet and on a busy machine.
+/// The loop spins on the cheap wall clock and reads the thread clock (a system call) only
+/// to check the result, so that a 1 µs burn costs about 1 µs and not a string of system calls.
+fn burn_thread_cpu(cpu: Duration) {
+    let start = thread_cpu_time();
+    let mut left = cpu;
+    loop {
+        let begin = Instant::now();
+        while begin.elapsed() < left {
+            std::hint::spin_loop();
+        }
+        // Without a thread clock the wall-clock spin is all there is.
+        let Some(used) = start
+            .zip(thread_cpu_time())
+            .map(|(s, n)| n.saturating_sub(s))
+        else {
+            return;
+        };
+        if used >= cpu {
+            return;
+        }
+        // Preempted during the spin: burn what is still missing.
+        left = cpu - used;
+    }
+}
+
+fn thread_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// The topic checks of §7.2 (the topic is also a consume-queue directory name).

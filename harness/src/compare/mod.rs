@@ -182,6 +182,13 @@ fn check_metrics(metrics: &[model::Metric], runs: &[&load::RunData]) -> anyhow::
 }
 
 pub fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    if args.reference.is_none() {
+        let (t, a) = (args.stats.threshold, args.stats.alpha);
+        if let Some(text) = crate::ab::compare_ab(&args.base, args.candidate.as_deref(), t, a)? {
+            print!("{text}");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let c = build_comparison(args)?;
     let text = render::render(&c, args.format, args.all)?;
     print!("{text}");
@@ -223,6 +230,15 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
 }
 
 pub fn run_gate(args: &GateArgs) -> anyhow::Result<ExitCode> {
+    let (b, r, s) = (args.baseline.as_deref(), args.rules.as_deref(), &args.stats);
+    match crate::ab::gate_ab(&args.candidate, b, r, s.threshold, s.alpha, args.verbose) {
+        Ok(Some(code)) => return Ok(ExitCode::from(code)),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("gate: invalid input: {e:#}");
+            return Ok(ExitCode::from(Outcome::Invalid.exit_code()));
+        }
+    }
     match gate_report(args) {
         Ok(report) => {
             for line in &report.lines {

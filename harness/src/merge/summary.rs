@@ -99,9 +99,18 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
     let cpu = all("broker_cpu_avg");
     let flow = all("broker_flow_control_total");
     let matches = all("broker_counters_match");
+    let cpu_s = all("broker_cpu_s");
     Resources {
         broker_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
         broker_cpu_max: max("broker_cpu_max"),
+        // One shared broker: every shard read the same process's CPU time.
+        broker_cpu_s: (cpu_s.len() == rows.len()).then(|| {
+            if shared {
+                cpu_s.iter().copied().fold(0.0, f64::max)
+            } else {
+                cpu_s.iter().sum()
+            }
+        }),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
         broker_flow_control_total: match (flow.len() == rows.len(), shared) {

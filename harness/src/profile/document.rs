@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::ab::{AbSettings, RawAb};
 use super::cluster::{per_broker_key, ClusterSpec};
 use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEYS};
 use super::diagnostics::{
@@ -42,6 +43,7 @@ struct RawProfile {
     /// Read from the document table by `profile/fault.rs`; named here so it is not unknown.
     #[allow(dead_code)]
     fault: Option<toml::Table>,
+    ab: Option<RawAb>,
 }
 
 /// One matrix axis: a `workload.<key>` or `broker.<key>` and its values, in the order given.
@@ -90,6 +92,8 @@ pub struct Profile {
     pub fault: Option<FaultPlan>,
     /// `[cluster]`: a name server and several brokers per cell.
     pub cluster: Option<ClusterSpec>,
+    /// The `[ab]` table, for `harness ab`; None when the profile has none (defaults apply).
+    pub ab: Option<AbSettings>,
 }
 
 impl Profile {
@@ -293,6 +297,10 @@ impl Profile {
             }
             None => None,
         };
+        let ab = match raw.ab {
+            Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
+            None => None,
+        };
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -315,6 +323,7 @@ impl Profile {
             fault_table,
             fault,
             cluster,
+            ab,
         };
         for arg in sets {
             profile.apply_set(arg)?;

@@ -5,6 +5,7 @@
 //! (`Workload::validate`, matrix axes) that report the span of the offending value. `--set`
 //! overrides are applied after the strict pass and reported against the command line.
 //!
+//! * ab.rs          — the `[ab]` table of `harness ab`
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
@@ -16,6 +17,7 @@
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
 //! * diagnostics.rs — located errors and "did you mean"
 
+mod ab;
 mod cluster;
 mod consumer;
 mod diagnostics;
@@ -28,6 +30,7 @@ mod slo;
 mod value;
 mod workload;
 
+pub use ab::{ab_settings_of, AbSettings, AB_METRICS};
 pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
 pub use consumer::{
     consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,

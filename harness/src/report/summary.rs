@@ -97,6 +97,7 @@ struct SummaryTail {
     size_of_queue_max: u64,
     broker_cpu_avg: Option<Fixed<1>>,
     broker_cpu_max: Option<Fixed<1>>,
+    broker_cpu_s: Option<Fixed<3>>,
     broker_rss_max_mb: Option<Fixed<1>>,
     harness_cpu_max: Option<Fixed<1>>,
     broker_flow_control_total: Option<u64>,
@@ -129,6 +130,8 @@ pub struct FaultColumns {
 pub struct Resources {
     pub broker_cpu_avg: Option<f64>,
     pub broker_cpu_max: Option<f64>,
+    /// Broker CPU-seconds over the measured window (from /proc, to the clock tick).
+    pub broker_cpu_s: Option<f64>,
     pub broker_rss_max_mb: Option<f64>,
     pub harness_cpu_max: Option<f64>,
     pub broker_flow_control_total: Option<u64>,
@@ -136,7 +139,7 @@ pub struct Resources {
 }
 
 /// One `summary.csv` row.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SummaryRow {
     pub profile: String,
     pub cell_id: String,
@@ -329,6 +332,7 @@ impl SummaryRow {
                 size_of_queue_max: s.size_of_queue_max,
                 broker_cpu_avg: one(self.res.broker_cpu_avg),
                 broker_cpu_max: one(self.res.broker_cpu_max),
+                broker_cpu_s: self.res.broker_cpu_s.map(Fixed),
                 broker_rss_max_mb: one(self.res.broker_rss_max_mb),
                 harness_cpu_max: one(self.res.harness_cpu_max),
                 broker_flow_control_total: self.res.broker_flow_control_total,
@@ -408,6 +412,7 @@ mod tests {
             res: Resources {
                 broker_cpu_avg: Some(87.26),
                 broker_cpu_max: Some(99.94),
+                broker_cpu_s: Some(8.7271),
                 broker_rss_max_mb: None,
                 harness_cpu_max: Some(12.0),
                 broker_flow_control_total: Some(21),
@@ -434,7 +439,7 @@ mod tests {
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
-5,50,5000,4.321,200,250,17,87.3,99.9,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
+5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,"
         );
@@ -468,7 +473,7 @@ mod tests {
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,true,,0,0,0,0,,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }

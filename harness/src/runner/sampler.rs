@@ -11,6 +11,7 @@ use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::matrix::Cell;
+use crate::proc_cpu::process_cpu_seconds;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::cells::Fixed;
@@ -31,6 +32,8 @@ pub struct Sample {
     pub second: u64,
     pub segment: Option<usize>,
     pub broker: Option<(f64, f64)>,
+    /// Broker CPU-seconds spent during this interval (from /proc, not sampled).
+    pub broker_cpu_s: Option<f64>,
     pub harness_cpu: f64,
     pub harness_rss_mb: Option<f64>,
     /// When the second ended, Unix seconds.
@@ -53,6 +56,12 @@ pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -
         .filter_map(|s| s.broker.map(|b| b.0))
         .collect();
     let mut res = cell.clone();
+    // Every interval of the segment, the short drain included: its answers are the segment's.
+    res.broker_cpu_s = samples
+        .iter()
+        .filter(|s| s.segment == Some(segment))
+        .map(|s| s.broker_cpu_s)
+        .sum::<Option<f64>>();
     if !seconds.is_empty() {
         res.broker_cpu_avg =
             (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
@@ -105,6 +114,7 @@ pub fn drive(
     };
     let mut sampler = pid.map(ProcSampler::new);
     let mut sampled_pid = pid;
+    let mut last_broker_cpu = pid.and_then(process_cpu_seconds);
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     cfg.cluster = router;
     if let Some(f) = &fault {
@@ -188,6 +198,11 @@ pub fn drive(
                 .map(|p| p.segment)
                 .or(if finished { None } else { Some(0) });
         let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
+        let broker_cpu_now = sampled_pid.and_then(process_cpu_seconds);
+        let broker_cpu_s = broker_cpu_now
+            .zip(last_broker_cpu)
+            .map(|(now, last)| (now - last).max(0.0));
+        last_broker_cpu = broker_cpu_now.or(last_broker_cpu);
         let mut info = admin.runtime_info(info_timeout).ok();
         if info.is_none() && fault.is_some() {
             // A kill broke the admin connection; a restarted broker answers a new one.
@@ -221,6 +236,7 @@ pub fn drive(
             second,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
             broker: broker_sample,
+            broker_cpu_s,
             harness_cpu,
             harness_rss_mb: broker::self_rss_mb(),
             end_unix_s: wall_clock
@@ -314,6 +330,7 @@ pub fn drive(
                 second,
                 segment: cfg.phases.last().map(|p| p.segment),
                 broker: None,
+                broker_cpu_s: None,
                 harness_cpu: 0.0,
                 harness_rss_mb: broker::self_rss_mb(),
                 end_unix_s: SystemTime::now()
