@@ -4,31 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use harness::exit;
 
-/// The debug broker of this target dir, built by cargo first (a no-op when fresh).
-fn broker_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("test executable path");
-        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "broker-under-test"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .status()
-            .expect("running cargo build -p broker-under-test");
-        assert!(status.success(), "cargo build -p broker-under-test failed");
-        target.join("debug/broker-under-test")
-    })
-    .clone()
-}
+mod common;
+use common::broker_bin;
 
 /// The capacity pass only, judged on broker CPU per message (CPU time does not count what other
 /// work on a shared machine takes, so identical sides stay within a few percent where capacity

@@ -3,48 +3,18 @@
 //! after a rebalance, and not-locked delays of the configured length in orderly mode. Each
 //! profile runs a few seconds; bounds are ratios or generous, for a loaded 2-core machine.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use harness::profile::Profile;
 use harness::report::SummaryRow;
-use harness::runner::{run_profile, RunOptions};
-use tokio_util::sync::CancellationToken;
+use harness::runner::run_profile;
 
-fn broker_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("test executable path");
-        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "broker-under-test"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .status()
-            .expect("running cargo build -p broker-under-test");
-        assert!(status.success(), "cargo build -p broker-under-test failed");
-        target.join("debug/broker-under-test")
-    })
-    .clone()
-}
+mod common;
+use common::options;
 
 fn run(text: &str, out: &Path) -> Vec<SummaryRow> {
     let profile = Profile::parse(text, "consumer.toml", Path::new("consumer.toml"), &[]).unwrap();
-    let opts = RunOptions {
-        target: None,
-        out: Some(out.to_owned()),
-        broker_pid: None,
-        broker_bin: Some(broker_bin()),
-        command_line: "consumer e2e test".into(),
-        cancel: CancellationToken::new(),
-        stop_after_jobs: None,
-        quiet: true,
-        ..Default::default()
-    };
+    let opts = options(out);
     let outcome = run_profile(&profile, &opts).unwrap();
     assert!(!outcome.interrupted);
     outcome.rows

@@ -4,49 +4,13 @@
 //! `cargo build -p broker-under-test` once into their own target dir (a no-op when it is
 //! fresh), so `cargo test -p harness` alone works and never picks up a stale binary.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use harness::profile::Profile;
 use harness::runner::{run_profile, RunOptions};
-use tokio_util::sync::CancellationToken;
 
-fn broker_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
-            return PathBuf::from(p);
-        }
-        // Always ask cargo: it is a no-op when the binary is fresh and rebuilds a stale one.
-        let exe = std::env::current_exe().expect("test executable path");
-        // <target>/<profile>/deps/<test> → <target>
-        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "broker-under-test"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .status()
-            .expect("running cargo build -p broker-under-test");
-        assert!(status.success(), "cargo build -p broker-under-test failed");
-        target.join("debug/broker-under-test")
-    })
-    .clone()
-}
-
-fn options(out: &Path) -> RunOptions {
-    RunOptions {
-        target: None,
-        out: Some(out.to_owned()),
-        broker_pid: None,
-        broker_bin: Some(broker_bin()),
-        command_line: "e2e test".into(),
-        cancel: CancellationToken::new(),
-        stop_after_jobs: None,
-        quiet: true,
-        ..Default::default()
-    }
-}
+mod common;
+use common::{broker_bin, options};
 
 const STALL_MATRIX: &str = r#"
 name = "e2e"

@@ -1,0 +1,46 @@
+//! What the end-to-end tests share: the broker binary they start, and run options for it.
+//!
+//! The binary is `$BROKER_UNDER_TEST_BIN` if set, else the tests run
+//! `cargo build -p broker-under-test` once into their own target dir (a no-op when it is
+//! fresh), so `cargo test -p harness` alone works and never picks up a stale binary.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use harness::runner::RunOptions;
+
+/// The debug broker of this target dir, built by cargo first (a no-op when fresh).
+pub fn broker_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        // <target>/<profile>/deps/<test> → <target>
+        let target = exe.ancestors().nth(3).expect("target dir").to_owned();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "broker-under-test"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .expect("running cargo build -p broker-under-test");
+        assert!(status.success(), "cargo build -p broker-under-test failed");
+        target.join("debug/broker-under-test")
+    })
+    .clone()
+}
+
+/// A quiet run into `out` on fresh brokers of [`broker_bin`].
+pub fn options(out: &Path) -> RunOptions {
+    RunOptions {
+        out: Some(out.to_owned()),
+        broker_bin: Some(broker_bin()),
+        command_line: "harness integration test".into(),
+        quiet: true,
+        ..Default::default()
+    }
+}
