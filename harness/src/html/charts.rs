@@ -45,6 +45,40 @@ fn svg(
     Ok(out)
 }
 
+/// One coloured line per series, each with its legend entry.
+fn draw_lines<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<impl Ranged<ValueType = f64>, impl Ranged<ValueType = f64>>,
+    >,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), ReportError> {
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+            .map_err(chart_err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+    }
+    Ok(())
+}
+
+/// The legend box, in the upper left corner of every chart.
+fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> Result<(), ReportError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FONT, 11))
+        .draw()
+        .map_err(chart_err)
+}
+
 fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
     values.fold(floor, f64::max) * 1.08
 }
@@ -182,14 +216,7 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
             .map_err(chart_err)?
             .label("p99 ms (right axis)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 11))
-            .draw()
-            .map_err(chart_err)
+        legend(&mut chart)
     })
 }
 
@@ -223,24 +250,8 @@ pub fn spectrum(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<Str
             .x_label_formatter(&|x| percentile_label(*x))
             .draw()
             .map_err(chart_err)?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(chart_err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 11))
-            .draw()
-            .map_err(chart_err)
+        draw_lines(&mut chart, series)?;
+        legend(&mut chart)
     })
 }
 
@@ -403,24 +414,8 @@ pub fn lines(
             .y_desc(y_desc)
             .draw()
             .map_err(chart_err)?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(chart_err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 11))
-            .draw()
-            .map_err(chart_err)
+        draw_lines(&mut chart, series)?;
+        legend(&mut chart)
     })
 }
 
