@@ -236,6 +236,19 @@ impl NamesrvConfig {
 mod tests {
     use super::*;
 
+    /// The README's name-server key table is this table: a key added here and not there (or
+    /// a default changed) fails here.
+    #[test]
+    fn readme_carries_the_key_table() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+            .expect("README.md at the workspace root");
+        assert!(
+            readme.contains(&NamesrvConfig::markdown()),
+            "README.md lacks `name-server --list-keys` output; paste it into the name-server section:\n{}",
+            NamesrvConfig::markdown()
+        );
+    }
+
     #[test]
     fn defaults_are_rocketmqs_and_render_round_trips() {
         let c = NamesrvConfig::default();
