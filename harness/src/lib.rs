@@ -14,6 +14,7 @@ pub mod exit;
 pub mod fault;
 pub mod fnv;
 pub mod html;
+pub mod interrupt;
 pub mod matrix;
 pub mod merge;
 pub mod proc_cpu;
@@ -164,7 +165,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
 }
 
 /// The `.toml` file next to a missing `path` whose name is closest to it.
-fn closest_profile(path: &std::path::Path) -> Option<PathBuf> {
+pub(crate) fn closest_profile(path: &std::path::Path) -> Option<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
@@ -245,25 +246,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
     // Ctrl-C stops the load; everything measured so far is still written.
-    let signal_thread = {
-        let (cancel, done) = (cancel.clone(), done.clone());
-        std::thread::Builder::new()
-            .name("harness-signal".into())
-            .spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async {
-                    tokio::select! {
-                        r = tokio::signal::ctrl_c() => if r.is_ok() { cancel.cancel() },
-                        _ = done.cancelled() => {}
-                    }
-                });
-            })?
-    };
+    let signal_thread = interrupt::watch_ctrl_c("harness-signal", &cancel, &done)?;
     let opts = runner::RunOptions {
         target: args.target,
         namesrv: args.namesrv,

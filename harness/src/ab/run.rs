@@ -70,36 +70,16 @@ fn check_profile(p: &Profile) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Ctrl-C cancels `cancel` until `done` is cancelled; the caller joins the thread.
-fn signal_thread(
-    cancel: &CancellationToken,
-    done: &CancellationToken,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let (cancel, done) = (cancel.clone(), done.clone());
-    std::thread::Builder::new()
-        .name("ab-signal".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                tokio::select! {
-                    r = tokio::signal::ctrl_c() => if r.is_ok() { cancel.cancel() },
-                    _ = done.cancelled() => {}
-                }
-            });
-        })
-}
-
 /// Runs `harness ab` and returns the gate's exit code.
 pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     if !args.profile.is_file() {
         return Err(exit::invalid(anyhow::anyhow!(
-            "no profile {}",
-            args.profile.display()
+            "no profile {}{}",
+            args.profile.display(),
+            crate::closest_profile(&args.profile).map_or(String::new(), |p| format!(
+                "; did you mean {}?",
+                p.display()
+            ))
         )));
     }
     let base = Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
@@ -138,7 +118,7 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
-    let signals = signal_thread(&cancel, &done)?;
+    let signals = crate::interrupt::watch_ctrl_c("ab-signal", &cancel, &done)?;
     let mut state = AbState {
         args,
         cpus: broker::allowed_cpus(),
