@@ -192,7 +192,7 @@ fn append_delay_holds_the_lock(lock: PutLockKind) {
 fn append_spin_holds_the_lock(lock: PutLockKind) {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
-    cfg.injection.append_spin_micros = 20_000;
+    cfg.injection.append_spin = Duration::from_millis(20);
     let store = MessageStore::open(cfg).unwrap();
     let rx = put_observing_flush(&store, message(1, true));
     let (r, _) = rx.recv_timeout(Duration::from_secs(5)).unwrap();

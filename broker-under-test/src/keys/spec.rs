@@ -20,6 +20,7 @@ pub struct KeySpec {
 pub enum Unit {
     Millis,
     Micros,
+    Nanos,
     Seconds,
     Bytes,
     Threads,
@@ -32,6 +33,7 @@ impl Unit {
         match self {
             Unit::Millis => "ms",
             Unit::Micros => "us",
+            Unit::Nanos => "ns",
             Unit::Seconds => "s",
             Unit::Bytes => "bytes",
             Unit::Threads => "threads",

@@ -532,6 +532,12 @@ pub const KEYS: &[KeySpec] = &[
         "ours: every append burns this much CPU time inside the put lock (a compute regression; `harness ab`)",
     ),
     ours(
+        "injectAppendSpinNanos",
+        int(Unit::Nanos, 0, 1_000_000_000),
+        Fixed("0"),
+        "ours: as injectAppendSpinMicros, in nanoseconds, added to it (a regression smaller than 1 us per append)",
+    ),
+    ours(
         "injectFlushStallMillis",
         MILLIS,
         Fixed("0"),

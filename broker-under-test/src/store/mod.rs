@@ -17,7 +17,7 @@
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
 //! stall holds the put lock for `put_stall_millis` on the first append and then at most once per
 //! `put_stall_interval_millis`; `append_delay_micros` stretches every lock hold to at least that
-//! (a sleep), `append_spin_micros` adds that much CPU work to it; `flush_stall_millis` is added
+//! (a sleep), `append_spin` adds that much CPU work to it; `flush_stall_millis` is added
 //! to every force. The page-cache model (`page_cache.rs`) is the one to use for questions about
 //! the transient store pool: its stalls hit whichever thread writes file-backed pages (the
 //! appender without a pool buffer, the commit thread with one), and `writeback_stall_millis`

@@ -233,8 +233,8 @@ fn append_in_lock(
         check_encoded(&inner.config, encoded)?;
     }
     let result = inner.commit_log.append_locked(guard, encoded);
-    if inj.append_spin_micros > 0 {
-        burn_thread_cpu(Duration::from_micros(inj.append_spin_micros));
+    if !inj.append_spin.is_zero() {
+        burn_thread_cpu(inj.append_spin);
     }
     if inj.append_delay_micros > 0 {
         let min = Duration::from_micros(inj.append_delay_micros);
@@ -248,19 +248,26 @@ fn append_in_lock(
     })
 }
 
-/// Spins until this thread has used `cpu` more CPU time. Counted in thread CPU time, not wall
-/// time, so a preempted spin on a loaded machine still costs exactly `cpu` of work: the
-/// injected regression is the same size on a quiet and on a busy machine.
-/// The loop spins on the cheap wall clock and reads the thread clock (a system call) only
-/// to check the result, so that a 1 µs burn costs about 1 µs and not a string of system calls.
+/// Below this a burn spins on the wall clock alone: reading the thread clock is a system call
+/// (0.55 µs on the 2-core CI machine, two per burn), which would turn a 300 ns regression into
+/// a 1.4 µs one and leave no way to inject a small one. A spin this short is seldom preempted,
+/// and a preempted one burns less CPU than asked, never more.
+const THREAD_CLOCK_FROM: Duration = Duration::from_micros(50);
+
+/// Spins until this thread has used `cpu` more CPU time. From [`THREAD_CLOCK_FROM`] up it is
+/// counted in thread CPU time, not wall time, so a preempted spin on a loaded machine still
+/// costs exactly `cpu` of work: the injected regression is the same size on a quiet and on a
+/// busy machine. The loop spins on the cheap wall clock and reads the thread clock only to
+/// check the result.
 fn burn_thread_cpu(cpu: Duration) {
+    if cpu < THREAD_CLOCK_FROM {
+        spin_for(cpu);
+        return;
+    }
     let start = thread_cpu_time();
     let mut left = cpu;
     loop {
-        let begin = Instant::now();
-        while begin.elapsed() < left {
-            std::hint::spin_loop();
-        }
+        spin_for(left);
         // Without a thread clock the wall-clock spin is all there is.
         let Some(used) = start
             .zip(thread_cpu_time())
@@ -273,6 +280,14 @@ fn burn_thread_cpu(cpu: Duration) {
         }
         // Preempted during the spin: burn what is still missing.
         left = cpu - used;
+    }
+}
+
+/// Busy-waits `wall` of wall-clock time.
+fn spin_for(wall: Duration) {
+    let begin = Instant::now();
+    while begin.elapsed() < wall {
+        std::hint::spin_loop();
     }
 }
 
@@ -335,4 +350,27 @@ fn check_encoded(config: &StoreConfig, encoded: &[EncodedMessage]) -> Result<(),
         return Err(PutMessageStatus::MessageIllegal);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A long burn is counted in this thread's CPU time, so it is at least what was asked for
+    /// however the thread was scheduled; a short one spins on the wall clock (only the lower
+    /// bounds are properties; how much more either takes depends on the machine).
+    #[test]
+    fn burn_costs_at_least_what_was_asked() {
+        let asked = Duration::from_nanos(300);
+        let begin = Instant::now();
+        burn_thread_cpu(asked);
+        assert!(begin.elapsed() >= asked);
+        let Some(start) = thread_cpu_time() else {
+            return; // no thread clock on this platform: the wall-clock spin is all there is
+        };
+        let asked = Duration::from_micros(2_000);
+        burn_thread_cpu(asked);
+        let used = thread_cpu_time().unwrap() - start;
+        assert!(used >= asked, "asked {asked:?}, burned {used:?}");
+    }
 }
