@@ -223,3 +223,31 @@ fn a_revision_that_does_not_build_is_invalid_input() {
         r.stderr
     );
 }
+
+/// A misspelled key in `--set-b` is refused, with the key it meant, before any job runs: not
+/// after side A's first job has already spent its seconds.
+#[test]
+fn a_misspelled_side_key_is_refused_before_any_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = broker_bin();
+    let bin = bin.to_str().unwrap();
+    let r = ab(
+        dir.path(),
+        &[
+            "--a",
+            bin,
+            "--b",
+            bin,
+            "--set-b",
+            "broker.injectAppendSpinNano=300",
+        ],
+    );
+    assert_eq!(r.code, exit::INVALID_INPUT, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("side b"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("did you mean `injectAppendSpinNanos`?"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("out/jobs").exists(), "a job ran");
+}

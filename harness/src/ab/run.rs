@@ -18,7 +18,7 @@ use crate::matrix;
 use crate::profile::{Model, Profile};
 use crate::provenance::{utc, Provenance};
 use crate::report::write_atomic;
-use crate::runner::{run_profile, RunOptions};
+use crate::runner::{check_broker_profile, run_profile, RunOptions};
 
 use super::args::AbArgs;
 use super::build::{resolve_sides, BuildPlaces, SideBinary};
@@ -108,6 +108,12 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     };
     let sides = resolve_sides([("a", &args.a), ("b", &args.b)], &places, args.quiet)
         .map_err(exit::invalid)?;
+    // Each side's keys against its own binary before the first job: a typo in `--set-b`, or a
+    // key the base revision does not know yet, is refused now and not after side A's first job.
+    for (side, profile) in sides.iter().zip(&profiles) {
+        check_broker_profile(&side.bin, profile)
+            .with_context(|| format!("side {} ({})", side.side, side.spec))?;
+    }
 
     let started = SystemTime::now();
     let (stamp, started_iso) = utc(started);

@@ -27,7 +27,7 @@ mod validity;
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};
 pub use plan::{plan, LoadConfig, Pacing, Phase};
-pub use run::run_profile;
+pub use run::{check_broker_profile, run_profile};
 pub use shard::{Shard, Spread, StartAt};
 
 /// UTC `YYYYMMDDTHHMMSSZ` and ISO forms of a time (kept here for callers of the old path).

@@ -191,6 +191,13 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     })
 }
 
+/// `check_broker_config` for a caller that runs the profile later, job by job (`harness ab`
+/// checks both sides before its first job: a typo in `--set-b` must not cost side A's jobs).
+pub fn check_broker_profile(bin: &Path, profile: &Profile) -> anyhow::Result<()> {
+    let cells = matrix::expand(profile).map_err(|e| crate::exit::invalid(anyhow::anyhow!(e)))?;
+    check_broker_config(bin, profile, &cells)
+}
+
 /// The broker keys of `profile` against the broker's key list, then every cell's effective
 /// configuration through the broker's own `--strict --check`. All problems at once, as invalid
 /// input (exit 3).
