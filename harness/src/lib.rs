@@ -92,8 +92,9 @@ pub struct RunArgs {
     /// Result folder. Default: results/<profile name>-<UTC timestamp>.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Override a profile key: `workload.rate=5000`, `broker.sendMessageThreadPoolNums=4`.
-    /// On a matrix axis key the axis collapses to that single value. Repeatable.
+    /// Override a profile key: `workload.rate=5000`, `broker.sendMessageThreadPoolNums=4`
+    /// (also `consumer.`, `fault.`, `knee.`, `slo.`, `ab.` keys). On a matrix axis key the axis
+    /// collapses to that single value. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// PID of the broker at --target, for CPU/RSS sampling.

@@ -259,6 +259,38 @@ fn set_overrides_apply_and_collapse_axes() {
     );
 }
 
+/// `--set` reaches `[knee]`, `[slo]` and `[ab]` too, checked as the file's own table would be.
+#[test]
+fn set_reaches_knee_slo_and_ab() {
+    let text = "name = \"x\"\n[workload]\nmodel = \"knee\"\n[slo]\nterms = [\"p99_ms <= 50\"]\n[knee]\ngrowth = 3\n[ab]\nthreshold = 4\n";
+    let set = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Profile::parse(text, "p.toml", Path::new("p.toml"), &sets)
+    };
+    let p = set(&[
+        "knee.max_rate=20000",
+        "slo.terms=[\"busy_rate <= 0.1%\", \"p99_ms <= 20\"]",
+        "ab.metrics=[\"capacity\"]",
+    ])
+    .unwrap();
+    assert_eq!(p.knee.max_rate, 20000.0);
+    assert_eq!(p.knee.growth, 3.0, "the file's other [knee] keys stay");
+    assert_eq!(p.slo.as_ref().unwrap().terms.len(), 2);
+    let ab = p.ab.unwrap();
+    assert_eq!(ab.metrics, ["capacity"]);
+    assert_eq!(ab.threshold_pct, 4.0, "the file's other [ab] keys stay");
+    for (bad, says) in [
+        ("knee.growth=0.5", "`growth` must be > 1"),
+        ("knee.max_rat=5", "unknown field `max_rat`"),
+        ("ab.metrics=[\"capacty\"]", "did you mean `capacity`"),
+        ("slo.terms=[\"p99_ms <=\"]", "[slo]"),
+        ("kne.growth=2", "did you mean `knee.`"),
+    ] {
+        let err = set(&[bad]).unwrap_err().to_string();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
+
 #[test]
 fn gate_table_is_accepted_and_shipped_profiles_parse() {
     parse("name = \"x\"\n[gate]\nmax_p99_regression = 0.1\n[gate.thresholds]\nbusy_rate = 0.01\n")

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::ab::{AbSettings, RawAb};
+use super::ab::{ab_settings_of, AbSettings, RawAb};
 use super::cluster::{per_broker_key, ClusterSpec};
 use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEYS};
 use super::diagnostics::{
@@ -94,6 +94,46 @@ pub struct Profile {
     pub cluster: Option<ClusterSpec>,
     /// The `[ab]` table, for `harness ab`; None when the profile has none (defaults apply).
     pub ab: Option<AbSettings>,
+    /// `[knee]`, `[slo]` and `[ab]` as written (plus `--set`): a `--set knee.k=v` is checked
+    /// against the whole table, as the file's own table is.
+    section_tables: BTreeMap<&'static str, toml::Table>,
+}
+
+/// The sections whose keys `--set` takes besides `workload.`, `broker.`, `consumer.`, `fault.`.
+const SET_SECTIONS: &[&str] = &["knee", "slo", "ab"];
+/// Every prefix `--set` takes, for the message about one it does not.
+const SET_PREFIXES: &[&str] = &[
+    "workload", "broker", "consumer", "fault", "knee", "slo", "ab",
+];
+
+/// `[section]` holding `table`, as TOML text for that section's own parser.
+fn section_text(section: &str, table: &toml::Table) -> String {
+    let mut doc = toml::Table::new();
+    doc.insert(section.to_owned(), toml::Value::Table(table.clone()));
+    toml::to_string(&doc).unwrap_or_default()
+}
+
+fn knee_of(table: &toml::Table) -> Result<Knee, String> {
+    #[derive(Deserialize)]
+    struct Doc {
+        knee: Knee,
+    }
+    let doc: Doc = toml::from_str(&section_text("knee", table))
+        .map_err(|e| format!("[knee]: {}", e.message().trim()))?;
+    doc.knee
+        .validate()
+        .map_err(|(_, m)| format!("[knee]: {m}"))?;
+    Ok(doc.knee)
+}
+
+fn slo_of(table: &toml::Table) -> Result<Slo, String> {
+    #[derive(Deserialize)]
+    struct Doc {
+        slo: RawSlo,
+    }
+    let doc: Doc = toml::from_str(&section_text("slo", table))
+        .map_err(|e| format!("[slo]: {}", e.message().trim()))?;
+    Slo::from_raw(&doc.slo).map_err(|(_, m)| format!("[slo]: {m}"))
 }
 
 impl Profile {
@@ -301,6 +341,13 @@ impl Profile {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
             None => None,
         };
+        let section_tables = SET_SECTIONS
+            .iter()
+            .map(|&name| match doc.get(name) {
+                Some(toml::Value::Table(t)) => (name, t.clone()),
+                _ => (name, toml::Table::new()),
+            })
+            .collect();
         let mut profile = Profile {
             path: path.to_owned(),
             name,
@@ -324,6 +371,7 @@ impl Profile {
             fault,
             cluster,
             ab,
+            section_tables,
         };
         for arg in sets {
             profile.apply_set(arg)?;
@@ -380,10 +428,32 @@ impl Profile {
         } else if let Some(k) = key.strip_prefix("fault.") {
             self.fault = fault_with(&self.fault_table, k, &value).map_err(set_err)?;
             self.fault_table.insert(k.to_owned(), value);
+        } else if let Some((section, k)) = key
+            .split_once('.')
+            .and_then(|(s, k)| SET_SECTIONS.iter().find(|&&n| n == s).map(|&n| (n, k)))
+        {
+            let mut table = self.section_tables[section].clone();
+            table.insert(k.to_owned(), value);
+            match section {
+                "knee" => self.knee = knee_of(&table).map_err(set_err)?,
+                "slo" => self.slo = Some(slo_of(&table).map_err(set_err)?),
+                _ => {
+                    self.ab = Some(ab_settings_of(&section_text(section, &table)).map_err(set_err)?)
+                }
+            }
+            self.section_tables.insert(section, table);
         } else {
-            return Err(set_err(
-                "the key must start with `workload.`, `broker.`, `consumer.` or `fault.`".into(),
-            ));
+            let prefix = key.split_once('.').map_or(key, |(p, _)| p);
+            let help = did_you_mean(prefix, SET_PREFIXES)
+                .map_or(String::new(), |b| format!(" (did you mean `{b}.`?)"));
+            return Err(set_err(format!(
+                "the key must start with one of {}{help}",
+                SET_PREFIXES
+                    .iter()
+                    .map(|p| format!("`{p}.`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
         if let Some(plan) = &self.fault {
             plan.check_workload(&self.workload).map_err(set_err)?;
