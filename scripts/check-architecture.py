@@ -15,7 +15,7 @@ import re
 import sys
 
 MAX_LINES = 600
-CRATES = ["remoting", "broker-under-test", "harness", "floor", "name-server"]
+CRATES = ["remoting", "remoting-server", "broker-under-test", "harness", "floor", "name-server"]
 
 
 def modules(src):

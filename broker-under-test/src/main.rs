@@ -103,23 +103,6 @@ fn real_main() -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        broker_under_test::run(config, listener, shutdown_signal()).await
+        broker_under_test::run(config, listener, remoting_server::shutdown_signal("broker")).await
     })
-}
-
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(e) => {
-            eprintln!("cannot listen for SIGTERM ({e}); only Ctrl-C stops the broker");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

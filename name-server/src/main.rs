@@ -57,23 +57,11 @@ fn real_main() -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        name_server::run(config, listener, shutdown_signal()).await
+        name_server::run(
+            config,
+            listener,
+            remoting_server::shutdown_signal("name server"),
+        )
+        .await
     })
-}
-
-/// Completes on SIGINT or SIGTERM (`mqshutdown namesrv` sends SIGTERM).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(e) => {
-            eprintln!("cannot listen for SIGTERM ({e}); only Ctrl-C stops the name server");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -17,7 +17,6 @@ use remoting::{decode_frame, MAX_FRAME_LEN};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
-    sync::Semaphore,
     time::Instant,
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -46,44 +45,25 @@ impl Shared {
     }
 }
 
+/// Accepts connections until `shutdown` is cancelled, at most `max_connections` at once.
 pub async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
-    let limit = Arc::new(Semaphore::new(shared.max_connections));
-    loop {
-        let permit = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            p = limit.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-        };
-        let accepted = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            a = listener.accept() => a,
-        };
-        match accepted {
-            Ok((socket, peer)) => {
-                let _ = socket.set_nodelay(true);
-                let shared = shared.clone();
-                let shutdown = shutdown.clone();
-                tracker.spawn(async move {
-                    serve(socket, peer, shared, shutdown).await;
-                    drop(permit);
-                });
-            }
-            Err(e) => {
-                shared.routes.log.line(format_args!("accept failed: {e}"));
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                }
-            }
-        }
-    }
+    let max_connections = shared.max_connections;
+    let log = shared.clone();
+    let stop = shutdown.clone();
+    remoting_server::accept_loop(
+        listener,
+        max_connections,
+        shutdown,
+        tracker,
+        move |e| log.routes.log.line(format_args!("accept failed: {e}")),
+        move |socket, peer| serve(socket, peer, shared.clone(), stop.clone()),
+    )
+    .await
 }
 
 async fn serve(
