@@ -4,7 +4,8 @@
 //!
 //! A metric fails the gate when B is worse by more than `threshold` percent (estimate) AND the
 //! signed-rank test says so at alpha / (number of gated metrics) (Bonferroni, so that the
-//! family of metrics together keeps the false-alarm rate at alpha). A change beyond the
+//! family of metrics together keeps the false-alarm rate at alpha); with `fail_when = "all"`
+//! each metric is tested at alpha and the gate fails only when every one of them does. A change beyond the
 //! threshold that the test does not confirm passes, with its p-value shown: the rounds were
 //! enough to confirm it and did not. Too few rounds to ever reach the level is inconclusive.
 
@@ -13,7 +14,7 @@ use std::fmt::Write as _;
 use crate::compare::gate::Outcome;
 use crate::compare::load::{Row, RunData};
 use crate::compare::render::num;
-use crate::profile::AbSettings;
+use crate::profile::{AbSettings, FailWhen};
 
 use super::paired::{bootstrap_median_ci, hodges_lehmann, median, signed_rank, SignedRank};
 
@@ -97,6 +98,7 @@ pub struct MetricVerdict {
 pub struct AbVerdict {
     pub metrics: Vec<MetricVerdict>,
     pub rounds: usize,
+    pub fail_when: FailWhen,
 }
 
 impl AbVerdict {
@@ -153,20 +155,42 @@ pub fn needs_latency_pass(metrics: &[String]) -> bool {
 /// Judges every metric of `settings` on an A/B folder.
 pub fn judge(run: &RunData, settings: &AbSettings, seed: u64) -> AbVerdict {
     let gated = settings.metrics.len().max(1);
-    let alpha = settings.alpha / gated as f64;
+    let alpha = match settings.fail_when {
+        FailWhen::Any => settings.alpha / gated as f64,
+        // An intersection-union test: failing needs every test to fail, each at alpha.
+        FailWhen::All => settings.alpha,
+    };
     let rounds = run
         .rows
         .iter()
         .filter_map(round_of)
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    let metrics = settings
+    let mut metrics: Vec<MetricVerdict> = settings
         .metrics
         .iter()
         .enumerate()
         .map(|(i, m)| judge_metric(run, m, settings.threshold_pct, alpha, seed ^ i as u64))
         .collect();
-    AbVerdict { metrics, rounds }
+    if settings.fail_when == FailWhen::All
+        && !metrics.iter().all(|m| m.outcome == Outcome::Regression)
+    {
+        for m in metrics
+            .iter_mut()
+            .filter(|m| m.outcome == Outcome::Regression)
+        {
+            m.outcome = Outcome::Pass;
+            m.reason = format!(
+                "{}, but not every judged metric confirms it (fail_when = \"all\")",
+                m.reason
+            );
+        }
+    }
+    AbVerdict {
+        metrics,
+        rounds,
+        fail_when: settings.fail_when,
+    }
 }
 
 fn judge_metric(
@@ -362,11 +386,14 @@ pub fn table(v: &AbVerdict) -> String {
         );
     }
     let left_out: usize = v.metrics.iter().map(|m| m.left_out).max().unwrap_or(0);
+    let levels = match v.fail_when {
+        FailWhen::Any => format!("alpha split over {} metrics", v.metrics.len()),
+        FailWhen::All => "each metric at alpha, the gate fails only when all do".to_owned(),
+    };
     let _ = writeln!(
         out,
-        "{} rounds, paired ABBA; change = Hodges–Lehmann estimate of B/A; p = one-sided Wilcoxon signed-rank, alpha split over {} metrics{}",
+        "{} rounds, paired ABBA; change = Hodges–Lehmann estimate of B/A; p = one-sided Wilcoxon signed-rank, {levels}{}",
         v.rounds,
-        v.metrics.len(),
         if left_out > 0 {
             format!("; up to {left_out} round(s) left out (a side missing or 0)")
         } else {
@@ -453,6 +480,74 @@ mod tests {
         );
         assert_eq!(rounds_needed(0.0125), 7);
         assert_eq!(rounds_needed(0.2), 3);
+    }
+
+    /// Capacity and CPU per message per round: `(a ok/s, b ok/s, a cpu, b cpu)`.
+    fn folder_with_cpu(rounds: &[(f64, f64, f64, f64)]) -> (tempfile::TempDir, RunData) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut csv =
+            String::from("side,round,pass,cell_id,repetition,ok_rate,cpu_s_per_1k,valid\n");
+        for (i, (a, b, ca, cb)) in rounds.iter().enumerate() {
+            let r = i + 1;
+            csv += &format!(
+                "a,{r},capacity,c,{r},{a},{ca},true\nb,{r},capacity,c,{r},{b},{cb},true\n"
+            );
+        }
+        std::fs::write(dir.path().join("summary.csv"), csv).unwrap();
+        let run = crate::compare::load::load(dir.path()).unwrap();
+        (dir, run)
+    }
+
+    #[test]
+    fn fail_when_all_needs_every_metric_and_tests_each_at_alpha() {
+        let settings = |fail_when| AbSettings {
+            metrics: vec!["capacity".into(), "cpu_s_per_1k".into()],
+            fail_when,
+            ..AbSettings::default()
+        };
+        // Capacity 12% lower in every round, CPU per message unchanged (the broker got less
+        // CPU, not a costlier send path): "any" fails, "all" passes and says why.
+        let capacity_only: Vec<_> = (0..8)
+            .map(|i| (1000.0 + i as f64, 880.0, 0.012, 0.012))
+            .collect();
+        let (_d, run) = folder_with_cpu(&capacity_only);
+        assert_eq!(
+            judge(&run, &settings(FailWhen::Any), 1).outcome(),
+            Outcome::Regression
+        );
+        let v = judge(&run, &settings(FailWhen::All), 1);
+        assert_eq!(v.outcome(), Outcome::Pass);
+        assert!(
+            v.metrics[0].reason.contains("not every judged metric"),
+            "{}",
+            v.metrics[0].reason
+        );
+        assert_eq!(v.metrics[0].alpha, 0.05, "each metric at the whole alpha");
+        assert!(table(&v).contains("the gate fails only when all do"));
+        // Both worse in every round: a regression either way.
+        let both: Vec<_> = (0..8)
+            .map(|i| (1000.0 + i as f64, 880.0, 0.012, 0.0135))
+            .collect();
+        let (_d, run) = folder_with_cpu(&both);
+        let v = judge(&run, &settings(FailWhen::All), 1);
+        assert_eq!(v.outcome(), Outcome::Regression);
+        assert_eq!(
+            gate_lines(&v)
+                .iter()
+                .filter(|l| l.starts_with("FAIL"))
+                .count(),
+            2
+        );
+        // 5 rounds reach 2^-5 < 0.05 for "all" but not 0.025 for "any": inconclusive only there.
+        let (_d, run) = folder_with_cpu(&both[..5]);
+        assert_eq!(
+            judge(&run, &settings(FailWhen::All), 1).outcome(),
+            Outcome::Regression
+        );
+        assert_eq!(
+            judge(&run, &settings(FailWhen::Any), 1).outcome(),
+            Outcome::Inconclusive
+        );
     }
 
     #[test]

@@ -22,6 +22,32 @@ pub(super) struct RawAb {
     threshold: Option<Spanned<f64>>,
     alpha: Option<Spanned<f64>>,
     metrics: Option<Spanned<Vec<String>>>,
+    fail_when: Option<Spanned<String>>,
+}
+
+/// When the judged metrics together fail the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailWhen {
+    /// Any metric that fails its test fails the gate; each is tested at alpha / metrics
+    /// (Bonferroni), so that together they keep the false-alarm rate at alpha.
+    #[default]
+    Any,
+    /// Only when every judged metric fails its test, each at alpha (an intersection-union
+    /// test, whose false-alarm rate is at most alpha). For metrics that are two views of one
+    /// cost, such as capacity and CPU per message at saturation: a slower send path moves
+    /// both, a machine that takes CPU from the broker moves only capacity.
+    All,
+}
+
+impl FailWhen {
+    pub const NAMES: &'static [&'static str] = &["any", "all"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailWhen::Any => "any",
+            FailWhen::All => "all",
+        }
+    }
 }
 
 /// The validated `[ab]` table (defaults when the profile has none).
@@ -37,6 +63,8 @@ pub struct AbSettings {
     pub alpha: f64,
     /// The metrics the gate judges, a subset of [`AB_METRICS`].
     pub metrics: Vec<String>,
+    /// Whether one failing metric fails the gate, or only all of them together.
+    pub fail_when: FailWhen,
 }
 
 impl Default for AbSettings {
@@ -47,6 +75,7 @@ impl Default for AbSettings {
             threshold_pct: 5.0,
             alpha: 0.05,
             metrics: AB_METRICS.iter().map(|m| m.to_string()).collect(),
+            fail_when: FailWhen::Any,
         }
     }
 }
@@ -114,12 +143,31 @@ impl RawAb {
             }
             None => d.metrics,
         };
+        let fail_when = match self.fail_when {
+            Some(f) => match f.get_ref().as_str() {
+                "any" => FailWhen::Any,
+                "all" => FailWhen::All,
+                other => {
+                    let hint = did_you_mean(other, FailWhen::NAMES)
+                        .map_or(String::new(), |b| format!("did you mean `{b}`? "));
+                    return Err((
+                        format!("unknown fail_when `{other}`"),
+                        Some(format!(
+                            "{hint}\"any\": one failing metric fails the gate; \"all\": only every metric together"
+                        )),
+                        Some(f.span()),
+                    ));
+                }
+            },
+            None => d.fail_when,
+        };
         Ok(AbSettings {
             latency_fraction: fraction,
             latency_duration: self.latency_duration,
             threshold_pct,
             alpha,
             metrics,
+            fail_when,
         })
     }
 }
@@ -156,5 +204,10 @@ mod tests {
         assert!(ab_settings_of("[ab]\nlatency_fraction = 1.5\n").is_err());
         assert!(ab_settings_of("[ab]\nalpha = 0\n").is_err());
         assert!(ab_settings_of("[ab]\nrounds = 3\n").is_err(), "unknown key");
+        assert_eq!(AbSettings::default().fail_when, FailWhen::Any);
+        let s = ab_settings_of("[ab]\nfail_when = \"all\"\n").unwrap();
+        assert_eq!(s.fail_when, FailWhen::All);
+        let e = ab_settings_of("[ab]\nfail_when = \"al\"\n").unwrap_err();
+        assert!(e.contains("did you mean `all`"), "{e}");
     }
 }

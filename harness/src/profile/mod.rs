@@ -30,7 +30,7 @@ mod slo;
 mod value;
 mod workload;
 
-pub use ab::{ab_settings_of, AbSettings, AB_METRICS};
+pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
 pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
 pub use consumer::{
     consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,
