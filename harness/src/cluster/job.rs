@@ -55,7 +55,14 @@ impl JobCluster {
         }))
     }
 
-    /// The first broker started (address, pid), for the per-second sampling.
+    /// Every broker process the harness started for this job (none with `--namesrv`).
+    pub fn broker_pids(&self) -> Vec<u32> {
+        self.cell
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.brokers.iter().map(|b| b.pid).collect())
+    }
+
+    /// The first broker started (address, pid): it answers the admin requests.
     pub fn first_broker(&self) -> Option<(SocketAddr, u32)> {
         let b = self.cell.as_ref()?.brokers.first()?;
         Some((b.addr, b.pid))

@@ -117,6 +117,11 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             }
             (None, None, None, None) => return Err("no broker binary and no --target".into()),
         };
+        // A cluster's CPU and memory are every broker's, summed.
+        let broker_pids = match cluster.as_ref().map(JobCluster::broker_pids) {
+            Some(pids) if !pids.is_empty() => pids,
+            _ => pid.into_iter().collect(),
+        };
         let outcome = drive(
             ctx,
             cell,
@@ -125,7 +130,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             process.as_mut(),
             cluster.as_mut(),
             &mut broker_names,
-            pid,
+            &broker_pids,
             harness_cpus,
             &mut samples,
             &mut recorder,

@@ -40,6 +40,63 @@ pub struct Sample {
     pub end_unix_s: f64,
 }
 
+/// The broker processes a job samples every second: its one broker, or every broker of a
+/// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
+struct BrokerSampler {
+    procs: Vec<SampledProcess>,
+}
+
+struct SampledProcess {
+    pid: u32,
+    sampler: ProcSampler,
+    /// CPU-seconds at the previous sample, from /proc.
+    last_cpu_s: Option<f64>,
+}
+
+impl SampledProcess {
+    fn new(pid: u32) -> Self {
+        SampledProcess {
+            pid,
+            sampler: ProcSampler::new(pid),
+            last_cpu_s: process_cpu_seconds(pid),
+        }
+    }
+}
+
+impl BrokerSampler {
+    fn new(pids: &[u32]) -> Self {
+        BrokerSampler {
+            procs: pids.iter().map(|&p| SampledProcess::new(p)).collect(),
+        }
+    }
+
+    /// A lone broker restarted by a fault: sample the new process from now on.
+    fn follow(&mut self, pid: u32) {
+        if self.procs.len() <= 1 && self.procs.first().map(|p| p.pid) != Some(pid) {
+            self.procs = vec![SampledProcess::new(pid)];
+        }
+    }
+
+    /// `(cpu %, rss MiB)` summed over the processes that are alive, and their CPU-seconds
+    /// since the previous call; None when no process answered.
+    fn sample(&mut self) -> (Option<(f64, f64)>, Option<f64>) {
+        let (mut usage, mut cpu_s) = (None, None);
+        for p in &mut self.procs {
+            if let Some((cpu, rss)) = p.sampler.sample() {
+                let sum: &mut (f64, f64) = usage.get_or_insert((0.0, 0.0));
+                sum.0 += cpu;
+                sum.1 += rss;
+            }
+            let now = process_cpu_seconds(p.pid);
+            if let Some(spent) = now.zip(p.last_cpu_s).map(|(n, l)| (n - l).max(0.0)) {
+                *cpu_s.get_or_insert(0.0) += spent;
+            }
+            p.last_cpu_s = now.or(p.last_cpu_s);
+        }
+        (usage, cpu_s)
+    }
+}
+
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())
 }
@@ -81,7 +138,7 @@ pub fn drive(
     mut process: Option<&mut BrokerProcess>,
     mut cluster: Option<&mut JobCluster>,
     broker_names: &mut Vec<String>,
-    pid: Option<u32>,
+    broker_pids: &[u32],
     harness_cpus: f64,
     samples: &mut Vec<Sample>,
     recorder: &mut Recorder,
@@ -91,7 +148,8 @@ pub fn drive(
     mut fault: Option<&mut Injector>,
 ) -> Result<(), String> {
     let w = &cell.workload;
-    // A cluster: topic on every broker, routes from the name server; broker 0 is sampled.
+    // A cluster: topic on every broker, routes from the name server; broker 0 answers the
+    // admin requests, every broker's process is sampled.
     let router = match cluster.as_mut() {
         Some(c) => Some(c.prepare(w)?),
         None => None,
@@ -112,9 +170,7 @@ pub fn drive(
         Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
         None => admin.runtime_info(info_timeout).ok(),
     };
-    let mut sampler = pid.map(ProcSampler::new);
-    let mut sampled_pid = pid;
-    let mut last_broker_cpu = pid.and_then(process_cpu_seconds);
+    let mut brokers = BrokerSampler::new(broker_pids);
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     cfg.cluster = router;
     if let Some(f) = &fault {
@@ -159,10 +215,7 @@ pub fn drive(
                 }
             }
             if let Some(p) = process.as_deref() {
-                if Some(p.pid) != sampled_pid {
-                    sampled_pid = Some(p.pid);
-                    sampler = Some(ProcSampler::new(p.pid));
-                }
+                brokers.follow(p.pid);
             }
             let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
             if crashed.is_none() && !expected_dead {
@@ -197,12 +250,7 @@ pub fn drive(
             cfg.phase_at(elapsed)
                 .map(|p| p.segment)
                 .or(if finished { None } else { Some(0) });
-        let broker_sample = sampler.as_mut().and_then(ProcSampler::sample);
-        let broker_cpu_now = sampled_pid.and_then(process_cpu_seconds);
-        let broker_cpu_s = broker_cpu_now
-            .zip(last_broker_cpu)
-            .map(|(now, last)| (now - last).max(0.0));
-        last_broker_cpu = broker_cpu_now.or(last_broker_cpu);
+        let (broker_sample, broker_cpu_s) = brokers.sample();
         let mut info = admin.runtime_info(info_timeout).ok();
         if info.is_none() && fault.is_some() {
             // A kill broke the admin connection; a restarted broker answers a new one.
@@ -487,5 +535,36 @@ pub fn timeseries_row(
             end_unix_s: Fixed(s.end_unix_s),
         },
         consumer: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sampling this process once and "twice" (as two brokers of a cluster) must give twice the
+    /// memory and at least twice the CPU burnt in between: a cluster's figures are sums.
+    #[test]
+    fn a_cluster_is_sampled_as_the_sum_of_its_brokers() {
+        assert_eq!(BrokerSampler::new(&[]).sample(), (None, None));
+        let me = std::process::id();
+        let mut one = BrokerSampler::new(&[me]);
+        let mut two = BrokerSampler::new(&[me, me]);
+        let burn = Duration::from_millis(300);
+        let begin = broker::self_cpu_time();
+        while broker::self_cpu_time().saturating_sub(begin) < burn {
+            std::hint::black_box((0..1000u64).sum::<u64>());
+        }
+        let (usage_one, cpu_one) = one.sample();
+        let (usage_two, cpu_two) = two.sample();
+        let (rss_one, rss_two) = (usage_one.unwrap().1, usage_two.unwrap().1);
+        assert!(
+            (rss_two / rss_one - 2.0).abs() < 0.2,
+            "{rss_one} MiB vs {rss_two} MiB"
+        );
+        // /proc counts in clock ticks: allow one tick (10 ms) per process.
+        let (cpu_one, cpu_two) = (cpu_one.unwrap(), cpu_two.unwrap());
+        assert!(cpu_one >= 0.29, "{cpu_one}");
+        assert!(cpu_two >= 0.58, "{cpu_two}");
     }
 }
