@@ -113,27 +113,25 @@ fn section_text(section: &str, table: &toml::Table) -> String {
     toml::to_string(&doc).unwrap_or_default()
 }
 
+/// `[section]` holding `table`, read by that section's own serde rules (unknown keys included).
+fn section_of<T: serde::de::DeserializeOwned>(
+    section: &str,
+    table: &toml::Table,
+) -> Result<T, String> {
+    let mut doc: BTreeMap<String, T> = toml::from_str(&section_text(section, table))
+        .map_err(|e| format!("[{section}]: {}", e.message().trim()))?;
+    doc.remove(section)
+        .ok_or_else(|| format!("[{section}] is missing"))
+}
+
 fn knee_of(table: &toml::Table) -> Result<Knee, String> {
-    #[derive(Deserialize)]
-    struct Doc {
-        knee: Knee,
-    }
-    let doc: Doc = toml::from_str(&section_text("knee", table))
-        .map_err(|e| format!("[knee]: {}", e.message().trim()))?;
-    doc.knee
-        .validate()
-        .map_err(|(_, m)| format!("[knee]: {m}"))?;
-    Ok(doc.knee)
+    let knee: Knee = section_of("knee", table)?;
+    knee.validate().map_err(|(_, m)| format!("[knee]: {m}"))?;
+    Ok(knee)
 }
 
 fn slo_of(table: &toml::Table) -> Result<Slo, String> {
-    #[derive(Deserialize)]
-    struct Doc {
-        slo: RawSlo,
-    }
-    let doc: Doc = toml::from_str(&section_text("slo", table))
-        .map_err(|e| format!("[slo]: {}", e.message().trim()))?;
-    Slo::from_raw(&doc.slo).map_err(|(_, m)| format!("[slo]: {m}"))
+    Slo::from_raw(&section_of::<RawSlo>("slo", table)?).map_err(|(_, m)| format!("[slo]: {m}"))
 }
 
 impl Profile {
