@@ -104,8 +104,8 @@ ci-gate-perf:
 	@if git rev-parse --verify -q 'HEAD~1^{commit}' >/dev/null; then $(MAKE) --no-print-directory gate-perf; \
 	else echo "gate-perf skipped: HEAD has no parent commit in this clone"; fi
 
-gate-perf-calibrate: build ## Sensitivity of the perf gate: >= 20 A/A and 20 A/B (10% slower send path) trials; prints false-alarm rate and power (long: hours)
-	bash scripts/gate-perf-calibrate.sh
+gate-perf-calibrate: build ## Sensitivity of the perf gate: 20 A/A and 20 A/B trials (B 10% slower), false-alarm rate and power (about 75 minutes)
+	python3 scripts/gate-perf-calibrate.py
 
 clean-results: ## Delete result folders (keeps results/baselines and results/README.md)
 	find $(RESULTS) -mindepth 1 -maxdepth 1 ! -name baselines ! -name README.md -exec rm -rf {} +
