@@ -8,37 +8,25 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub struct Periodic {
+/// A named thread its owner stops: the thread watches a stop channel (a message or the
+/// owner's drop closes it), and `stop` joins it.
+pub struct Stoppable {
     name: String,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Periodic {
-    /// Runs `job` after `first`, then every `period` (fixed rate; a late round does not burst).
-    pub fn start(
+impl Stoppable {
+    /// Starts `body` on a thread named `name`; `body` returns once its receiver says stop.
+    pub fn spawn(
         name: &str,
-        first: Duration,
-        period: Duration,
-        mut job: impl FnMut() + Send + 'static,
+        body: impl FnOnce(mpsc::Receiver<()>) + Send + 'static,
     ) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
-            .spawn(move || {
-                let mut next = Instant::now() + first;
-                loop {
-                    let wait = next.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        _ => return,
-                    }
-                    job();
-                    next += period;
-                    next = next.max(Instant::now());
-                }
-            })?;
-        Ok(Periodic {
+            .spawn(move || body(rx))?;
+        Ok(Stoppable {
             name: name.to_owned(),
             stop: Some(tx),
             thread: Some(thread),
@@ -57,9 +45,42 @@ impl Periodic {
     }
 }
 
-impl Drop for Periodic {
+impl Drop for Stoppable {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+pub struct Periodic {
+    thread: Stoppable,
+}
+
+impl Periodic {
+    /// Runs `job` after `first`, then every `period` (fixed rate; a late round does not burst).
+    pub fn start(
+        name: &str,
+        first: Duration,
+        period: Duration,
+        mut job: impl FnMut() + Send + 'static,
+    ) -> io::Result<Self> {
+        let thread = Stoppable::spawn(name, move |rx| {
+            let mut next = Instant::now() + first;
+            loop {
+                let wait = next.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                job();
+                next += period;
+                next = next.max(Instant::now());
+            }
+        })?;
+        Ok(Periodic { thread })
+    }
+
+    pub fn stop(&mut self) {
+        self.thread.stop();
     }
 }
 

@@ -6,7 +6,6 @@ use std::{
     collections::BTreeMap,
     net::SocketAddr,
     sync::{mpsc, Arc},
-    thread::JoinHandle,
     time::{Duration, Instant},
 };
 
@@ -20,7 +19,9 @@ use remoting::{
 };
 
 use super::{client::NamesrvClient, settings::Settings};
-use crate::{broker::Broker, consumer::topics::DataVersion, keys::VersionProfile};
+use crate::{
+    broker::Broker, consumer::topics::DataVersion, keys::VersionProfile, periodic::Stoppable,
+};
 
 /// How often the thread looks at the topic table's DataVersion: a topic created by
 /// UPDATE_AND_CREATE_TOPIC or a send reaches the name servers within this (RocketMQ registers
@@ -32,8 +33,7 @@ const UNREGISTER_TIMEOUT: Duration = Duration::from_millis(3000);
 
 /// The running registration thread; [`Registrar::stop`] (or drop) unregisters and joins it.
 pub struct Registrar {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    thread: Stoppable,
 }
 
 /// Who this broker is, as the registration header says it.
@@ -66,32 +66,15 @@ impl Registrar {
                 VersionProfile::V5_3 => 479,
             },
         };
-        let (tx, rx) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("BrokerRegisterService".into())
-            .spawn(move || run(broker, settings, id, rx))?;
-        Ok(Registrar {
-            stop: Some(tx),
-            thread: Some(thread),
-        })
+        let thread = Stoppable::spawn("BrokerRegisterService", move |rx| {
+            run(broker, settings, id, rx)
+        })?;
+        Ok(Registrar { thread })
     }
 
-    /// Unregisters from every name server and joins the thread.
+    /// Unregisters from every name server and joins the thread (also on drop).
     pub fn stop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                eprintln!("BrokerRegisterService ended by a panic");
-            }
-        }
-    }
-}
-
-impl Drop for Registrar {
-    fn drop(&mut self) {
-        self.stop();
+        self.thread.stop();
     }
 }
 
