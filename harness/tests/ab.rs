@@ -60,24 +60,19 @@ fn ab(dir: &Path, extra: &[&str]) -> Run {
     }
 }
 
+/// `ab` with the in-tree broker on both sides and `set_b` for side B only.
+fn ab_same_broker(dir: &Path, set_b: &str) -> Run {
+    let bin = broker_bin();
+    let bin = bin.to_str().unwrap();
+    ab(dir, &["--a", bin, "--b", bin, "--set-b", set_b])
+}
+
 #[test]
 fn a_spinning_b_fails_the_gate_and_names_the_metric() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = broker_bin();
-    let bin = bin.to_str().unwrap();
     // 0.5 ms of CPU per append, on a single broker core: a fraction of the debug broker's
     // own capacity.
-    let r = ab(
-        dir.path(),
-        &[
-            "--a",
-            bin,
-            "--b",
-            bin,
-            "--set-b",
-            "broker.injectAppendSpinMicros=500",
-        ],
-    );
+    let r = ab_same_broker(dir.path(), "broker.injectAppendSpinMicros=500");
     assert_eq!(r.code, exit::VERDICT_NO, "{}\n{}", r.stdout, r.stderr);
     let fail = r
         .stdout
@@ -229,19 +224,7 @@ fn a_revision_that_does_not_build_is_invalid_input() {
 #[test]
 fn a_misspelled_side_key_is_refused_before_any_job() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = broker_bin();
-    let bin = bin.to_str().unwrap();
-    let r = ab(
-        dir.path(),
-        &[
-            "--a",
-            bin,
-            "--b",
-            bin,
-            "--set-b",
-            "broker.injectAppendSpinNano=300",
-        ],
-    );
+    let r = ab_same_broker(dir.path(), "broker.injectAppendSpinNano=300");
     assert_eq!(r.code, exit::INVALID_INPUT, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("side b"), "{}", r.stderr);
     assert!(
