@@ -148,7 +148,7 @@ fn list_keys_prints_every_key_as_json_with_this_machines_defaults() {
 }
 
 #[test]
-fn readme_key_table_is_the_generated_one() {
+fn the_books_key_table_is_the_generated_one() {
     let out = Command::new(BIN)
         .arg("--list-keys=markdown")
         .output()
@@ -160,24 +160,24 @@ fn readme_key_table_is_the_generated_one() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(also.stdout).unwrap(), generated);
-    let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    let readme = std::fs::read_to_string(readme_path).unwrap();
+    let book_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/broker.md");
+    let readme = std::fs::read_to_string(book_path).unwrap();
     let begin = "<!-- broker-keys:begin -->\n";
     let end = "<!-- broker-keys:end -->";
     let start = readme
         .find(begin)
-        .expect("README lacks the broker-keys:begin marker")
+        .expect("docs/src/broker.md lacks the broker-keys:begin marker")
         + begin.len();
     let stop = readme[start..]
         .find(end)
-        .expect("README lacks the broker-keys:end marker")
+        .expect("docs/src/broker.md lacks the broker-keys:end marker")
         + start;
     assert!(
         readme[start..stop] == generated,
-        "README.md's broker key table differs from the key table in \
+        "docs/src/broker.md's broker key table differs from the key table in \
          broker-under-test/src/keys/table.rs: run \
          `cargo run -p broker-under-test -- --list-keys=markdown` and paste its output between \
-         the broker-keys markers in README.md"
+         the broker-keys markers in docs/src/broker.md"
     );
 }
 

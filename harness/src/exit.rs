@@ -1,5 +1,5 @@
 //! Exit codes: one per outcome, the same across subcommands, so a script can tell "the gate
-//! said no" from "the input was wrong" from "the machine failed". The README's exit-code table
+//! said no" from "the input was wrong" from "the machine failed". The book's exit-code table
 //! lists these constants; a test runs the binary into each of them.
 
 use std::fmt;

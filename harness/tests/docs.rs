@@ -1,18 +1,82 @@
-//! The READMEs are a contract: every CSV column, exit code, recipe and shipped profile the code
-//! has is documented, so adding one without its documentation fails here.
+//! The docs are a contract: every CSV column, exit code, recipe, profile key and shipped profile
+//! the code has is documented in the book (`docs/src/`, chapters listed in `SUMMARY.md`;
+//! `results/README.md` is its columns chapter), so adding one without its documentation fails
+//! here. The README is the front door: what it keeps of those tables must agree with the code too.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use harness::report::{summary_header, TIMESERIES_COLUMNS};
 
+const EXIT_CODES: [u8; 7] = [
+    harness::exit::SUCCESS,
+    harness::exit::VERDICT_NO,
+    harness::exit::INCONCLUSIVE,
+    harness::exit::INVALID_INPUT,
+    harness::exit::RUN_FAILED,
+    harness::exit::USAGE,
+    harness::exit::INTERRUPTED,
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
 fn read(rel: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// One chapter of the book, by file name under docs/src/.
+fn chapter(name: &str) -> String {
+    read(&format!("docs/src/{name}"))
+}
+
+/// The chapter files SUMMARY.md links to, in order.
+fn summary_chapters() -> Vec<String> {
+    let summary = chapter("SUMMARY.md");
+    summary
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')').map(|(target, _)| target.to_string()))
+        .collect()
+}
+
+/// The codes of a Markdown table's rows that start with a number (`| 3 | ...`).
+fn exit_code_rows(doc: &str) -> Vec<u8> {
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split_once(" |"))
+        .filter_map(|(first, _)| first.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_summary_lists_every_chapter_and_every_listed_chapter_exists() {
+    let listed = summary_chapters();
+    assert!(!listed.is_empty(), "SUMMARY.md links no chapter");
+    for name in &listed {
+        assert!(
+            root().join("docs/src").join(name).is_file(),
+            "SUMMARY.md links {name}, which does not exist"
+        );
+    }
+    for entry in std::fs::read_dir(root().join("docs/src")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "SUMMARY.md" {
+            assert!(
+                listed.contains(&name),
+                "docs/src/{name} is not in SUMMARY.md, so the book does not show it"
+            );
+        }
+    }
 }
 
 #[test]
 fn results_readme_lists_every_column() {
     let doc = read("results/README.md");
+    assert!(
+        chapter("columns.md").contains("{{#include ../../results/README.md}}"),
+        "the book's columns chapter must include results/README.md"
+    );
     // The timeseries list is one backticked block, in file order.
     let start = doc.find("## timeseries.csv columns").expect("section");
     let block = doc[start..].split('`').nth(1).expect("column list");
@@ -31,37 +95,89 @@ fn results_readme_lists_every_column() {
 }
 
 #[test]
-fn readme_documents_every_exit_code_recipe_and_profile() {
-    let doc = read("README.md");
-    for code in [
-        harness::exit::SUCCESS,
-        harness::exit::VERDICT_NO,
-        harness::exit::INCONCLUSIVE,
-        harness::exit::INVALID_INPUT,
-        harness::exit::RUN_FAILED,
-        harness::exit::USAGE,
-        harness::exit::INTERRUPTED,
-    ] {
-        assert!(
-            doc.contains(&format!("\n| {code} | ")),
-            "exit code {code} is missing from the README's exit-code table"
-        );
+fn the_exit_code_table_has_one_row_per_code() {
+    let doc = chapter("compare.md");
+    let mut rows = exit_code_rows(&doc);
+    rows.sort_unstable();
+    assert_eq!(
+        rows,
+        EXIT_CODES.to_vec(),
+        "docs/src/compare.md's exit-code table differs from harness/src/exit.rs"
+    );
+    // The README's verdict table may keep a few codes; each must be a real one.
+    for code in exit_code_rows(&read("README.md")) {
+        assert!(EXIT_CODES.contains(&code), "README.md names exit code {code}, which harness does not have");
     }
+}
+
+#[test]
+fn the_book_documents_every_recipe_profile_and_profile_key() {
+    let flow = chapter("flow-control.md");
     for r in harness::recipe::RECIPES {
         assert!(
-            doc.contains(&format!("| `{}` |", r.name)),
-            "recipe `{}` is missing from the README's recipe table",
+            flow.contains(&format!("| `{}` |", r.name)),
+            "recipe `{}` is missing from docs/src/flow-control.md's recipe table",
             r.name
         );
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    for entry in std::fs::read_dir(root.join("profiles")).unwrap() {
+    let profiles = chapter("profiles.md");
+    for entry in std::fs::read_dir(root().join("profiles")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         if name.ends_with(".toml") {
             assert!(
-                doc.contains(&format!("[`{name}`](profiles/{name})")),
-                "profiles/{name} is missing from the README's shipped-profiles table"
+                profiles.contains(&format!("[`{name}`](../../profiles/{name})")),
+                "profiles/{name} is missing from docs/src/profiles.md's shipped-profiles table"
             );
         }
+    }
+    for key in harness::profile::WORKLOAD_KEYS {
+        assert!(
+            profiles.contains(&format!("| `{key}` |")),
+            "[workload] key `{key}` is missing from docs/src/profiles.md's key table"
+        );
+    }
+    let consumers = chapter("consumers.md");
+    for key in harness::profile::CONSUMER_KEYS {
+        assert!(
+            consumers.contains(&format!("`{key}`")),
+            "[consumer] key `{key}` is missing from docs/src/consumers.md's key table"
+        );
+    }
+    let faults = chapter("faults.md");
+    for key in harness::profile::FAULT_KEYS {
+        assert!(
+            faults.contains(&format!("\n{key} = ")),
+            "[fault] key `{key}` is missing from docs/src/faults.md's [fault] example"
+        );
+    }
+}
+
+#[test]
+fn the_readme_is_a_front_door() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(lines < 300, "README.md has {lines} lines; the manual belongs in docs/src/");
+    // Every `make X` the README offers (in code, not in prose) is a Makefile target.
+    let makefile = read("Makefile");
+    let offers = readme
+        .match_indices("`make ")
+        .map(|(i, _)| i + 6)
+        .chain(readme.match_indices("\nmake ").map(|(i, _)| i + 6));
+    for i in offers {
+        let target: String = readme[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        if !target.is_empty() && target.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+            assert!(
+                makefile.contains(&format!("\n{target}:")),
+                "README.md offers `make {target}`, which the Makefile does not have"
+            );
+        }
+    }
+    // Every profile it links exists.
+    for (i, _) in readme.match_indices("](profiles/") {
+        let path: String = readme[i + 2..].chars().take_while(|c| *c != ')').collect();
+        assert!(root().join(&path).is_file(), "README.md links {path}, which does not exist");
     }
 }

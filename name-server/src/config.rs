@@ -222,7 +222,7 @@ impl NamesrvConfig {
             .collect()
     }
 
-    /// The README's key table.
+    /// The book's key table (docs/src/clusters.md).
     pub fn markdown() -> String {
         let mut out = String::from("| key | default | meaning |\n|---|---|---|\n");
         for k in KEYS {
@@ -236,15 +236,15 @@ impl NamesrvConfig {
 mod tests {
     use super::*;
 
-    /// The README's name-server key table is this table: a key added here and not there (or
+    /// The book's name-server key table is this table: a key added here and not there (or
     /// a default changed) fails here.
     #[test]
-    fn readme_carries_the_key_table() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-            .expect("README.md at the workspace root");
+    fn the_book_carries_the_key_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/clusters.md");
+        let book = std::fs::read_to_string(path).expect("docs/src/clusters.md");
         assert!(
-            readme.contains(&NamesrvConfig::markdown()),
-            "README.md lacks `name-server --list-keys` output; paste it into the name-server section:\n{}",
+            book.contains(&NamesrvConfig::markdown()),
+            "docs/src/clusters.md lacks `name-server --list-keys` output; paste it into the name-server section:\n{}",
             NamesrvConfig::markdown()
         );
     }
