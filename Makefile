@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -87,7 +87,7 @@ durability: build ## kill -9 + restart per flush mode x transient store pool (pr
 	python3 scripts/fault-table.py $(DURABILITY_OUT)
 	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
 
-ci: lint test smoke gate ci-gate-perf ## What CI runs: lint, tests, the smoke profile, the regression gate and the A/B perf gate against the parent commit
+ci: lint docs test smoke gate ci-gate-perf ## What CI runs: lint, the book and its links, tests, the smoke profile, the regression gate and the A/B perf gate against the parent commit
 
 # The A/B performance gate. BASE is a git revision here (default: the parent commit); it is built
 # by the harness in its own worktree with target/ as cargo target folder, so the base build
@@ -106,6 +106,9 @@ ci-gate-perf:
 
 gate-perf-calibrate: build ## Sensitivity of the perf gate: 20 A/A and 20 A/B trials (B 10% slower), false-alarm rate and power (about 75 minutes)
 	python3 scripts/gate-perf-calibrate.py
+
+docs: ## Build the book (docs/ -> docs/book/, mdbook installed into target/tools if missing), warnings as errors, and check its links
+	bash scripts/docs.sh
 
 clean-results: ## Delete result folders (keeps results/baselines and results/README.md)
 	find $(RESULTS) -mindepth 1 -maxdepth 1 ! -name baselines ! -name README.md -exec rm -rf {} +
