@@ -159,25 +159,44 @@ fn the_readme_is_a_front_door() {
     assert!(lines < 300, "README.md has {lines} lines; the manual belongs in docs/src/");
     // Every `make X` the README offers (in code, not in prose) is a Makefile target.
     let makefile = read("Makefile");
-    let offers = readme
-        .match_indices("`make ")
-        .map(|(i, _)| i + 6)
-        .chain(readme.match_indices("\nmake ").map(|(i, _)| i + 6));
-    for i in offers {
-        let target: String = readme[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        if !target.is_empty() && target.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
-            assert!(
-                makefile.contains(&format!("\n{target}:")),
-                "README.md offers `make {target}`, which the Makefile does not have"
-            );
+    let mut fenced = false;
+    let mut offers: Vec<&str> = Vec::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if fenced {
+            offers.extend(line.strip_prefix("make "));
+        } else {
+            offers.extend(line.split("`make ").skip(1));
         }
+    }
+    for rest in offers {
+        let target: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+            .collect();
+        assert!(
+            makefile.contains(&format!("\n{target}:")),
+            "README.md offers `make {target}`, which the Makefile does not have"
+        );
     }
     // Every profile it links exists.
     for (i, _) in readme.match_indices("](profiles/") {
         let path: String = readme[i + 2..].chars().take_while(|c| *c != ')').collect();
         assert!(root().join(&path).is_file(), "README.md links {path}, which does not exist");
     }
+}
+
+#[test]
+fn the_books_invalid_reason_table_is_the_one_the_footer_uses() {
+    let doc = chapter("reading-results.md");
+    let begin = "<!-- invalid-reasons:begin -->\n";
+    let start = doc.find(begin).expect("invalid-reasons:begin marker") + begin.len();
+    let stop = doc.find("<!-- invalid-reasons:end -->").expect("invalid-reasons:end marker");
+    assert_eq!(
+        doc[start..stop],
+        harness::report::advice::markdown(),
+        "docs/src/reading-results.md's table of invalid reasons differs from \
+         harness/src/report/advice.rs; paste this between the invalid-reasons markers"
+    );
 }

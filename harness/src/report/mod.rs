@@ -3,6 +3,7 @@
 //! rewritten atomically (temp file in the same directory + rename) after each cell;
 //! `timeseries.csv` and `latency.hlog` are appended line by line as each second ends.
 
+pub mod advice;
 mod atomic;
 pub mod cells;
 mod consumer_cols;

@@ -74,5 +74,11 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
         "sorted by {key_metric} ({} is better); ★ best, ✗ worst among valid rows\n",
         if higher_better { "higher" } else { "lower" }
     ));
+    // An invalid row is the right verdict, but not an answer: say why and what to change.
+    out.push_str(&crate::report::advice::footer(
+        rows.iter()
+            .filter(|r| !r.valid)
+            .map(|r| r.invalid_reason.as_str()),
+    ));
     out
 }

@@ -1,4 +1,6 @@
 //! The validity rules: when a measured row says more about the generator than the broker.
+//! Each reason starts with a kind that `report/advice.rs` explains (cause and fix) under the
+//! table and in the book.
 
 use crate::profile::Validity;
 use crate::report::SummaryRow;
@@ -78,5 +80,12 @@ mod tests {
         );
         // Timeouts explain a shortfall.
         assert_eq!(validity_problem(&v, &row(10, 500, 3)), None);
+        // Every reason written here has its cause and fix in the advice table.
+        let mut cpu = row(10, 1000, 0);
+        cpu.res.harness_cpu_max = Some(99.0);
+        for r in [row(5000, 1000, 0), row(10, 500, 0), cpu] {
+            let reason = validity_problem(&v, &r).unwrap();
+            assert_eq!(crate::report::advice::advice_for(&reason).len(), 1, "{reason}");
+        }
     }
 }
