@@ -181,6 +181,10 @@ impl Broker {
                 "pullRequestHoldLostWakeups".into(),
                 self.pull_hold.lost_wakeups().to_string(),
             ),
+            (
+                "pullRequestHoldReleasedByMessage".into(),
+                self.pull_hold.released_by_message().to_string(),
+            ),
             ("consumerGroupCount".into(), groups.to_string()),
             ("rebalanceLockCount".into(), self.locks.held().to_string()),
             ("consumerConnectionCount".into(), connections.to_string()),

@@ -43,8 +43,15 @@ async fn wait_held(c: &mut Client, n: u64) {
     }
 }
 
+async fn released_by_message(c: &mut Client) -> u64 {
+    counter(&c.runtime_info().await, "pullRequestHoldReleasedByMessage")
+}
+
+/// The send wakes the held pull: the broker counts it as released by a dispatched message, not
+/// found by the periodic check (which would also find the message, 5 s later). How soon after
+/// the send it is answered is printed (`-- --nocapture`), not asserted: a busy machine decides it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_pull_returns_within_50_ms_of_a_send() {
+async fn a_held_pull_is_released_by_the_send_not_by_the_check() {
     let b = TestBroker::start(&[]).await;
     let mut producer = b.client().await;
     assert_eq!(
@@ -56,11 +63,8 @@ async fn a_held_pull_returns_within_50_ms_of_a_send() {
     );
     let mut consumer = b.client().await;
     consumer.send(&pull(100, "LongPoll", 0, 1, 15_000)).await;
-    assert!(consumer
-        .try_read(Duration::from_millis(300))
-        .await
-        .is_none());
     wait_held(&mut producer, 1).await;
+    assert_eq!(released_by_message(&mut producer).await, 0);
 
     let sent = Instant::now();
     let o = producer.opaque();
@@ -76,14 +80,16 @@ async fn a_held_pull_returns_within_50_ms_of_a_send() {
     let records = decode_records(&r.body).unwrap();
     assert_eq!(records[0].body, b"second");
     eprintln!("send answered after {send_answered:?}, held pull after {pull_answered:?}");
-    assert!(
-        pull_answered <= send_answered + Duration::from_millis(50),
-        "held pull answered {pull_answered:?} after the send (send answered at {send_answered:?})"
-    );
+    assert_eq!(released_by_message(&mut producer).await, 1);
     assert_eq!(held(&mut producer).await, 0);
     b.stop().await;
 }
 
+/// A pull that nothing releases is answered 19 once its hold time is over, by the check. The
+/// lower bounds are the claim (never before the hold time); an upper bound would only measure
+/// the machine. The suspend times are 60 s, so a broker that held a pull for its suspend time
+/// instead of `shortPollingTimeMills`, or held a pull without the SUSPEND flag, would leave the
+/// client's read (`common::READ_TIMEOUT`, 20 s) without an answer and fail it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_held_pull_answers_19_after_its_hold_at_the_next_check() {
     // Long polling on: found at the first 5 s check after its 1 s hold.
@@ -98,10 +104,8 @@ async fn an_idle_held_pull_answers_19_after_its_hold_at_the_next_check() {
         (19, Some("OFFSET_OVERFLOW_ONE"))
     );
     assert_eq!(r.ext("nextBeginOffset"), Some("1"));
-    assert!(
-        waited >= Duration::from_millis(1_000) && waited < Duration::from_secs(12),
-        "{waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(1_000), "{waited:?}");
+    assert_eq!(released_by_message(&mut c).await, 0);
     b.stop().await;
 
     // Long polling off: held shortPollingTimeMills, checked as often.
@@ -113,50 +117,94 @@ async fn an_idle_held_pull_answers_19_after_its_hold_at_the_next_check() {
     let mut c = b.client().await;
     assert_eq!(c.call(send_v2(1, "Idle", 0, b"x")).await.code, 0);
     let start = Instant::now();
-    let r = c.call(pull(2, "Idle", 0, 1, 15_000)).await;
+    let r = c.call(pull(2, "Idle", 0, 1, 60_000)).await;
     let waited = start.elapsed();
     assert_eq!(r.code, 19);
-    assert!(
-        waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
-        "{waited:?}"
-    );
-    // Without the SUSPEND flag a pull is answered at once.
-    let mut h = pull(3, "Idle", 0, 1, 15_000);
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    // Without the SUSPEND flag a pull is answered at once: it is never held.
+    let mut h = pull(3, "Idle", 0, 1, 60_000);
     h.ext_fields.insert("sysFlag".into(), "4".into());
-    let start = Instant::now();
     assert_eq!(c.call(h).await.code, 19);
-    assert!(start.elapsed() < Duration::from_secs(2));
+    assert_eq!(held(&mut c).await, 0);
     b.stop().await;
 }
 
-fn threads() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+/// The broker as its own process, so that its thread count is its own: an in-process broker
+/// shares /proc/self with every other test of this binary, which start and stop brokers.
+struct ChildBroker {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl ChildBroker {
+    fn start(sets: &[&str]) -> ChildBroker {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_broker-under-test"));
+        cmd.args(["--strict", "--set", "listenPort=0", "--set"])
+            .arg(format!("storePathRootDir={}", dir.path().display()));
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first stdout line {line:?}"))
+            .trim()
+            .parse()
+            .unwrap();
+        ChildBroker {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    fn threads(&self) -> usize {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for ChildBroker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
     const CONNECTIONS: usize = 10;
     const PER_CONNECTION: usize = 500;
-    let b = TestBroker::start(&[("pullMessageThreadPoolNums", "4")]).await;
-    let mut admin = b.client().await;
+    let b = ChildBroker::start(&["pullMessageThreadPoolNums=4"]);
+    let mut admin = Client::connect(b.addr).await;
     for q in 0..4 {
         assert_eq!(admin.call(send_v2(q + 1, "Many", q, b"x")).await.code, 0);
     }
     let mut clients = Vec::new();
     for _ in 0..CONNECTIONS {
-        clients.push(b.client().await);
+        clients.push(Client::connect(b.addr).await);
     }
     // One held pull first: every thread that will ever run exists by now.
     clients[0].send(&pull(1, "Many", 0, 1, 60_000)).await;
     wait_held(&mut admin, 1).await;
-    let before = threads();
+    let before = b.threads();
     for (i, c) in clients.iter_mut().enumerate() {
         for k in 0..PER_CONNECTION {
             if i == 0 && k == 0 {
@@ -167,8 +215,8 @@ async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
         }
     }
     wait_held(&mut admin, (CONNECTIONS * PER_CONNECTION) as u64).await;
-    let after = threads();
-    eprintln!("threads: {before} before, {after} with 5000 held pulls");
+    let after = b.threads();
+    eprintln!("broker threads: {before} before, {after} with 5000 held pulls");
     assert_eq!(before, after);
     // A message per queue releases them all.
     for q in 0..4 {
@@ -181,7 +229,10 @@ async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
         }
     }
     wait_held(&mut admin, 0).await;
-    b.stop().await;
+    assert_eq!(
+        released_by_message(&mut admin).await,
+        (CONNECTIONS * PER_CONNECTION) as u64
+    );
 }
 
 /// Consumer load, not the recipe: 2,000 long polls released by one burst of messages all re-run
@@ -199,7 +250,8 @@ async fn released_long_polls_meet_timeout_clean_queue() {
     for q in 0..4 {
         assert_eq!(admin.call(send_v2(q + 1, "Burst", q, b"x")).await.code, 0);
     }
-    // BrokerFastFailure starts 1 s after the broker.
+    // BrokerFastFailure starts 1 s after the broker (a scheduled start, which the broker
+    // exposes no state for): released pulls must meet a running cleaner.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let mut consumers = Vec::new();
     for _ in 0..4 {

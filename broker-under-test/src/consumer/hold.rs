@@ -39,6 +39,9 @@ pub struct PullHold {
     pull_queue: Arc<TaskQueue>,
     /// Re-runs the pull queue refused (`execute request when wakeup failed.`): never answered.
     lost_wakeups: AtomicU64,
+    /// Pulls released by a dispatched message (not by the periodic check or their hold time):
+    /// tests tell "woken by the send" from "found at the next check" by this, not by a clock.
+    released_by_message: AtomicU64,
 }
 
 impl PullHold {
@@ -48,6 +51,7 @@ impl PullHold {
             count: AtomicUsize::new(0),
             pull_queue,
             lost_wakeups: AtomicU64::new(0),
+            released_by_message: AtomicU64::new(0),
         }
     }
 
@@ -58,6 +62,11 @@ impl PullHold {
 
     pub fn lost_wakeups(&self) -> u64 {
         self.lost_wakeups.load(Ordering::Relaxed)
+    }
+
+    /// Pulls released by a dispatched message since start.
+    pub fn released_by_message(&self) -> u64 {
+        self.released_by_message.load(Ordering::Relaxed)
     }
 
     /// Parks `pull`. `max_offset` is read again once it is parked, so a message dispatched
@@ -110,6 +119,9 @@ impl PullHold {
         };
         for p in ready {
             self.count.fetch_sub(1, Ordering::Relaxed);
+            if tags_code.is_some() && max_offset > p.offset {
+                self.released_by_message.fetch_add(1, Ordering::Relaxed);
+            }
             self.wake(p);
         }
     }
