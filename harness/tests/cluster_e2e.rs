@@ -5,8 +5,9 @@
 //! cluster started outside the run.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use harness::cluster::discover::master_addrs;
 use harness::cluster::CellCluster;
 use harness::matrix;
 use harness::profile::Profile;
@@ -133,6 +134,26 @@ fn namesrv_flag_discovers_an_existing_cluster() {
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let cluster = CellCluster::start(&broker_bin(), cell, 2, &outside, None).unwrap();
+    // The brokers register on their own threads after they listen: --namesrv takes the cluster
+    // the name server knows at the start of the run, so wait (with a deadline) until it knows
+    // both, as a user starts the load after the cluster is up.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut names: Vec<String> = master_addrs(cluster.namesrv_addr)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        if names == ["broker-0", "broker-1"] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the name server never listed both brokers: {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     let profile = Profile::parse(
         "name = \"ns\"\npin = false\n[workload]\nrate = 300\nwarmup = \"0.3s\"\nduration = \"1s\"\nconnections = 1\nmessage_size = 64\n",
