@@ -1,9 +1,13 @@
-//! Every documented exit code, produced by running the binary (README "Exit codes").
+//! Every documented exit code, produced by running the binary (the book's "Exit codes" table
+//! names, for each code and subcommand, the test that produces it; those not here are in
+//! compare_cli.rs, ab.rs, shards.rs and e2e_broker.rs).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use harness::exit;
+
+mod common;
 
 fn harness(args: &[&str]) -> (u8, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_harness"))
@@ -144,4 +148,72 @@ fn features_that_drive_one_broker_are_refused_with_a_cluster() {
         assert!(err.contains(names) && err.contains("[cluster]"), "{err}");
         assert!(!dir.path().join("out").exists(), "nothing written: {err}");
     }
+}
+
+/// A copy of the committed smoke run whose harness RSS rises by 20 MiB a second when `grow`.
+fn smoke_run(dir: &Path, grow: bool) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report/smoke");
+    let run = dir.join(if grow { "grew" } else { "flat" });
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["summary.csv", "run.json", "latency.hlog"] {
+        std::fs::copy(src.join(f), run.join(f)).unwrap();
+    }
+    let text = std::fs::read_to_string(src.join("timeseries.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let rss = header
+        .split(',')
+        .position(|c| c == "harness_rss_mb")
+        .unwrap();
+    let mut out = format!("{header}\n");
+    for (i, line) in lines.enumerate() {
+        let mut fields: Vec<String> = line.split(',').map(str::to_owned).collect();
+        if grow {
+            fields[rss] = format!("{}", 10 + 20 * i);
+        }
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    std::fs::write(run.join("timeseries.csv"), out).unwrap();
+    run
+}
+
+#[test]
+fn drift_says_no_when_the_harness_grew_and_refuses_what_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = ["--max-harness-rss-growth-mb", "5", "--window", "1s"];
+    let flat = smoke_run(dir.path(), false);
+    let (code, err) = harness(&[&["drift", flat.to_str().unwrap()], &limit[..]].concat());
+    assert_eq!(code, exit::SUCCESS, "{err}");
+    let grew = smoke_run(dir.path(), true);
+    let (code, err) = harness(&[&["drift", grew.to_str().unwrap()], &limit[..]].concat());
+    assert_eq!(code, exit::VERDICT_NO, "{err}");
+    let missing = dir.path().join("no-such-run");
+    let (code, err) = harness(&[&["drift", missing.to_str().unwrap()], &limit[..]].concat());
+    assert_eq!(code, exit::INVALID_INPUT, "{err}");
+}
+
+/// A recipe whose promised answer does not come says no (exit 1): the broker is wrapped so that
+/// BrokerFastFailure is off, so `timeout-clean-queue`'s queued sends are stored, not failed.
+#[test]
+fn a_recipe_whose_answer_does_not_come_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("broker-without-fast-failure");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --set brokerFastFailureEnable=false\n",
+            common::broker_bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, err) = harness(&[
+        "recipe",
+        "timeout-clean-queue",
+        "--broker-bin",
+        wrapper.to_str().unwrap(),
+    ]);
+    assert_eq!(code, exit::VERDICT_NO, "{err}");
 }

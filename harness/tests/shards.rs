@@ -88,8 +88,10 @@ fn three_shards_merged_match_one_process_at_the_same_rate() {
     std::fs::write(&profile, PROFILE).unwrap();
     let profile = profile.to_str().unwrap();
 
-    // Far enough ahead for three debug processes to start on a busy machine.
-    let start_at = SystemTime::now() + Duration::from_secs(4);
+    // Far enough ahead for three debug processes to start on a busy machine: 4 s was not
+    // (at load average 13 a shard was 9 s past it with a 3 s skew allowed). A shard has no
+    // readiness signal before --start-at to wait on, so the margin is 12 s plus 5 s of skew.
+    let start_at = SystemTime::now() + Duration::from_secs(12);
     let start_at = humantime::format_rfc3339_millis(start_at).to_string();
     let dirs: Vec<PathBuf> = (0..3).map(|i| root.path().join(format!("s{i}"))).collect();
     let children: Vec<_> = dirs
@@ -98,7 +100,7 @@ fn three_shards_merged_match_one_process_at_the_same_rate() {
         .map(|(i, d)| {
             Command::new(env!("CARGO_BIN_EXE_harness"))
                 .args(["run", profile, "--target", &addr, "--start-at", &start_at])
-                .args(["--start-skew", "3s", "--shard", &format!("{i}/3"), "--out"])
+                .args(["--start-skew", "5s", "--shard", &format!("{i}/3"), "--out"])
                 .arg(d)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
@@ -121,6 +123,14 @@ fn three_shards_merged_match_one_process_at_the_same_rate() {
     args.extend(["--out".into(), merged.display().to_string()]);
     let out = harness(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    // A folder merge cannot write (its parent is a file) is a failure while running: exit 4.
+    let blocker = root.path().join("a-file");
+    std::fs::write(&blocker, b"").unwrap();
+    let mut args = vec!["merge".to_owned()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["--out".into(), blocker.join("merged").display().to_string()]);
+    let out = harness(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code(&out), 4, "{}", String::from_utf8_lossy(&out.stderr));
 
     let single = root.path().join("single");
     let out = harness(&[
@@ -167,14 +177,10 @@ fn three_shards_merged_match_one_process_at_the_same_rate() {
     assert_eq!(num(&m, "target_rate"), 900.0);
     assert_eq!(num(&s, "target_rate"), 900.0);
 
-    // Latency: the same broker at the same offered load; only noise may differ.
-    for col in ["p50_ms", "p90_ms"] {
-        let (a, b) = (num(&m, col), num(&s, col));
-        assert!(
-            (a - b).abs() <= 25.0 + 3.0 * a.min(b),
-            "{col}: merged {a} vs single {b}"
-        );
-    }
+    // Latency is not compared with the single run here: at load average 13 their p90 differed
+    // 1.5 vs 120 ms, which measures the machine. That merged percentiles are those of the union
+    // of the shards' samples is checked exactly in merge's unit tests; how merged and single
+    // runs compare is measured by `make shards` (the book's shards chapter).
     // The shards kept one timeline: the merged measured seconds carry the whole rate.
     let data = harness::compare::load::load(&merged).unwrap();
     let seconds = data.series.values().next().expect("a merged series");
