@@ -18,7 +18,10 @@ const EXIT_CODES: [u8; 7] = [
 ];
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn read(rel: &str) -> String {
@@ -106,7 +109,10 @@ fn the_exit_code_table_has_one_row_per_code() {
     );
     // The README's verdict table may keep a few codes; each must be a real one.
     for code in exit_code_rows(&read("README.md")) {
-        assert!(EXIT_CODES.contains(&code), "README.md names exit code {code}, which harness does not have");
+        assert!(
+            EXIT_CODES.contains(&code),
+            "README.md names exit code {code}, which harness does not have"
+        );
     }
 }
 
@@ -156,7 +162,10 @@ fn the_book_documents_every_recipe_profile_and_profile_key() {
 fn the_readme_is_a_front_door() {
     let readme = read("README.md");
     let lines = readme.lines().count();
-    assert!(lines < 300, "README.md has {lines} lines; the manual belongs in docs/src/");
+    assert!(
+        lines < 300,
+        "README.md has {lines} lines; the manual belongs in docs/src/"
+    );
     // Every `make X` the README offers (in code, not in prose) is a Makefile target.
     let makefile = read("Makefile");
     let mut fenced = false;
@@ -183,7 +192,10 @@ fn the_readme_is_a_front_door() {
     // Every profile it links exists.
     for (i, _) in readme.match_indices("](profiles/") {
         let path: String = readme[i + 2..].chars().take_while(|c| *c != ')').collect();
-        assert!(root().join(&path).is_file(), "README.md links {path}, which does not exist");
+        assert!(
+            root().join(&path).is_file(),
+            "README.md links {path}, which does not exist"
+        );
     }
 }
 
@@ -192,7 +204,9 @@ fn the_books_invalid_reason_table_is_the_one_the_footer_uses() {
     let doc = chapter("reading-results.md");
     let begin = "<!-- invalid-reasons:begin -->\n";
     let start = doc.find(begin).expect("invalid-reasons:begin marker") + begin.len();
-    let stop = doc.find("<!-- invalid-reasons:end -->").expect("invalid-reasons:end marker");
+    let stop = doc
+        .find("<!-- invalid-reasons:end -->")
+        .expect("invalid-reasons:end marker");
     assert_eq!(
         doc[start..stop],
         harness::report::advice::markdown(),

@@ -20,7 +20,8 @@ fn data(name: &str) -> PathBuf {
 }
 
 /// The install hint a browser test fails with when it runs without Chromium (`--ignored`).
-const NO_CHROMIUM: &str = "no chromium: install it (apt-get install chromium) to run the browser checks";
+const NO_CHROMIUM: &str =
+    "no chromium: install it (apt-get install chromium) to run the browser checks";
 
 /// The system's Chromium; its absence fails the test that needs it, with the install hint.
 fn chromium() -> PathBuf {

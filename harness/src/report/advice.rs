@@ -1,7 +1,8 @@
 //! What an invalid row's reason means and what to do about it: the one table behind the footer of
 //! `harness run`'s table and the book's table in docs/src/reading-results.md (a test keeps the
 //! two equal). The reasons themselves are written by `runner/validity.rs` (the `[validity]`
-//! limits), `runner/job.rs` and `runner/sampler.rs` (a broker that exited, Ctrl-C), and
+//! limits), `runner/job.rs` and `runner/sampler.rs` (a broker that exited, a result file that
+//! could not be written, Ctrl-C), and
 //! `runner/consumer_hook.rs` (consumers that did not drain); each starts with the `starts`
 //! text of one row here.
 
@@ -42,6 +43,11 @@ pub const ADVICE: &[Advice] = &[
         starts: "consumers did not catch up",
         cause: "after the producers stopped, the consumers had not consumed every acknowledged message within `drain_timeout`, so lost, duplicated and end-to-end figures are incomplete",
         fix: "raise `consumer.drain_timeout`, or consume faster (`consume_threads`, `instances`, a shorter `processing_time`)",
+    },
+    Advice {
+        starts: "writing the",
+        cause: "a result file could not be written during the job (`timeseries.csv`, or a histogram of `latency.hlog`): the disk is full, the folder went away, or a histogram could not be serialized; the job's figures are incomplete",
+        fix: "free disk space or choose another `--out`; a histogram that cannot be serialized is a bug: report it with the reason",
     },
     Advice {
         starts: "interrupted",
@@ -119,7 +125,9 @@ mod tests {
             vec![&ADVICE[0]]
         );
         assert_eq!(
-            advice_for("s0: lag p99 3 µs > 1 µs; s2: broker exited mid-cell (signal 9); see broker.log"),
+            advice_for(
+                "s0: lag p99 3 µs > 1 µs; s2: broker exited mid-cell (signal 9); see broker.log"
+            ),
             vec![&ADVICE[0], &ADVICE[3]]
         );
         assert!(advice_for("something new").is_empty());
@@ -127,8 +135,15 @@ mod tests {
 
     #[test]
     fn the_footer_names_each_kind_once_with_its_count_cause_and_fix() {
-        let f = footer(["lag p99 2000 µs > 1000 µs", "lag p99 9000 µs > 1000 µs", "odd"]);
-        assert!(f.starts_with("NO: lag p99 (2 rows): the generator wrote"), "{f}");
+        let f = footer([
+            "lag p99 2000 µs > 1000 µs",
+            "lag p99 9000 µs > 1000 µs",
+            "odd",
+        ]);
+        assert!(
+            f.starts_with("NO: lag p99 (2 rows): the generator wrote"),
+            "{f}"
+        );
         assert_eq!(f.matches("NO: lag p99").count(), 1, "{f}");
         assert!(f.contains("fix: pin broker and generator"), "{f}");
         assert!(f.contains("NO: 1 row(s) for another reason"), "{f}");

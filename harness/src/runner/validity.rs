@@ -85,7 +85,11 @@ mod tests {
         cpu.res.harness_cpu_max = Some(99.0);
         for r in [row(5000, 1000, 0), row(10, 500, 0), cpu] {
             let reason = validity_problem(&v, &r).unwrap();
-            assert_eq!(crate::report::advice::advice_for(&reason).len(), 1, "{reason}");
+            assert_eq!(
+                crate::report::advice::advice_for(&reason).len(),
+                1,
+                "{reason}"
+            );
         }
     }
 }
