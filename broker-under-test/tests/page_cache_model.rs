@@ -119,20 +119,16 @@ async fn pool_on_with_enough_buffers_the_same_stall_delays_commits_not_sends() {
     .await;
     let lag_before = counter(&c.runtime_info().await, "commitLogUncommittedBytes");
     assert!(lag_before > 0, "the first message is not committed yet");
-    let mut slowest = Duration::ZERO;
+    // Every send is answered while the commit thread is still stalled (nothing committed
+    // below): that, not a time limit, shows the stall does not delay sends.
     for i in 0..40 {
-        let (r, took) = timed_send(&mut c, "PcOn", format!("m{i}").as_bytes()).await;
+        let (r, _) = timed_send(&mut c, "PcOn", format!("m{i}").as_bytes()).await;
         assert_eq!(
             r.code, 0,
             "send {i} during the commit stall: {:?}",
             r.remark
         );
-        slowest = slowest.max(took);
     }
-    assert!(
-        slowest < Duration::from_millis(1000),
-        "slowest send {slowest:?}"
-    );
     let info = c.runtime_info().await;
     let lag_after = counter(&info, "commitLogUncommittedBytes");
     assert!(lag_after > lag_before, "{lag_before} -> {lag_after}");
@@ -234,6 +230,15 @@ fn writeback_config(dir: &std::path::Path, pool: bool) -> StoreConfig {
     }
 }
 
+/// Waits (10 s deadline) until a force is inside its injected writeback stall.
+fn wait_forcing(store: &MessageStore) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.runtime_info()["storeWritebackForcing"] == "0" {
+        assert!(Instant::now() < deadline, "no force ever started");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Puts one message on a named thread; returns its status and how long it took, and whether
 /// the page cache was seen busy meanwhile.
 fn put_while_forcing(store: &std::sync::Arc<MessageStore>) -> (PutMessageStatus, Duration, bool) {
@@ -267,7 +272,7 @@ fn pool_off_an_append_into_pages_under_writeback_waits_inside_the_put_lock() {
     );
     assert_eq!(r.status, PutMessageStatus::PutOk);
     // The flush thread starts forcing that page within ~20 ms and holds it for 1.5 s.
-    std::thread::sleep(Duration::from_millis(200));
+    wait_forcing(&store);
     let (status, took, busy) = put_while_forcing(&store);
     assert_eq!(status, PutMessageStatus::PutOk);
     assert!(took >= Duration::from_millis(1000), "{took:?}");
@@ -288,13 +293,13 @@ fn pool_on_the_commit_thread_waits_for_the_writeback_instead() {
     );
     assert_eq!(r.status, PutMessageStatus::PutOk);
     // Committed within ~20 ms, then forced for 1.5 s.
-    std::thread::sleep(Duration::from_millis(200));
-    let (status, took, busy) = put_while_forcing(&store);
+    wait_forcing(&store);
+    let (status, _, busy) = put_while_forcing(&store);
     assert_eq!(status, PutMessageStatus::PutOk);
-    assert!(took < Duration::from_millis(500), "{took:?}");
     assert!(!busy);
-    // The second message waits in the pool buffer: acknowledged, uncommitted, unreadable.
-    std::thread::sleep(Duration::from_millis(100));
+    // The put was answered while the force (and the commit thread behind it) still ran: the
+    // second message waits in the pool buffer: acknowledged, uncommitted, unreadable.
+    assert_ne!(store.runtime_info()["storeWritebackForcing"], "0");
     assert!(store.uncommitted_bytes() > 0);
     assert_eq!(store.max_offset_in_queue("W", 0), 1);
     let got = store.get_message("W", 0, 1, 32, 1 << 20);

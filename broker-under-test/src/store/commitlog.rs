@@ -436,6 +436,11 @@ impl CommitLog {
         self.page_cache.stall_times()
     }
 
+    /// Forces now inside an injected writeback stall.
+    pub(crate) fn writeback_forcing(&self) -> u64 {
+        self.page_cache.forcing()
+    }
+
     /// Bytes readable but not yet forced.
     pub(crate) fn remain_to_flush(&self) -> i64 {
         (self.max_offset() - self.flushed_where()).max(0)

@@ -273,6 +273,11 @@ impl MessageStore {
             "storePageCacheStallTimes".into(),
             log.page_cache_stall_times().to_string(),
         );
+        // Ours: forces inside an injected writeback stall now (0 without injectWritebackStallMillis).
+        m.insert(
+            "storeWritebackForcing".into(),
+            log.writeback_forcing().to_string(),
+        );
         m.insert("commitLogMinOffset".into(), log.min_offset().to_string());
         m.insert(
             "dispatchBehindBytes".into(),
