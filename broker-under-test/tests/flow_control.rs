@@ -78,10 +78,24 @@ async fn wait_page_cache_busy(b: &TestBroker) {
     wait_lock_held_longer_than(b, 1050).await;
 }
 
-/// The stored bodies of a queue (pull waits a little: with the transient pool on, only
-/// committed data is visible).
+/// The stored bodies of a queue. With the transient pool on only committed data is visible,
+/// and the commit thread dispatches it: wait (10 s deadline) until nothing is uncommitted or
+/// undispatched, rather than for a fixed time.
 async fn stored(c: &mut Client, topic: &str) -> BTreeSet<Vec<u8>> {
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = c.runtime_info().await;
+        if counter(&info, "commitLogUncommittedBytes") == 0
+            && counter(&info, "dispatchBehindBytes") == 0
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "stored data never became readable: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     c.pull_all(topic, 0)
         .await
         .into_iter()
