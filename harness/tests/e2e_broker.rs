@@ -349,7 +349,7 @@ name = "sigint"
 [workload]
 rate = 300
 warmup = "0.2s"
-duration = "1.5s"
+duration = "6s"
 connections = 1
 [broker]
 mappedFileSizeCommitLog = 16777216
@@ -385,11 +385,51 @@ mappedFileSizeCommitLog = 16777216
         assert!(early["end"].is_null(), "{early}");
     }
     assert_eq!(early["jobs_planned"], 3, "{early}");
-    // Wait until the first cell's row is on disk, then interrupt the second cell.
+    // Provenance: what ran, not only which revision (the tests run in a git checkout).
+    assert!(
+        ["clean", "dirty"].contains(&early["harness_tree"].as_str().unwrap_or("")),
+        "{early}"
+    );
+    let broker_hash = harness::provenance::file_hash(&broker_bin()).unwrap();
+    assert_eq!(early["broker_bin_fnv1a64"], broker_hash.as_str(), "{early}");
+    let harness_hash =
+        harness::provenance::file_hash(Path::new(env!("CARGO_BIN_EXE_harness"))).unwrap();
+    assert_eq!(
+        early["harness_bin_fnv1a64"],
+        harness_hash.as_str(),
+        "{early}"
+    );
+    // Wait until the first cell's row is on disk and the second cell has measured a second
+    // (timeseries.csv), then interrupt the second cell: a state, not a sleep that a busy
+    // machine can outlast (it once let the second cell finish). Its 6 s leave time to spare.
     while !summary.is_file() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    let first_cell = std::fs::read_to_string(&summary).unwrap();
+    let first_cell = first_cell
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let series = out.join("timeseries.csv");
+    loop {
+        let text = std::fs::read_to_string(&series).unwrap_or_default();
+        let measuring = text.lines().any(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f.len() > 5 && f[1] != first_cell && f[5] == "measure"
+        });
+        if measuring {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second cell never measured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // SAFETY: signalling our own child by pid.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);

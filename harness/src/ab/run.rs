@@ -315,7 +315,7 @@ impl AbState<'_> {
             .map(|(s, set)| {
                 serde_json::json!({
                     "side": s.side, "spec": s.spec, "revision": s.revision,
-                    "binary": s.bin, "set": set,
+                    "binary": s.bin, "binary_fnv1a64": crate::provenance::file_hash(&s.bin), "set": set,
                 })
             })
             .collect();
@@ -326,6 +326,8 @@ impl AbState<'_> {
             "end": ended,
             "command_line": std::env::args().collect::<Vec<_>>().join(" "),
             "harness_revision": p.harness_revision,
+            "harness_tree": p.harness_tree.as_json(),
+            "harness_bin_fnv1a64": p.harness_bin_hash,
             "host": p.host,
             "kernel": p.kernel,
             "profile": self.args.profile,

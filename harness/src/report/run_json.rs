@@ -26,6 +26,8 @@ pub struct RunRecord<'a> {
     pub command_line: &'a str,
     pub target: Option<SocketAddr>,
     pub broker_bin: Option<&'a Path>,
+    /// FNV-1a 64 of `broker_bin`'s bytes ([`crate::provenance::file_hash`]).
+    pub broker_bin_hash: Option<&'a str>,
     /// (broker CPUs, harness CPUs).
     pub pinning: Option<&'a (Vec<usize>, Vec<usize>)>,
     pub profile: &'a Profile,
@@ -63,6 +65,8 @@ impl RunRecord<'_> {
         let profile = self.profile;
         let value = json!({
             "harness_revision": self.provenance.harness_revision,
+            "harness_tree": self.provenance.harness_tree.as_json(),
+            "harness_bin_fnv1a64": self.provenance.harness_bin_hash,
             "host": self.provenance.host,
             "cores": self.cores,
             "kernel": self.provenance.kernel,
@@ -71,6 +75,7 @@ impl RunRecord<'_> {
             "command_line": self.command_line,
             "target": self.target.map(|a| a.to_string()),
             "broker_bin": self.broker_bin.map(|p| p.display().to_string()),
+            "broker_bin_fnv1a64": self.broker_bin_hash,
             "pinning": self.pinning.map(|(b, h)| json!({"broker_cpus": b, "harness_cpus": h})),
             "pin_requested": profile.pin,
             "profile": {

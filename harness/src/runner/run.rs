@@ -117,6 +117,10 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         cell_meta.push(cell_json(cell, &conf));
     }
     let provenance = Provenance::gather();
+    let broker_bin_hash = ctx
+        .broker_bin
+        .as_deref()
+        .and_then(crate::provenance::file_hash);
     let profile_text = std::fs::read_to_string(&profile.path).unwrap_or_default();
     let write_record = |ctx: &Ctx, jobs_done: usize, status: RunStatus| -> anyhow::Result<()> {
         let ended = (status != RunStatus::Running).then(|| utc(SystemTime::now()).1);
@@ -128,6 +132,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             command_line: &opts.command_line,
             target: opts.target,
             broker_bin: ctx.broker_bin.as_deref(),
+            broker_bin_hash: broker_bin_hash.as_deref(),
             pinning: ctx.pinning.as_ref(),
             profile,
             profile_text: &profile_text,
