@@ -132,6 +132,10 @@ fn finish(broker: &Broker, task: &RequestTask, r: RemotingCommand) {
 pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let profile = broker.config.profile;
     let req = &task.request;
+    if req.code == RequestCode::CONSUMER_SEND_MSG_BACK.as_i32() {
+        let r = super::send_back::process(broker, &task);
+        return finish(broker, &task, r);
+    }
     let parsed = if req.code == RequestCode::SEND_MESSAGE.as_i32() {
         req.header::<SendMessageRequestHeader>()
     } else {
@@ -274,10 +278,14 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
             .collect();
         broker.store.put_messages(msgs, done);
     } else {
-        let msg = PutMessage {
+        let mut msg = PutMessage {
             properties: stored_properties(broker, &header_props),
             ..base
         };
+        // A producer's own DELAY takes the retry road (reference B4.2).
+        if let Some(level) = crate::schedule::redirect_delayed(&mut msg, &broker.schedule.levels) {
+            broker.schedule.stats.scheduled(level);
+        }
         broker.store.put_message(msg, done);
     }
     if let Some(r) = sync_rx {
