@@ -1,7 +1,9 @@
 //! A PULL_MESSAGE body into messages. A record that is truncated or fails its CRC is an error
 //! the consumer counts; the records before it are kept, the rest of the body is dropped.
 
-use remoting::message::{decode_record, property, RecordAt, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
+use remoting::message::{
+    decode_record, property, RecordAt, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID,
+};
 
 use crate::consumer::process_queue::Msg;
 
@@ -19,6 +21,13 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
                     stored_ms: record.store_timestamp,
                     uniq_key: property(&record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
                         .map(str::to_owned),
+                    commit_log_offset: record.physical_offset,
+                    reconsume_times: record.reconsume_times,
+                    // resetRetryAndNamespace: a retried message shows its original topic.
+                    topic: property(&record.properties, PROPERTY_RETRY_TOPIC)
+                        .filter(|_| record.topic.starts_with("%RETRY%"))
+                        .unwrap_or(&record.topic)
+                        .to_owned(),
                 });
                 rest = &rest[len.min(rest.len())..];
             }
