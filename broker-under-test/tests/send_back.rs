@@ -268,3 +268,33 @@ async fn the_schedule_survives_a_restart_without_repeating_deliveries() {
     assert_eq!(info["scheduleMessageOffset_4"], "1,1");
     b.stop().await;
 }
+
+/// The Java client's fallback: a plain send to `%RETRY%<group>` carrying the counts; 4.x
+/// dead-letters at `reconsumeTimes ≥ max`, 5.x only above it, with DELAY=-1 (reference B3).
+#[tokio::test]
+async fn a_plain_send_to_the_retry_topic_dead_letters_by_each_release_s_rule() {
+    for (profile, times, dlq) in [("4.9", 16, true), ("5.3", 16, false), ("5.3", 17, true)] {
+        let b = TestBroker::start(&[("brokerVersionProfile", profile)]).await;
+        let mut c = b.client().await;
+        let o = c.opaque();
+        let req = send_v1(o, "%RETRY%G", 0, b"fallback");
+        let mut h: remoting::headers::SendMessageRequestHeader = req.header().unwrap();
+        h.reconsume_times = Some(times);
+        h.max_reconsume_times = Some(16);
+        let r = c.call(req.with_header(&h)).await;
+        assert_eq!(r.code, 0, "{profile}: {:?}", r.remark);
+        let (in_dlq, in_retry) = (
+            c.pull_all("%DLQ%G", 0).await,
+            c.pull_all("%RETRY%G", 0).await,
+        );
+        assert_eq!(
+            (in_dlq.len(), in_retry.len()),
+            (dlq as usize, !dlq as usize),
+            "{profile} {times}"
+        );
+        if dlq && profile == "5.3" {
+            assert_eq!(property(&in_dlq[0].properties, "DELAY"), Some("-1"));
+        }
+        b.stop().await;
+    }
+}

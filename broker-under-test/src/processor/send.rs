@@ -8,7 +8,7 @@ use remoting::{
     headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader},
     message::{
         decode_batch, decode_properties, encode_properties, property, PROPERTY_CLUSTER,
-        PROPERTY_UNIQ_CLIENT_MESSAGE_ID, PROPERTY_WAIT_STORE_MSG_OK,
+        PROPERTY_DELAY_TIME_LEVEL, PROPERTY_UNIQ_CLIENT_MESSAGE_ID, PROPERTY_WAIT_STORE_MSG_OK,
     },
     RemotingCommand, RequestCode, ResponseCode,
 };
@@ -114,6 +114,16 @@ fn stored_properties(broker: &Broker, original: &str) -> String {
     encode_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// `properties` with `key` set to `value` (replacing it if present).
+fn with_property(properties: &str, key: &str, value: &str) -> String {
+    let mut pairs: Vec<(String, String)> = decode_properties(properties)
+        .into_iter()
+        .filter(|(k, _)| k != key)
+        .collect();
+    pairs.push((key.to_owned(), value.to_owned()));
+    encode_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
 /// A message's WAIT property: absent means true (Message.isWaitStoreMsgOK).
 fn wait_store_ok(properties: &str) -> bool {
     property(properties, PROPERTY_WAIT_STORE_MSG_OK).is_none_or(|v| v.eq_ignore_ascii_case("true"))
@@ -189,6 +199,16 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     } else {
         h.queue_id
     };
+    let dlq = match super::send_back::retry_send_to_dlq(
+        broker,
+        req,
+        &h.topic,
+        h.reconsume_times,
+        h.max_reconsume_times,
+    ) {
+        Ok(d) => d,
+        Err(r) => return finish(broker, &task, r),
+    };
     // RocketMQ adds these before storing, so every store-level answer carries them.
     let mut region = std::collections::BTreeMap::new();
     region.insert(MSG_REGION.to_owned(), broker.config.region_id.clone());
@@ -208,8 +228,8 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let uniq_key = property(&header_props, PROPERTY_UNIQ_CLIENT_MESSAGE_ID).map(str::to_owned);
     let wait = wait_store_ok(&header_props);
     let base = PutMessage {
-        topic: h.topic.clone(),
-        queue_id,
+        topic: dlq.clone().unwrap_or_else(|| h.topic.clone()),
+        queue_id: if dlq.is_some() { 0 } else { queue_id },
         flag: h.flag,
         body: req.body.clone(),
         properties: String::new(),
@@ -282,6 +302,11 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
             properties: stored_properties(broker, &header_props),
             ..base
         };
+        if dlq.is_some() && !profile.is_4x() {
+            // 5.x marks it so it is never scheduled; 4.x keeps the client's DELAY, so the
+            // message reaches the DLQ only after that level's delay (reference B3).
+            msg.properties = with_property(&msg.properties, PROPERTY_DELAY_TIME_LEVEL, "-1");
+        }
         // A producer's own DELAY takes the retry road (reference B4.2).
         if let Some(level) = crate::schedule::redirect_delayed(&mut msg, &broker.schedule.levels) {
             broker.schedule.stats.scheduled(level);

@@ -185,6 +185,55 @@ fn handle(broker: &Broker, task: &RequestTask) -> RemotingCommand {
     response(profile, req, ResponseCode::SUCCESS, None)
 }
 
+/// SendMessageProcessor.handleRetryAndDLQ (reference B3): a plain send to `%RETRY%<group>` (the
+/// Java client's fallback after a failed send-back, and the orderly DLQ path) goes to
+/// `%DLQ%<group>` once its header `reconsumeTimes` reaches the limit (4.x: ≥, 5.x: >). Returns the
+/// DLQ topic when it does; Err is the answer for an unknown group.
+pub fn retry_send_to_dlq(
+    broker: &Broker,
+    req: &RemotingCommand,
+    topic: &str,
+    reconsume_times: Option<i32>,
+    max_reconsume_times: Option<i32>,
+) -> Result<Option<String>, RemotingCommand> {
+    let Some(group_name) = topic.strip_prefix(RETRY_PREFIX) else {
+        return Ok(None);
+    };
+    let profile = broker.config.profile;
+    let Some(group) = broker.find_group(group_name) else {
+        return Err(response(
+            profile,
+            req,
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            Some(format!(
+                "subscription group not exist, {group_name} {}",
+                faq(profile)
+            )),
+        ));
+    };
+    let max = match max_reconsume_times {
+        Some(m) if req.version >= V3_4_9 => m,
+        _ => group.retry_max_times,
+    };
+    let times = reconsume_times.unwrap_or(0);
+    let dead = if profile.is_4x() {
+        times >= max
+    } else {
+        times > max
+    };
+    if !dead {
+        return Ok(None);
+    }
+    let dlq = format!("{DLQ_PREFIX}{group_name}");
+    let perm = if profile == VersionProfile::V4_3 {
+        PERM_WRITE
+    } else {
+        PERM_READ | PERM_WRITE
+    };
+    broker.topics.create_if_absent(&dlq, 1, perm);
+    Ok(Some(dlq))
+}
+
 /// The record's properties with what the send-back sets: RETRY_TOPIC (if absent, the record's
 /// topic), WAIT=false, DELAY, ORIGIN_MESSAGE_ID (if absent, the record's offset message id).
 fn properties(record: &MessageRecord, delay: Option<i32>) -> String {
