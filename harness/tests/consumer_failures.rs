@@ -105,3 +105,43 @@ max_lag_p99_us = 10000000
     assert_eq!((puts, to_dlq), (r.failures, r.dlq));
     assert_eq!((scheduled, delivered), (r.retries, r.retries));
 }
+
+#[test]
+fn orderly_suspends_in_place_and_dead_letters_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "orderly-fail"
+pin = false
+[workload]
+rate = 50
+warmup = "0.5s"
+duration = "2s"
+connections = 1
+message_size = 64
+queues = 2
+[consumer]
+mode = "orderly"
+fail_until = 2
+max_reconsume_times = 1
+suspend_current_queue_time = "100ms"
+drain_timeout = "40s"
+[validity]
+max_lag_p99_us = 10000000
+"#;
+    let rows = run(text, dir.path());
+    let c = rows[0].consumer.clone().expect("consumer figures");
+    eprintln!("figures: {c:?}");
+    let r = &c.retry;
+    assert!(c.drained, "{c:?}");
+    assert_eq!((c.lost, c.duplicates, r.pending), (Some(0), 0, 0));
+    // Delivery 1 fails and is suspended (count 1 in memory); delivery 2 fails at the limit.
+    let messages = r.dlq;
+    assert!(messages > 50, "{r:?}");
+    assert_eq!((r.failures, r.retries), (2 * messages, messages), "{r:?}");
+    assert_eq!(r.suspends, r.failures);
+    // Suspended in place: back after the suspend time, not a delay level.
+    let [p50, _] = r.delay_us;
+    assert!((100_000..1_000_000).contains(&p50), "p50 {p50} µs");
+    let [puts, to_dlq, scheduled, _] = r.broker.expect("broker counters");
+    assert_eq!((puts, to_dlq, scheduled), (messages, messages, 0));
+}
