@@ -67,6 +67,24 @@ mod tests {
     }
 
     #[test]
+    fn a_retried_message_shows_its_original_topic_and_count() {
+        let mut retried = record(4);
+        retried.topic = "%RETRY%G".into();
+        retried.reconsume_times = 2;
+        retried.properties = encode_properties([("UNIQ_KEY", "K"), ("RETRY_TOPIC", "T")]);
+        let mut plain = record(5);
+        plain.properties = encode_properties([("RETRY_TOPIC", "ignored")]);
+        let mut body = BytesMut::new();
+        retried.encode(&mut body);
+        plain.encode(&mut body);
+        let (msgs, err) = decode_pull_body(&body);
+        assert_eq!(err, None);
+        assert_eq!((msgs[0].topic.as_str(), msgs[0].reconsume_times), ("T", 2));
+        assert_eq!(msgs[0].commit_log_offset, 4 * 200);
+        assert_eq!(msgs[1].topic, "T", "only a %RETRY% topic is restored");
+    }
+
+    #[test]
     fn truncated_and_corrupt_bodies_are_errors_not_crashes() {
         let mut body = BytesMut::new();
         for o in 0..3 {
