@@ -137,7 +137,10 @@ max_lag_p99_us = 10000000
     // Delivery 1 fails and is suspended (count 1 in memory); delivery 2 fails at the limit.
     let messages = r.dlq;
     assert!(messages > 50, "{r:?}");
-    assert_eq!((r.failures, r.retries), (2 * messages, messages), "{r:?}");
+    // Each failure is delivered again or ends in the DLQ; every message failed at least twice
+    // (a lock moving between pulls on a busy machine can add a round, never remove one).
+    assert_eq!(r.failures, r.retries + r.dlq, "{r:?}");
+    assert!(r.failures >= 2 * messages, "{r:?}");
     assert_eq!(r.suspends, r.failures);
     // Suspended in place: back after the suspend time, not a delay level.
     let [p50, _] = r.delay_us;
