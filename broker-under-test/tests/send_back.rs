@@ -202,6 +202,16 @@ async fn failures_answer_with_rocketmq_s_codes_and_remarks() {
     let info = c.runtime_info().await;
     assert_eq!(counter(&info, "sndbckFailedNums"), 2);
     assert_eq!(counter(&info, "SNDBCK_PUT_NUMS"), 0);
+    // The delay topic itself takes no sends (4.9/5.3).
+    let o = c.opaque();
+    let r = c.call(send_v2(o, "SCHEDULE_TOPIC_XXXX", 0, b"x")).await;
+    assert_eq!(
+        (r.code, remark(&r)),
+        (
+            16,
+            "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."
+        )
+    );
     b.stop().await;
 }
 

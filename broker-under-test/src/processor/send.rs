@@ -163,6 +163,16 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     if let Err(remark) = validate_topic(&h.topic) {
         return finish(broker, &task, response(profile, req, invalid, Some(remark)));
     }
+    // TopicValidator.isNotAllowedSendTopic (4.9, 5.3): the delay topic is written by the
+    // broker only (send-path reference §7.1).
+    if profile != VersionProfile::V4_3 && h.topic == crate::schedule::SCHEDULE_TOPIC {
+        let remark = format!("Sending message to topic[{}] is forbidden.", h.topic);
+        return finish(
+            broker,
+            &task,
+            response(profile, req, ResponseCode::NO_PERMISSION, Some(remark)),
+        );
+    }
     // Without the TBW102 template (autoCreateTopicEnable=false) creation fails.
     let topic_config = match broker.topics.get(&h.topic).or_else(|| {
         broker
