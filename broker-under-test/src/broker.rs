@@ -11,6 +11,7 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
+    schedule::{ScheduleService, SCHEDULE_TOPIC},
     store::MessageStore,
     task::ExecutorKind,
 };
@@ -43,6 +44,8 @@ pub struct Broker {
     pub pull_hold: Arc<PullHold>,
     /// Queue locks for orderly consumption.
     pub locks: LockManager,
+    /// Delay levels, SCHEDULE_TOPIC_XXXX delivery and the retry counters.
+    pub schedule: Arc<ScheduleService>,
     pub boot: Instant,
     pub boot_epoch_ms: i64,
 }
@@ -78,6 +81,7 @@ impl Broker {
             broker.topics.load()?,
             broker.offsets.load()?,
             broker.groups.load()?,
+            broker.schedule.load()?,
         ];
         Ok((broker, log))
     }
@@ -121,7 +125,26 @@ impl Broker {
                 order: false,
             });
         }
+        if config.profile != crate::config::VersionProfile::V4_3 {
+            // 4.9/5.3 list the schedule topic from start-up, one queue per level (18 at least,
+            // TopicConfigManager's SCHEDULE_TOPIC_QUEUE_NUM).
+            let queues = config.message_delay_level.max_level().max(18);
+            topics.put_default(TopicConfig {
+                topic_name: SCHEDULE_TOPIC.into(),
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                perm: PERM_READ | PERM_WRITE,
+                order: false,
+            });
+        }
+        let schedule = Arc::new(ScheduleService::new(
+            config.message_delay_level.clone(),
+            store.clone(),
+            config.profile,
+            &config.store_path_root_dir.join("config"),
+        ));
         Broker {
+            schedule,
             config,
             store,
             store_host,
@@ -189,6 +212,9 @@ impl Broker {
             ("rebalanceLockCount".into(), self.locks.held().to_string()),
             ("consumerConnectionCount".into(), connections.to_string()),
         ]
+        .into_iter()
+        .chain(self.schedule.runtime_info())
+        .collect()
     }
 
     /// The per-minute `flow-control:` line, with the long-polling figures.

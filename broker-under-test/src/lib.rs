@@ -15,6 +15,7 @@ pub mod keys;
 pub mod namesrv;
 pub mod periodic;
 pub mod processor;
+pub mod schedule;
 pub mod server;
 pub mod store;
 pub mod task;
@@ -148,6 +149,11 @@ async fn serve(
         .context("starting the consumer-offset flush thread")?
     };
 
+    let schedule = broker
+        .schedule
+        .start(broker.config.flush_delay_offset_interval)
+        .context("starting ScheduleMessageService")?;
+
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
     let fast = bind_fast_port(&broker.config, local).await?;
@@ -223,6 +229,9 @@ async fn serve(
         }
         // Pulls the last queued tasks parked.
         b.pull_hold.clear();
+        // After the executors: no send-back adds to a level any more.
+        let mut schedule = schedule;
+        schedule.stop();
         let mut offset_flush = offset_flush;
         offset_flush.stop();
         b.persist(true);

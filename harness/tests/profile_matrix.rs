@@ -352,7 +352,9 @@ consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_lag_max,consum
 e2e_p99_ms,e2e_p999_ms,stored_e2e_p99_ms,consumer_cached_max,consumer_cached_mib_max,pulls_found,pulls_not_found,\
 pulls_retry_immediately,pulls_offset_moved,pulls_errors,pulls_busy_pcbusy_clean_queue,pulls_busy_timeout_clean_queue,\
 pulls_busy_rejectrequest,pulls_busy_overload,pulls_busy_pc_synchronized,pulls_busy_other,consumer_decode_errors,\
-consumer_foreign,consumer_drained,acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
+consumer_foreign,consumer_drained,consumer_failures,consumer_retries,consumer_dlq,consumer_retry_pending,\
+consumer_send_backs,consumer_send_back_failed,consumer_suspends,retry_delay_p50_ms,retry_delay_p99_ms,\
+broker_sndbck_put_nums,broker_sndbck2dlq_times,broker_schedule_put_nums,broker_schedule_deliver_nums,acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
 slo_met,slo_failed,knee_rate,knee_limited_by"
     );
     assert_eq!(

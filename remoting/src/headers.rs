@@ -234,6 +234,21 @@ custom_header! {
 }
 
 custom_header! {
+    /// CONSUMER_SEND_MSG_BACK (36): ConsumerSendMsgBackRequestHeader. `offset` is the
+    /// message's CommitLog (physical) offset; `bname` is 4.9/5.x's RpcRequestHeader field.
+    pub struct ConsumerSendMsgBackRequestHeader {
+        offset: i64 => "offset",
+        group: String => "group",
+        delay_level: i32 => "delayLevel",
+        origin_msg_id: Option<String> => "originMsgId",
+        origin_topic: Option<String> => "originTopic",
+        unit_mode: Option<bool> => "unitMode",
+        max_reconsume_times: Option<i32> => "maxReconsumeTimes",
+        bname: Option<String> => "bname",
+    }
+}
+
+custom_header! {
     /// UPDATE_CONSUMER_OFFSET (15).
     pub struct UpdateConsumerOffsetRequestHeader {
         consumer_group: String => "consumerGroup",

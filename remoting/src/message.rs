@@ -35,6 +35,14 @@ pub const PROPERTY_UNIQ_CLIENT_MESSAGE_ID: &str = "UNIQ_KEY";
 pub const PROPERTY_CLUSTER: &str = "CLUSTER";
 pub const PROPERTY_TAGS: &str = "TAGS";
 pub const PROPERTY_KEYS: &str = "KEYS";
+/// The retry and delay properties (MessageConst), by their wire names.
+pub const PROPERTY_RETRY_TOPIC: &str = "RETRY_TOPIC";
+pub const PROPERTY_ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+pub const PROPERTY_DELAY_TIME_LEVEL: &str = "DELAY";
+pub const PROPERTY_REAL_TOPIC: &str = "REAL_TOPIC";
+pub const PROPERTY_REAL_QUEUE_ID: &str = "REAL_QID";
+pub const PROPERTY_RECONSUME_TIME: &str = "RECONSUME_TIME";
+pub const PROPERTY_MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
 
 /// Encodes `name\x01value\x02` for each pair.
 pub fn encode_properties<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {

@@ -53,6 +53,10 @@ pub struct BrokerConfig {
     pub server_channel_max_idle: Duration,
     /// `flushConsumerOffsetInterval`: period of the consumerOffset.json write. Default: 5000 ms.
     pub flush_consumer_offset_interval: Duration,
+    /// `messageDelayLevel`: the delay of each level. Default: RocketMQ's 18 levels, 1s … 2h.
+    pub message_delay_level: crate::schedule::DelayLevels,
+    /// `flushDelayOffsetInterval`: period of the delayOffset.json write. Default: 10000 ms.
+    pub flush_delay_offset_interval: Duration,
     /// `autoCreateSubscriptionGroup`. Default: true.
     pub auto_create_subscription_group: bool,
     /// `accessMessageInMemoryMaxRatio` (%). Default: 40.

@@ -157,6 +157,13 @@ impl BrokerConfig {
             broker_fast_failure_enable: r.bool("brokerFastFailureEnable")?,
             server_channel_max_idle: Duration::from_secs(r.get("serverChannelMaxIdleTimeSeconds")?),
             flush_consumer_offset_interval: r.millis("flushConsumerOffsetInterval")?,
+            message_delay_level: crate::schedule::DelayLevels::parse(r.raw("messageDelayLevel"))
+                .map_err(|reason| ConfigError::BadValue {
+                    key: "messageDelayLevel".into(),
+                    value: r.raw("messageDelayLevel").to_owned(),
+                    reason,
+                })?,
+            flush_delay_offset_interval: r.millis("flushDelayOffsetInterval")?,
             auto_create_subscription_group: r.bool("autoCreateSubscriptionGroup")?,
             access_message_in_memory_max_ratio: r.get("accessMessageInMemoryMaxRatio")?,
             long_polling_enable: r.bool("longPollingEnable")?,

@@ -11,9 +11,11 @@ use crate::{
 pub fn route(code: i32, profile: VersionProfile) -> Option<(ProcessorKind, ExecutorKind)> {
     use RequestCode as R;
     let r = match RequestCode::from_i32(code)? {
-        R::SEND_MESSAGE | R::SEND_MESSAGE_V2 | R::SEND_BATCH_MESSAGE => {
-            (ProcessorKind::Send, ExecutorKind::Send)
-        }
+        // SendMessageProcessor serves CONSUMER_SEND_MSG_BACK too, on the send executor.
+        R::SEND_MESSAGE
+        | R::SEND_MESSAGE_V2
+        | R::SEND_BATCH_MESSAGE
+        | R::CONSUMER_SEND_MSG_BACK => (ProcessorKind::Send, ExecutorKind::Send),
         R::PULL_MESSAGE => (ProcessorKind::Pull, ExecutorKind::Pull),
         R::HEART_BEAT => (ProcessorKind::Heartbeat, ExecutorKind::Heartbeat),
         // 4.3.0 registered END_TRANSACTION on the send pool; 4.4.0 gave it its own.

@@ -358,6 +358,18 @@ pub const KEYS: &[KeySpec] = &[
         "period of the `config/consumerOffset.json` write (first after min(10 s, this))",
     ),
     key(
+        "messageDelayLevel",
+        Str,
+        Fixed(crate::schedule::DEFAULT_MESSAGE_DELAY_LEVEL),
+        "delay of each level (space-separated, unit s/m/h/d as RocketMQ parses it); SCHEDULE_TOPIC_XXXX has one queue per level",
+    ),
+    key(
+        "flushDelayOffsetInterval",
+        INTERVAL,
+        Fixed("10000"),
+        "period of the `config/delayOffset.json` write (also written at a clean stop, not by 4.3)",
+    ),
+    key(
         "autoCreateSubscriptionGroup",
         Bool,
         Fixed("true"),

@@ -12,6 +12,7 @@ pub mod pull;
 mod pull_read;
 mod run;
 pub mod send;
+pub mod send_back;
 
 pub use header::header_error;
 pub use run::process;

@@ -8,7 +8,7 @@ use remoting::{
     headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader},
     message::{
         decode_batch, decode_properties, encode_properties, property, PROPERTY_CLUSTER,
-        PROPERTY_UNIQ_CLIENT_MESSAGE_ID, PROPERTY_WAIT_STORE_MSG_OK,
+        PROPERTY_DELAY_TIME_LEVEL, PROPERTY_UNIQ_CLIENT_MESSAGE_ID, PROPERTY_WAIT_STORE_MSG_OK,
     },
     RemotingCommand, RequestCode, ResponseCode,
 };
@@ -114,6 +114,16 @@ fn stored_properties(broker: &Broker, original: &str) -> String {
     encode_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// `properties` with `key` set to `value` (replacing it if present).
+fn with_property(properties: &str, key: &str, value: &str) -> String {
+    let mut pairs: Vec<(String, String)> = decode_properties(properties)
+        .into_iter()
+        .filter(|(k, _)| k != key)
+        .collect();
+    pairs.push((key.to_owned(), value.to_owned()));
+    encode_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
 /// A message's WAIT property: absent means true (Message.isWaitStoreMsgOK).
 fn wait_store_ok(properties: &str) -> bool {
     property(properties, PROPERTY_WAIT_STORE_MSG_OK).is_none_or(|v| v.eq_ignore_ascii_case("true"))
@@ -132,6 +142,10 @@ fn finish(broker: &Broker, task: &RequestTask, r: RemotingCommand) {
 pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let profile = broker.config.profile;
     let req = &task.request;
+    if req.code == RequestCode::CONSUMER_SEND_MSG_BACK.as_i32() {
+        let r = super::send_back::process(broker, &task);
+        return finish(broker, &task, r);
+    }
     let parsed = if req.code == RequestCode::SEND_MESSAGE.as_i32() {
         req.header::<SendMessageRequestHeader>()
     } else {
@@ -148,6 +162,16 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     };
     if let Err(remark) = validate_topic(&h.topic) {
         return finish(broker, &task, response(profile, req, invalid, Some(remark)));
+    }
+    // TopicValidator.isNotAllowedSendTopic (4.9, 5.3): the delay topic is written by the
+    // broker only (send-path reference §7.1).
+    if profile != VersionProfile::V4_3 && h.topic == crate::schedule::SCHEDULE_TOPIC {
+        let remark = format!("Sending message to topic[{}] is forbidden.", h.topic);
+        return finish(
+            broker,
+            &task,
+            response(profile, req, ResponseCode::NO_PERMISSION, Some(remark)),
+        );
     }
     // Without the TBW102 template (autoCreateTopicEnable=false) creation fails.
     let topic_config = match broker.topics.get(&h.topic).or_else(|| {
@@ -185,6 +209,16 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     } else {
         h.queue_id
     };
+    let dlq = match super::send_back::retry_send_to_dlq(
+        broker,
+        req,
+        &h.topic,
+        h.reconsume_times,
+        h.max_reconsume_times,
+    ) {
+        Ok(d) => d,
+        Err(r) => return finish(broker, &task, r),
+    };
     // RocketMQ adds these before storing, so every store-level answer carries them.
     let mut region = std::collections::BTreeMap::new();
     region.insert(MSG_REGION.to_owned(), broker.config.region_id.clone());
@@ -204,8 +238,8 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     let uniq_key = property(&header_props, PROPERTY_UNIQ_CLIENT_MESSAGE_ID).map(str::to_owned);
     let wait = wait_store_ok(&header_props);
     let base = PutMessage {
-        topic: h.topic.clone(),
-        queue_id,
+        topic: dlq.clone().unwrap_or_else(|| h.topic.clone()),
+        queue_id: if dlq.is_some() { 0 } else { queue_id },
         flag: h.flag,
         body: req.body.clone(),
         properties: String::new(),
@@ -274,10 +308,19 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
             .collect();
         broker.store.put_messages(msgs, done);
     } else {
-        let msg = PutMessage {
+        let mut msg = PutMessage {
             properties: stored_properties(broker, &header_props),
             ..base
         };
+        if dlq.is_some() && !profile.is_4x() {
+            // 5.x marks it so it is never scheduled; 4.x keeps the client's DELAY, so the
+            // message reaches the DLQ only after that level's delay (reference B3).
+            msg.properties = with_property(&msg.properties, PROPERTY_DELAY_TIME_LEVEL, "-1");
+        }
+        // A producer's own DELAY takes the retry road (reference B4.2).
+        if let Some(level) = crate::schedule::redirect_delayed(&mut msg, &broker.schedule.levels) {
+            broker.schedule.stats.scheduled(level);
+        }
         broker.store.put_message(msg, done);
     }
     if let Some(r) = sync_rx {

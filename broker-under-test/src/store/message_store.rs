@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use remoting::message::{decode_record, MessageRecord, RecordAt};
 
 use super::commitlog::CommitLog;
 use super::config::{FlushDiskType, StoreConfig};
@@ -163,6 +164,31 @@ impl MessageStore {
             max_msg_nums,
             max_total_bytes,
         )
+    }
+
+    /// `lookMessageByOffset`: the record at CommitLog offset `physical_offset` (its 4-byte size
+    /// first, then the whole record), or `None` when nothing readable and whole is there.
+    pub fn look_message_by_offset(&self, physical_offset: i64) -> Option<MessageRecord> {
+        if physical_offset < 0 {
+            return None;
+        }
+        let log = &self.inner.commit_log;
+        let mut size = Vec::with_capacity(4);
+        if !log.read(physical_offset, 4, &mut size) {
+            return None;
+        }
+        let total = i32::from_be_bytes(size.get(..4)?.try_into().ok()?);
+        if total <= 0 || total as usize > self.inner.config.mapped_file_size_commit_log {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(total as usize);
+        if !log.read(physical_offset, total as usize, &mut buf) {
+            return None;
+        }
+        match decode_record(&buf, false) {
+            Ok(RecordAt::Message { record, .. }) => Some(*record),
+            _ => None,
+        }
     }
 
     /// Installs the listener every dispatched consume-queue entry is reported to (long

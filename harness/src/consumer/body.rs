@@ -1,7 +1,9 @@
 //! A PULL_MESSAGE body into messages. A record that is truncated or fails its CRC is an error
 //! the consumer counts; the records before it are kept, the rest of the body is dropped.
 
-use remoting::message::{decode_record, property, RecordAt, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
+use remoting::message::{
+    decode_record, property, RecordAt, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID,
+};
 
 use crate::consumer::process_queue::Msg;
 
@@ -19,6 +21,13 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
                     stored_ms: record.store_timestamp,
                     uniq_key: property(&record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
                         .map(str::to_owned),
+                    commit_log_offset: record.physical_offset,
+                    reconsume_times: record.reconsume_times,
+                    // resetRetryAndNamespace: a retried message shows its original topic.
+                    topic: property(&record.properties, PROPERTY_RETRY_TOPIC)
+                        .filter(|_| record.topic.starts_with("%RETRY%"))
+                        .unwrap_or(&record.topic)
+                        .to_owned(),
                 });
                 rest = &rest[len.min(rest.len())..];
             }
@@ -55,6 +64,24 @@ mod tests {
             topic: "T".into(),
             properties: encode_properties([("UNIQ_KEY", "7F0000010001AABBCCDD000000000007")]),
         }
+    }
+
+    #[test]
+    fn a_retried_message_shows_its_original_topic_and_count() {
+        let mut retried = record(4);
+        retried.topic = "%RETRY%G".into();
+        retried.reconsume_times = 2;
+        retried.properties = encode_properties([("UNIQ_KEY", "K"), ("RETRY_TOPIC", "T")]);
+        let mut plain = record(5);
+        plain.properties = encode_properties([("RETRY_TOPIC", "ignored")]);
+        let mut body = BytesMut::new();
+        retried.encode(&mut body);
+        plain.encode(&mut body);
+        let (msgs, err) = decode_pull_body(&body);
+        assert_eq!(err, None);
+        assert_eq!((msgs[0].topic.as_str(), msgs[0].reconsume_times), ("T", 2));
+        assert_eq!(msgs[0].commit_log_offset, 4 * 200);
+        assert_eq!(msgs[1].topic, "T", "only a %RETRY% topic is restored");
     }
 
     #[test]

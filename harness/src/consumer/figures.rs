@@ -2,6 +2,8 @@
 
 use hdrhistogram::Histogram;
 
+use crate::consumer::failure::Failures;
+
 /// One sampled second of the consumers.
 #[derive(Debug, Clone, Default)]
 pub struct ConsumerSecond {
@@ -49,4 +51,41 @@ pub struct ConsumerFigures {
     pub drained: bool,
     /// Lag when the drain ended.
     pub lag_at_end: i64,
+    /// Failures, retries and the DLQ.
+    pub retry: RetryFigures,
+}
+
+/// A job's failure and retry figures: the `consumer_failures` … `broker_schedule_deliver_nums`
+/// columns of summary.csv.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryFigures {
+    pub failures: u64,
+    pub retries: u64,
+    pub dlq: u64,
+    /// Failed, neither redelivered nor in the DLQ when the drain ended.
+    pub pending: u64,
+    pub send_backs: u64,
+    pub send_back_failed: u64,
+    pub suspends: u64,
+    /// Failure → next delivery p50, p99, µs.
+    pub delay_us: [u64; 2],
+    /// The broker's SNDBCK_PUT_NUMS, SNDBCK2DLQ_TIMES, scheduleMessagePutNums and
+    /// scheduleMessageDeliverNums over the job; None when the broker does not report them.
+    pub broker: Option<[u64; 4]>,
+}
+
+impl RetryFigures {
+    pub fn of(f: &Failures, broker: Option<[u64; 4]>) -> RetryFigures {
+        RetryFigures {
+            failures: Failures::count(&f.failures),
+            retries: Failures::count(&f.retries),
+            dlq: Failures::count(&f.dlq),
+            pending: f.pending(),
+            send_backs: Failures::count(&f.send_backs),
+            send_back_failed: Failures::count(&f.send_back_failed),
+            suspends: Failures::count(&f.suspends),
+            delay_us: f.delay_quantiles(),
+            broker,
+        }
+    }
 }

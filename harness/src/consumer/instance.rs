@@ -76,6 +76,10 @@ pub async fn run_instance(inst: Arc<Instance>) {
             }
         });
     }
+    if inst.shared.cfg.mode == ConsumeMode::Concurrently {
+        // The retry topic's subscription; an orderly consumer retries in place (B7).
+        tracker.spawn(crate::consumer::retry_pull::retry_loop(inst.clone()));
+    }
     if inst.shared.cfg.mode == ConsumeMode::Orderly {
         let inst = inst.clone();
         tracker.spawn(async move {

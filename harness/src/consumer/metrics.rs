@@ -128,7 +128,8 @@ impl Metrics {
         let now = now_us();
         self.consumed
             .fetch_add(msgs.len() as u64, Ordering::Relaxed);
-        for m in msgs {
+        // A redelivery after a failure is a retry (counted in `failure.rs`), not a duplicate.
+        for m in msgs.iter().filter(|m| m.reconsume_times == 0) {
             let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {
                 Some((prefix, seq)) => {
                     match self.ledgers.iter().find(|l| l.sent.prefix == prefix) {

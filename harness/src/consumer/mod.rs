@@ -10,12 +10,16 @@
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
 //! * allocate.rs      — AllocateMessageQueueAveragely
 //! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
+//! * failure.rs       — which deliveries fail, and the retry accounting (retries, DLQ, delays)
+//! * send_back.rs     — CONSUMER_SEND_MSG_BACK for a failed message; the broker's retry counters
+//! * retry_pull.rs    — the `%RETRY%<group>` subscription: its rebalance, offset and pull loop
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
 mod body;
+mod failure;
 mod figures;
 mod gate;
 mod instance;
@@ -24,7 +28,9 @@ mod metrics;
 mod process_queue;
 mod processing;
 mod pull;
+mod retry_pull;
 mod run;
+mod send_back;
 mod seqset;
 mod state;
 mod tracking;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 /// One pulled message as the consumer keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Msg {
     pub queue_offset: i64,
     /// Body bytes: what `msgSize` (and so the size threshold) counts.
@@ -14,6 +14,12 @@ pub struct Msg {
     pub stored_ms: i64,
     /// The UNIQ_KEY, if the message has one.
     pub uniq_key: Option<String>,
+    /// The record's CommitLog offset: what CONSUMER_SEND_MSG_BACK names.
+    pub commit_log_offset: i64,
+    /// `reconsumeTimes`: the stored count, raised in memory by a local re-consume.
+    pub reconsume_times: i32,
+    /// The topic the listener sees: RETRY_TOPIC for a message pulled from `%RETRY%<group>`.
+    pub topic: String,
 }
 
 /// A queue's cache of pulled messages.
@@ -122,6 +128,16 @@ impl ProcessQueue {
         }
     }
 
+    /// Orderly: `makeMessageToConsumeAgain` with the messages as the listener leaves them (their
+    /// in-memory reconsumeTimes raised).
+    pub fn consume_again(&mut self, again: Vec<Msg>) {
+        for m in again {
+            if self.consuming.remove(&m.queue_offset).is_some() {
+                self.msgs.insert(m.queue_offset, m);
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.msgs.is_empty() && self.consuming.is_empty()
     }
@@ -137,7 +153,7 @@ mod tests {
             body_len: len,
             born_ms: 0,
             stored_ms: 0,
-            uniq_key: None,
+            ..Msg::default()
         }
     }
 

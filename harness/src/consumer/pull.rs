@@ -14,6 +14,7 @@ use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
 use crate::consumer::metrics::PullResult;
 use crate::consumer::process_queue::Msg;
+use crate::consumer::send_back;
 use crate::consumer::state::{Instance, QueueState};
 use crate::profile::{ClientVersion, ConsumeMode};
 use crate::recorder::{classify, Outcome};
@@ -114,7 +115,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     let next = q.next_offset.load(Ordering::Acquire);
     let header = PullMessageRequestHeader {
         consumer_group: cfg.group.clone(),
-        topic: shared.topic.clone(),
+        topic: q.topic(shared).to_owned(),
         queue_id: q.queue_id,
         queue_offset: next,
         max_msg_nums: cfg.pull_batch_size as i32,
@@ -233,6 +234,10 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
 
 /// Tells the lag sampler where this queue's owner stands.
 pub fn publish_committed(inst: &Instance, q: &QueueState) {
+    if q.topic.is_some() {
+        // The retry queue is not part of the run's topic lag.
+        return;
+    }
     if let Some(slot) = inst.shared.committed_slot(q.queue_id) {
         slot.store(q.offset.load(Ordering::Acquire), Ordering::Release);
     }
@@ -286,20 +291,43 @@ async fn process(inst: &Instance, msgs: &[Msg]) {
 }
 
 /// ConsumeMessageConcurrentlyService's ConsumeRequest: one chunk on one consume thread.
-async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, msgs: Vec<Msg>) {
-    let Ok(_permit) = inst.threads.clone().acquire_owned().await else {
-        return;
-    };
-    if q.is_dropped() {
-        // "the message queue not be able to consume, because it's dropped"
-        return;
-    }
-    process(&inst, &msgs).await;
-    let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();
-    let commit = q.pq.lock().remove(&offsets);
-    if !q.is_dropped() {
-        q.advance(commit);
-        publish_committed(&inst, &q);
+/// A failed chunk is sent back (`send_back.rs`); what could not be sent back stays in the
+/// process queue and is consumed again here after 5 s, without holding a consume thread.
+async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, mut msgs: Vec<Msg>) {
+    loop {
+        let Ok(permit) = inst.threads.clone().acquire_owned().await else {
+            return;
+        };
+        if q.is_dropped() {
+            // "the message queue not be able to consume, because it's dropped"
+            return;
+        }
+        inst.shared.failures.delivered(&msgs);
+        process(&inst, &msgs).await;
+        let kept = if inst.shared.failures.batch_fails(&msgs) {
+            send_back::send_back_failed(&inst, &msgs).await
+        } else {
+            Vec::new()
+        };
+        let offsets: Vec<i64> = msgs
+            .iter()
+            .map(|m| m.queue_offset)
+            .filter(|o| !kept.iter().any(|k| k.queue_offset == *o))
+            .collect();
+        let commit = q.pq.lock().remove(&offsets);
+        if !q.is_dropped() {
+            q.advance(commit);
+            publish_committed(&inst, &q);
+        }
+        drop(permit);
+        if kept.is_empty() {
+            return;
+        }
+        tokio::select! {
+            _ = inst.shared.cancel.cancelled() => return,
+            _ = tokio::time::sleep(send_back::LOCAL_RETRY_DELAY) => {}
+        }
+        msgs = kept;
     }
 }
 
@@ -341,8 +369,18 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
             }
             continue;
         }
+        inst.shared.failures.delivered(&msgs);
         process(&inst, &msgs).await;
         drop(permit);
+        if inst.shared.failures.batch_fails(&msgs) {
+            if let Some(suspend) = orderly_failed(&inst, msgs).await {
+                q.pq.lock().consume_again(suspend);
+                tokio::select! {
+                    _ = inst.shared.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(inst.shared.cfg.suspend_time()) => continue,
+                }
+            }
+        }
         let commit = q.pq.lock().commit();
         if !q.is_dropped() {
             q.advance(commit);
@@ -350,4 +388,30 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
         }
     }
     q.pq.lock().orderly_running = false;
+}
+
+/// SUSPEND_CURRENT_QUEUE_A_MOMENT (retention-retry reference B7): `checkReconsumeTimes`. A
+/// message at the retry limit goes to the DLQ (the Java client publishes it to `%RETRY%` with a
+/// count the broker dead-letters; here a send-back with level −1 reaches the same DLQ), the
+/// others count one more consumption in memory only. Returns the batch to consume again after
+/// the suspend time, or None when every message went to the DLQ.
+async fn orderly_failed(inst: &Instance, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
+    let f = &inst.shared.failures;
+    f.suspends.fetch_add(1, Ordering::Relaxed);
+    let max = inst.shared.cfg.max_reconsume();
+    let mut suspend = false;
+    let mut again = Vec::with_capacity(msgs.len());
+    for mut m in msgs {
+        f.failed(&m);
+        let to_dlq = m.reconsume_times >= max;
+        if to_dlq && send_back::send_back(inst, &m, -1).await.is_ok() {
+            f.send_backs.fetch_add(1, Ordering::Relaxed);
+            f.dead_lettered(&m);
+        } else {
+            suspend = true;
+            m.reconsume_times += 1;
+        }
+        again.push(m);
+    }
+    suspend.then_some(again)
 }

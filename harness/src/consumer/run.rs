@@ -16,11 +16,13 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::failure::Failures;
 use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::{max_offset, run_instance};
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
+use crate::consumer::send_back::broker_retry_counters;
 use crate::consumer::state::{Instance, Shared};
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
@@ -45,6 +47,8 @@ pub struct ConsumerRun {
     measure_end: Option<(Instant, u64)>,
     cached_max: (u64, f64),
     drained: Option<(bool, i64)>,
+    /// The broker's retry counters when the job started (`send_back::BROKER_RETRY_KEYS`).
+    broker_retry_start: Option<[u64; 4]>,
 }
 
 impl ConsumerRun {
@@ -80,6 +84,7 @@ impl ConsumerRun {
             log: EventLog::create(log_path).map_err(|e| format!("consumer.log: {e}"))?,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            failures: Failures::new(cfg),
         });
         if cfg.prefill > 0 {
             let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
@@ -89,6 +94,7 @@ impl ConsumerRun {
                 &format!("{acked} of {} messages acknowledged", cfg.prefill),
             );
         }
+        let broker_retry_start = rt.block_on(broker_retry_counters(addr, &shared.tracker));
         let instances = Arc::new(Mutex::new(Vec::new()));
         let origin = tokio::time::Instant::now();
         rt.block_on(async {
@@ -129,6 +135,7 @@ impl ConsumerRun {
             measure_end: None,
             cached_max: (0, 0.0),
             drained: None,
+            broker_retry_start,
         };
         let deadline = Instant::now() + Duration::from_secs(5);
         let joining_now = (0..cfg.instances).any(|i| cfg.schedule_of(i).0.is_zero());
@@ -216,7 +223,11 @@ impl ConsumerRun {
         loop {
             let missing = m.missing();
             let lag = m.lag.load(Ordering::Relaxed);
-            let caught_up = missing == 0 && lag <= 0 && self.second_cached() == 0;
+            // A failed message still waiting for its retry is not consumed yet.
+            let caught_up = missing == 0
+                && lag <= 0
+                && self.second_cached() == 0
+                && self.shared.failures.pending() == 0;
             if caught_up || Instant::now() >= end || self.shared.cancel.is_cancelled() {
                 self.drained = Some((caught_up, lag));
                 if !caught_up {
@@ -253,7 +264,16 @@ impl ConsumerRun {
     /// figures.
     pub fn finish(mut self) -> ConsumerFigures {
         let m = self.shared.metrics.clone();
+        let mut broker_retry = None;
         if let Some(rt) = self.rt.take() {
+            let end = rt.block_on(broker_retry_counters(
+                self.shared.addr,
+                &self.shared.tracker,
+            ));
+            broker_retry = self
+                .broker_retry_start
+                .zip(end)
+                .map(|(a, b)| std::array::from_fn(|i| b[i].saturating_sub(a[i])));
             for inst in self.instances.lock().iter() {
                 inst.stop.cancel();
             }
@@ -310,6 +330,7 @@ impl ConsumerRun {
             foreign: Metrics::count(&m.foreign),
             drained,
             lag_at_end,
+            retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::failure::Failures;
 use crate::consumer::gate::{QueueView, Thresholds};
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
@@ -39,6 +40,8 @@ pub struct Shared {
     pub tracker: TaskTracker,
     /// Per queue id: the offset its current owner would commit (−1 before any owner).
     pub committed: Vec<AtomicI64>,
+    /// The listener's failures and the retry accounting.
+    pub failures: Failures,
 }
 
 impl Shared {
@@ -66,6 +69,8 @@ pub struct QueueState {
     pub offset_fixed: AtomicBool,
     pub threshold_count: AtomicI64,
     pub threshold_size: AtomicI64,
+    /// Another topic than the run's (the `%RETRY%<group>` queue); None for the run's topic.
+    pub topic: Option<String>,
 }
 
 impl QueueState {
@@ -81,7 +86,19 @@ impl QueueState {
             offset_fixed: AtomicBool::new(false),
             threshold_count: AtomicI64::new(t.count),
             threshold_size: AtomicI64::new(t.size_mib),
+            topic: None,
         }
+    }
+
+    /// The same queue state for a queue of `topic`.
+    pub fn with_topic(mut self, topic: &str) -> QueueState {
+        self.topic = Some(topic.to_owned());
+        self
+    }
+
+    /// This queue's topic: its own, or the run's.
+    pub fn topic<'a>(&'a self, shared: &'a Shared) -> &'a str {
+        self.topic.as_deref().unwrap_or(&shared.topic)
     }
 
     pub fn is_dropped(&self) -> bool {
@@ -136,7 +153,7 @@ impl Instance {
         format!(
             "PullRequest [consumerGroup={}, messageQueue=MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={}], nextOffset={}]",
             self.shared.cfg.group,
-            self.shared.topic,
+            q.topic(&self.shared),
             q.queue_id,
             q.next_offset.load(Ordering::Relaxed)
         )

@@ -39,6 +39,12 @@ pub const CONSUMER_KEYS: &[&str] = &[
     "pause_for",
     "join_at",
     "leave_at",
+    "fail_ratio",
+    "fail_every",
+    "fail_until",
+    "max_reconsume_times",
+    "delay_level_when_next_consume",
+    "suspend_current_queue_time",
 ];
 
 /// `concurrently` (ConsumeMessageConcurrentlyService) or `orderly` (queue locks, one thread
@@ -159,6 +165,22 @@ pub struct Consumer {
     pub join_at: BTreeMap<String, Secs>,
     /// Instance index → when it stops (persisting its offsets, unregistering). Default: never.
     pub leave_at: BTreeMap<String, Secs>,
+    /// Share of deliveries whose listener returns RECONSUME_LATER, drawn per delivery, 0–1.
+    /// Default: 0.
+    pub fail_ratio: f64,
+    /// One message in N fails on every delivery, until the DLQ (0 = none). Default: 0.
+    pub fail_every: u64,
+    /// Every message fails its first K deliveries (0 = none). Default: 0.
+    pub fail_until: u32,
+    /// `maxReconsumeTimes`; −1 is the Java default: 16 concurrently, unlimited orderly.
+    /// Default: −1.
+    pub max_reconsume_times: i32,
+    /// The context's `delayLevelWhenNextConsume`: 0 lets the broker choose 3 + reconsumeTimes,
+    /// > 0 a fixed level, < 0 straight to the DLQ. Default: 0.
+    pub delay_level_when_next_consume: i32,
+    /// Orderly: `suspendCurrentQueueTimeMillis` after SUSPEND_CURRENT_QUEUE_A_MOMENT, clamped
+    /// to 10ms–30s. Default: 1s.
+    pub suspend_current_queue_time: Secs,
 }
 
 impl Default for Consumer {
@@ -192,6 +214,12 @@ impl Default for Consumer {
             pause_for: Secs(0.0),
             join_at: BTreeMap::new(),
             leave_at: BTreeMap::new(),
+            fail_ratio: 0.0,
+            fail_every: 0,
+            fail_until: 0,
+            max_reconsume_times: -1,
+            delay_level_when_next_consume: 0,
+            suspend_current_queue_time: Secs(1.0),
         }
     }
 }
@@ -326,6 +354,7 @@ impl Consumer {
                 }
             }
         }
+        super::failure::check(self)?;
         for (k, leave) in &self.leave_at {
             let join = self.join_at.get(k).map_or(0.0, |s| s.0);
             if leave.0 <= join {

@@ -22,6 +22,7 @@ mod cluster;
 mod consumer;
 mod diagnostics;
 mod document;
+mod failure;
 mod fault;
 mod knee;
 mod secs;

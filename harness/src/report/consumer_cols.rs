@@ -38,6 +38,19 @@ pub struct SummaryConsumer {
     consumer_decode_errors: Option<u64>,
     consumer_foreign: Option<u64>,
     consumer_drained: Option<bool>,
+    consumer_failures: Option<u64>,
+    consumer_retries: Option<u64>,
+    consumer_dlq: Option<u64>,
+    consumer_retry_pending: Option<u64>,
+    consumer_send_backs: Option<u64>,
+    consumer_send_back_failed: Option<u64>,
+    consumer_suspends: Option<u64>,
+    retry_delay_p50_ms: Option<Fixed<3>>,
+    retry_delay_p99_ms: Option<Fixed<3>>,
+    broker_sndbck_put_nums: Option<u64>,
+    broker_sndbck2dlq_times: Option<u64>,
+    broker_schedule_put_nums: Option<u64>,
+    broker_schedule_deliver_nums: Option<u64>,
 }
 
 impl SummaryConsumer {
@@ -76,6 +89,19 @@ impl SummaryConsumer {
             consumer_decode_errors: Some(f.decode_errors),
             consumer_foreign: Some(f.foreign),
             consumer_drained: Some(f.drained),
+            consumer_failures: Some(f.retry.failures),
+            consumer_retries: Some(f.retry.retries),
+            consumer_dlq: Some(f.retry.dlq),
+            consumer_retry_pending: Some(f.retry.pending),
+            consumer_send_backs: Some(f.retry.send_backs),
+            consumer_send_back_failed: Some(f.retry.send_back_failed),
+            consumer_suspends: Some(f.retry.suspends),
+            retry_delay_p50_ms: Some(ms(f.retry.delay_us[0])),
+            retry_delay_p99_ms: Some(ms(f.retry.delay_us[1])),
+            broker_sndbck_put_nums: f.retry.broker.map(|b| b[0]),
+            broker_sndbck2dlq_times: f.retry.broker.map(|b| b[1]),
+            broker_schedule_put_nums: f.retry.broker.map(|b| b[2]),
+            broker_schedule_deliver_nums: f.retry.broker.map(|b| b[3]),
         }
     }
 }

@@ -1,0 +1,312 @@
+//! CONSUMER_SEND_MSG_BACK (36) and the schedule service on the wire (retention-retry
+//! reference B2, B4): the request headers are written by hand, field by field as
+//! ConsumerSendMsgBackRequestHeader names them, so a bug shared by our encoder and decoder
+//! cannot hide here. Delays are shortened with RocketMQ's own `messageDelayLevel` key.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use broker_under_test::{config::BrokerConfig, RunningBroker};
+use common::*;
+use remoting::message::{property, MessageRecord};
+use remoting::RemotingCommand;
+
+/// Level 3 (the first retry of a message consumed once) is 2 s; level 1 and 4 are 1 s.
+const LEVELS: &str = "1s 1s 2s 1s 3s 1s";
+
+fn frame(header: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&((4 + header.len()) as u32).to_be_bytes());
+    f.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    f.extend_from_slice(header);
+    f
+}
+
+/// A send-back request as the Java client writes it (B2.1), JSON header by hand.
+fn send_back_frame(
+    opaque: i32,
+    offset: i64,
+    group: &str,
+    delay_level: i32,
+    max: Option<i32>,
+) -> Vec<u8> {
+    let max = max.map_or(String::new(), |m| format!(r#","maxReconsumeTimes":"{m}""#));
+    let header = format!(
+        r#"{{"code":36,"extFields":{{"bname":"broker-a","delayLevel":"{delay_level}","group":"{group}","offset":"{offset}","originMsgId":"7F00000100002A9F0000000000000000","originTopic":"T"{max},"unitMode":"false"}},"flag":0,"language":"JAVA","opaque":{opaque},"serializeTypeCurrentRPC":"JSON","version":401}}"#
+    );
+    frame(header.as_bytes())
+}
+
+async fn send_back(
+    c: &mut Client,
+    offset: i64,
+    group: &str,
+    level: i32,
+    max: Option<i32>,
+) -> RemotingCommand {
+    let o = c.opaque();
+    c.write_raw(&send_back_frame(o, offset, group, level, max))
+        .await;
+    loop {
+        let r = c.read().await;
+        if r.opaque == o {
+            return r;
+        }
+    }
+}
+
+async fn send_one(c: &mut Client, topic: &str, body: &[u8]) -> MessageRecord {
+    let o = c.opaque();
+    let r = c.call(send_v2(o, topic, 0, body)).await;
+    assert_eq!(r.code, 0, "send: {:?}", r.remark);
+    c.pull_all(topic, 0)
+        .await
+        .pop()
+        .expect("the message just sent")
+}
+
+/// Waits until `topic`/`queue` holds `n` messages; returns them and when the n-th showed up.
+async fn wait_for(
+    c: &mut Client,
+    topic: &str,
+    queue: i32,
+    n: usize,
+    within: Duration,
+) -> (Vec<MessageRecord>, Instant) {
+    let deadline = Instant::now() + within;
+    loop {
+        let got = c.pull_all(topic, queue).await;
+        if got.len() >= n {
+            return (got, Instant::now());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}/{queue}: {} of {n} messages",
+            got.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_sent_back_message_returns_in_the_retry_topic_after_its_level_then_dead_letters() {
+    let b = TestBroker::start(&[("messageDelayLevel", LEVELS)]).await;
+    let mut c = b.client().await;
+    let first = send_one(&mut c, "T", b"payload").await;
+    let uniq = property(&first.properties, "UNIQ_KEY").unwrap().to_owned();
+
+    let r = send_back(&mut c, first.physical_offset, "G", 0, Some(1)).await;
+    assert_eq!((r.code, r.remark.as_deref()), (0, None));
+    let answered = Instant::now();
+    // Level 3 + 0: parked in SCHEDULE_TOPIC_XXXX queue 2, not yet in the retry topic.
+    // Waited for, not read at once: the consume queue may be built by another thread.
+    let (parked, _) = wait_for(&mut c, "SCHEDULE_TOPIC_XXXX", 2, 1, Duration::from_secs(20)).await;
+    assert_eq!(parked.len(), 1);
+    assert_eq!(
+        property(&parked[0].properties, "REAL_TOPIC"),
+        Some("%RETRY%G")
+    );
+    assert_eq!(property(&parked[0].properties, "REAL_QID"), Some("0"));
+    assert_eq!(property(&parked[0].properties, "DELAY"), Some("3"));
+
+    let (retry, at) = wait_for(&mut c, "%RETRY%G", 0, 1, Duration::from_secs(20)).await;
+    let waited = at - answered;
+    // Due 2 s after the store time; the pick-up adds at most a 100 ms round (and our polling).
+    assert!(
+        waited >= Duration::from_millis(1_900),
+        "back after {waited:?}"
+    );
+    let m = &retry[0];
+    assert!(m.store_timestamp - parked[0].store_timestamp >= 2_000);
+    assert_eq!(m.reconsume_times, 1);
+    assert_eq!(m.body, b"payload");
+    assert_eq!(property(&m.properties, "RETRY_TOPIC"), Some("T"));
+    assert_eq!(property(&m.properties, "UNIQ_KEY"), Some(uniq.as_str()));
+    assert_eq!(property(&m.properties, "DELAY"), None);
+    assert_eq!(property(&m.properties, "WAIT"), Some("false"));
+    let origin = property(&m.properties, "ORIGIN_MESSAGE_ID")
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        origin,
+        remoting::message::offset_msg_id(first.store_host, first.physical_offset)
+    );
+    assert_eq!(m.born_timestamp, first.born_timestamp);
+
+    // Consumed once more and failed again: reconsumeTimes 1 ≥ maxReconsumeTimes 1 → DLQ at once.
+    let r = send_back(&mut c, m.physical_offset, "G", 0, Some(1)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let (dlq, _) = wait_for(&mut c, "%DLQ%G", 0, 1, Duration::from_secs(20)).await;
+    assert_eq!(dlq.len(), 1);
+    assert_eq!(dlq[0].reconsume_times, 2);
+    assert_eq!(property(&dlq[0].properties, "DELAY"), Some("0"));
+    assert_eq!(
+        property(&dlq[0].properties, "ORIGIN_MESSAGE_ID"),
+        Some(origin.as_str())
+    );
+    assert_eq!(property(&dlq[0].properties, "RETRY_TOPIC"), Some("T"));
+
+    // delayLevel −1: straight to the DLQ whatever the count.
+    let other = send_one(&mut c, "T", b"x").await;
+    assert_eq!(
+        send_back(&mut c, other.physical_offset, "G", -1, None)
+            .await
+            .code,
+        0
+    );
+    wait_for(&mut c, "%DLQ%G", 0, 2, Duration::from_secs(20)).await;
+
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "SNDBCK_PUT_NUMS"), 3);
+    assert_eq!(counter(&info, "SNDBCK2DLQ_TIMES"), 2);
+    assert_eq!(counter(&info, "scheduleMessagePutNums_3"), 1);
+    // The DLQ is written directly, never through SCHEDULE_TOPIC_XXXX.
+    assert_eq!(counter(&info, "scheduleMessagePutNums"), 1);
+    assert_eq!(counter(&info, "scheduleMessageDeliverNums"), 1);
+    assert_eq!(info["scheduleMessageOffset_3"], "1,1");
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn failures_answer_with_rocketmq_s_codes_and_remarks() {
+    let b = TestBroker::start(&[("autoCreateSubscriptionGroup", "false")]).await;
+    let mut c = b.client().await;
+    let r = send_back(&mut c, 0, "NoSuchGroup", 0, None).await;
+    assert_eq!(r.code, 26);
+    assert_eq!(
+        remark(&r),
+        "subscription group not exist, NoSuchGroup \nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+    );
+    b.stop().await;
+
+    let b = TestBroker::start(&[]).await;
+    let mut c = b.client().await;
+    send_one(&mut c, "T", b"x").await;
+    let r = send_back(&mut c, 99_999_999, "G", 0, None).await;
+    assert_eq!(
+        (r.code, remark(&r)),
+        (1, "look message by offset failed, 99999999")
+    );
+    // A missing required field is refused before anything else.
+    let o = c.opaque();
+    let header = format!(
+        r#"{{"code":36,"extFields":{{"group":"G","delayLevel":"0"}},"flag":0,"language":"JAVA","opaque":{o},"serializeTypeCurrentRPC":"JSON","version":401}}"#
+    );
+    c.write_raw(&frame(header.as_bytes())).await;
+    let r = c.read().await;
+    assert_eq!(
+        (r.code, remark(&r)),
+        (1, "the custom field <offset> is null")
+    );
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "sndbckFailedNums"), 2);
+    assert_eq!(counter(&info, "SNDBCK_PUT_NUMS"), 0);
+    // The delay topic itself takes no sends (4.9/5.3).
+    let o = c.opaque();
+    let r = c.call(send_v2(o, "SCHEDULE_TOPIC_XXXX", 0, b"x")).await;
+    assert_eq!(
+        (r.code, remark(&r)),
+        (
+            16,
+            "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."
+        )
+    );
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_producer_s_delay_property_takes_the_same_road() {
+    let b = TestBroker::start(&[("messageDelayLevel", LEVELS)]).await;
+    let mut c = b.client().await;
+    let o = c.opaque();
+    let mut req = send_v2(o, "D", 1, b"later");
+    let h: remoting::headers::SendMessageRequestHeaderV2 = req.header().unwrap();
+    let mut h = h;
+    h.i = Some(props(&[
+        ("WAIT", "true"),
+        ("UNIQ_KEY", "U1"),
+        ("DELAY", "1"),
+    ]));
+    req = req.with_header(&h);
+    let sent = Instant::now();
+    assert_eq!(c.call(req).await.code, 0);
+    assert!(c.pull_all("D", 1).await.is_empty(), "not before its delay");
+    let (got, at) = wait_for(&mut c, "D", 1, 1, Duration::from_secs(20)).await;
+    assert!(at - sent >= Duration::from_millis(900), "{:?}", at - sent);
+    assert_eq!(got[0].body, b"later");
+    assert_eq!(got[0].reconsume_times, 0);
+    assert_eq!(property(&got[0].properties, "REAL_TOPIC"), Some("D"));
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn the_schedule_survives_a_restart_without_repeating_deliveries() {
+    let overrides = [("messageDelayLevel", "1s 1s 1s 3s"), ("listenPort", "0")];
+    let mut b = TestBroker::start(&overrides).await;
+    let mut c = b.client().await;
+    let first = send_one(&mut c, "T", b"one").await;
+    let second = send_one(&mut c, "T", b"two").await;
+    // Level 3 (1 s) for the first; level 4 (3 s) for the second, due after the restart.
+    assert_eq!(
+        send_back(&mut c, first.physical_offset, "G", 3, None)
+            .await
+            .code,
+        0
+    );
+    wait_for(&mut c, "%RETRY%G", 0, 1, Duration::from_secs(20)).await;
+    assert_eq!(
+        send_back(&mut c, second.physical_offset, "G", 4, None)
+            .await
+            .code,
+        0
+    );
+    drop(c);
+    b.broker.take().unwrap().stop().await.unwrap();
+    let file = std::fs::read_to_string(b.dir.path().join("config/delayOffset.json")).unwrap();
+    assert!(file.contains("\"offsetTable\""), "{file}");
+    assert!(file.contains("\t\t3:1"), "level 3 delivered one: {file}");
+
+    let config = BrokerConfig::for_test(b.dir.path(), &overrides).unwrap();
+    b.broker = Some(RunningBroker::start(config).await.unwrap());
+    let mut c = b.client().await;
+    let (retry, _) = wait_for(&mut c, "%RETRY%G", 0, 2, Duration::from_secs(20)).await;
+    assert_eq!(retry.len(), 2);
+    assert_eq!(retry[1].body, b"two");
+    // One more round after both were due: nothing was delivered twice.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(c.pull_all("%RETRY%G", 0).await.len(), 2);
+    let info = c.runtime_info().await;
+    assert_eq!(info["scheduleMessageOffset_3"], "1,1");
+    assert_eq!(info["scheduleMessageOffset_4"], "1,1");
+    b.stop().await;
+}
+
+/// The Java client's fallback: a plain send to `%RETRY%<group>` carrying the counts; 4.x
+/// dead-letters at `reconsumeTimes ≥ max`, 5.x only above it, with DELAY=-1 (reference B3).
+#[tokio::test]
+async fn a_plain_send_to_the_retry_topic_dead_letters_by_each_release_s_rule() {
+    for (profile, times, dlq) in [("4.9", 16, true), ("5.3", 16, false), ("5.3", 17, true)] {
+        let b = TestBroker::start(&[("brokerVersionProfile", profile)]).await;
+        let mut c = b.client().await;
+        let o = c.opaque();
+        let req = send_v1(o, "%RETRY%G", 0, b"fallback");
+        let mut h: remoting::headers::SendMessageRequestHeader = req.header().unwrap();
+        h.reconsume_times = Some(times);
+        h.max_reconsume_times = Some(16);
+        let r = c.call(req.with_header(&h)).await;
+        assert_eq!(r.code, 0, "{profile}: {:?}", r.remark);
+        let (stored, other) = if dlq {
+            ("%DLQ%G", "%RETRY%G")
+        } else {
+            ("%RETRY%G", "%DLQ%G")
+        };
+        let (in_stored, _) = wait_for(&mut c, stored, 0, 1, Duration::from_secs(20)).await;
+        assert_eq!(in_stored.len(), 1, "{profile} {times}");
+        assert!(c.pull_all(other, 0).await.is_empty(), "{profile} {times}");
+        if dlq && profile == "5.3" {
+            assert_eq!(property(&in_stored[0].properties, "DELAY"), Some("-1"));
+        }
+        b.stop().await;
+    }
+}

@@ -1,0 +1,194 @@
+//! The listener's failures and the retry accounting (retention-retry reference B6, B8.1).
+//!
+//! Which deliveries fail: `fail_until` (a message fails while its `reconsumeTimes` < K),
+//! `fail_every` (the message whose UNIQ_KEY sequence is a multiple of N fails every time),
+//! `fail_ratio` (each delivery fails with that probability, drawn anew on every delivery).
+//!
+//! A failed message is *pending* from its failure until its next delivery (a retry: its delay
+//! is recorded) or until it is sent to the DLQ. At the end of the drain every acknowledged
+//! message was consumed at least once, and none is pending: consumed or in the DLQ. A
+//! redelivery is counted as a retry, never as a duplicate.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+use crate::consumer::process_queue::Msg;
+use crate::profile::Consumer;
+use crate::recorder::histogram;
+use crate::runner::client::uniq_seq;
+
+/// The failure model and its counters, shared by every instance of a job.
+pub struct Failures {
+    ratio: f64,
+    every: u64,
+    until: i32,
+    /// Failed message → when it failed (the key is the UNIQ_KEY, stable over every hop).
+    pending: Mutex<HashMap<String, Instant>>,
+    /// Failure → next delivery, µs.
+    delays: Mutex<Histogram<u64>>,
+    /// Deliveries whose listener returned RECONSUME_LATER (or SUSPEND, orderly).
+    pub failures: AtomicU64,
+    /// Deliveries with reconsumeTimes > 0 (from `%RETRY%`, or a local re-consume).
+    pub retries: AtomicU64,
+    /// Messages sent back past the retry limit (or with a negative level): in the DLQ.
+    pub dlq: AtomicU64,
+    /// CONSUMER_SEND_MSG_BACK calls answered 0.
+    pub send_backs: AtomicU64,
+    /// Send-backs that failed (non-zero code, timeout): re-consumed locally after 5 s.
+    pub send_back_failed: AtomicU64,
+    /// Orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT answers (each a pause of the queue).
+    pub suspends: AtomicU64,
+}
+
+impl Failures {
+    pub fn new(cfg: &Consumer) -> Failures {
+        Failures {
+            ratio: cfg.fail_ratio,
+            every: cfg.fail_every,
+            until: cfg.fail_until as i32,
+            pending: Mutex::new(HashMap::new()),
+            delays: Mutex::new(histogram()),
+            failures: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            dlq: AtomicU64::new(0),
+            send_backs: AtomicU64::new(0),
+            send_back_failed: AtomicU64::new(0),
+            suspends: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the listener fails this delivery of `m`.
+    pub fn fails(&self, m: &Msg, rng: &mut fastrand::Rng) -> bool {
+        if m.reconsume_times < self.until {
+            return true;
+        }
+        if self.every > 0 {
+            let seq = m.uniq_key.as_deref().and_then(uniq_seq).map(|(_, s)| s);
+            if seq.is_some_and(|s| s % self.every == 0) {
+                return true;
+            }
+        }
+        self.ratio > 0.0 && rng.f64() < self.ratio
+    }
+
+    /// Whether a batch fails: the listener answers for the whole batch.
+    pub fn batch_fails(&self, msgs: &[Msg]) -> bool {
+        let mut rng = fastrand::Rng::new();
+        msgs.iter().any(|m| self.fails(m, &mut rng))
+    }
+
+    /// A delivery starts: a redelivery ends its message's pending time.
+    pub fn delivered(&self, msgs: &[Msg]) {
+        let now = Instant::now();
+        for m in msgs.iter().filter(|m| m.reconsume_times > 0) {
+            self.retries.fetch_add(1, Ordering::Relaxed);
+            let since = m
+                .uniq_key
+                .as_ref()
+                .and_then(|k| self.pending.lock().remove(k));
+            if let Some(t) = since {
+                let us = now.saturating_duration_since(t).as_micros() as u64;
+                let mut h = self.delays.lock();
+                if h.record(us).is_err() {
+                    h.saturating_record(us);
+                }
+            }
+        }
+    }
+
+    /// The listener failed `m`: pending until its next delivery.
+    pub fn failed(&self, m: &Msg) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = &m.uniq_key {
+            self.pending.lock().insert(k.clone(), Instant::now());
+        }
+    }
+
+    /// `m` went to the DLQ: no longer pending.
+    pub fn dead_lettered(&self, m: &Msg) {
+        self.dlq.fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = &m.uniq_key {
+            self.pending.lock().remove(k);
+        }
+    }
+
+    /// Failed messages neither redelivered nor in the DLQ yet.
+    pub fn pending(&self) -> u64 {
+        self.pending.lock().len() as u64
+    }
+
+    /// Failure → next delivery p50 and p99, µs (0 without retries).
+    pub fn delay_quantiles(&self) -> [u64; 2] {
+        let h = self.delays.lock();
+        [
+            crate::recorder::quantile(&h, 0.5),
+            crate::recorder::quantile(&h, 0.99),
+        ]
+    }
+
+    pub fn count(a: &AtomicU64) -> u64 {
+        a.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(key: &str, reconsume: i32) -> Msg {
+        Msg {
+            uniq_key: Some(key.into()),
+            reconsume_times: reconsume,
+            ..Msg::default()
+        }
+    }
+
+    #[test]
+    fn each_rule_fails_what_it_says() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let until = Failures::new(&Consumer {
+            fail_until: 2,
+            ..Consumer::default()
+        });
+        assert!(until.fails(&msg("k", 0), &mut rng));
+        assert!(until.fails(&msg("k", 1), &mut rng));
+        assert!(!until.fails(&msg("k", 2), &mut rng));
+
+        let every = Failures::new(&Consumer {
+            fail_every: 10,
+            ..Consumer::default()
+        });
+        let key = |seq: u64| format!("7F0000010001AABBCCDD{seq:012X}");
+        assert!(every.fails(&msg(&key(20), 5), &mut rng), "every delivery");
+        assert!(!every.fails(&msg(&key(21), 0), &mut rng));
+
+        let ratio = Failures::new(&Consumer {
+            fail_ratio: 0.1,
+            ..Consumer::default()
+        });
+        let n = (0..10_000)
+            .filter(|_| ratio.fails(&msg("k", 0), &mut rng))
+            .count();
+        assert!((800..1200).contains(&n), "{n} of 10000 at 10%");
+        assert!(!Failures::new(&Consumer::default()).fails(&msg("k", 0), &mut rng));
+    }
+
+    #[test]
+    fn a_failure_is_pending_until_redelivered_or_dead_lettered() {
+        let f = Failures::new(&Consumer::default());
+        f.failed(&msg("a", 0));
+        f.failed(&msg("b", 0));
+        assert_eq!(f.pending(), 2);
+        f.delivered(&[msg("a", 1)]);
+        assert_eq!((f.pending(), Failures::count(&f.retries)), (1, 1));
+        f.dead_lettered(&msg("b", 16));
+        assert_eq!((f.pending(), Failures::count(&f.dlq)), (0, 1));
+        assert_eq!(Failures::count(&f.failures), 2);
+        let [p50, _] = f.delay_quantiles();
+        assert!(p50 < 1_000_000);
+    }
+}

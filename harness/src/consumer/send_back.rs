@@ -1,0 +1,121 @@
+//! The client side of a failed message (retention-retry reference B6.3): CONSUMER_SEND_MSG_BACK
+//! (36), synchronous with a 5000 ms timeout, header as the Java client fills it; a send-back
+//! that fails leaves the message to be consumed again locally after 5000 ms. Also the broker's
+//! retry counters, read with GET_BROKER_RUNTIME_INFO at the start and end of a job.
+//!
+//! Not copied: the Java client's fallback publish of the message to `%RETRY%<group>` by its
+//! inner producer before the local re-consume (it needs the body, which the process queue does
+//! not keep); a failed send-back goes straight to the local re-consume.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use remoting::headers::ConsumerSendMsgBackRequestHeader;
+use remoting::{RemotingCommand, RequestCode};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::process_queue::Msg;
+use crate::consumer::state::{Instance, BROKER_NAME};
+use crate::consumer::wire::Wire;
+
+/// The send-back call's timeout.
+const SEND_BACK_TIMEOUT: Duration = Duration::from_secs(5);
+/// ConsumeMessageConcurrentlyService's `submitConsumeRequestLater` delay.
+pub const LOCAL_RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// The runtime-info keys of the retry road (the broker's `SNDBCK_*` and schedule counters).
+pub const BROKER_RETRY_KEYS: [&str; 4] = [
+    "SNDBCK_PUT_NUMS",
+    "SNDBCK2DLQ_TIMES",
+    "scheduleMessagePutNums",
+    "scheduleMessageDeliverNums",
+];
+
+/// One CONSUMER_SEND_MSG_BACK for `m` at `delay_level`; Err names the code or the failure.
+pub async fn send_back(inst: &Instance, m: &Msg, delay_level: i32) -> Result<(), String> {
+    let cfg = &inst.shared.cfg;
+    let header = ConsumerSendMsgBackRequestHeader {
+        offset: m.commit_log_offset,
+        group: cfg.group.clone(),
+        delay_level,
+        origin_msg_id: m.uniq_key.clone(),
+        origin_topic: Some(m.topic.clone()),
+        unit_mode: Some(false),
+        max_reconsume_times: Some(cfg.max_reconsume()),
+        bname: Some(BROKER_NAME.into()),
+    };
+    let cmd = RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, 0).with_header(&header);
+    match inst.wire.call(cmd, SEND_BACK_TIMEOUT).await {
+        Ok(r) if r.code == 0 => Ok(()),
+        Ok(r) => Err(format!(
+            "CODE: {} DESC: {}",
+            r.code,
+            r.remark.unwrap_or_default()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// processConsumeResult for a batch the listener failed (CLUSTERING): every message sent back;
+/// the ones whose send-back failed are returned, their reconsumeTimes raised, to be consumed
+/// again here after [`LOCAL_RETRY_DELAY`].
+pub async fn send_back_failed(inst: &Instance, msgs: &[Msg]) -> Vec<Msg> {
+    let f = &inst.shared.failures;
+    let cfg = &inst.shared.cfg;
+    let level = cfg.delay_level_when_next_consume;
+    let mut kept = Vec::new();
+    for m in msgs {
+        f.failed(m);
+        match send_back(inst, m, level).await {
+            Ok(()) => {
+                f.send_backs.fetch_add(1, Ordering::Relaxed);
+                // The broker's rule (B2.2 #9) on the stored count the record carries.
+                if m.reconsume_times >= cfg.max_reconsume() || level < 0 {
+                    f.dead_lettered(m);
+                }
+            }
+            Err(e) => {
+                f.send_back_failed.fetch_add(1, Ordering::Relaxed);
+                inst.log(
+                    "ERROR",
+                    &format!(
+                        "sendMessageBack exception, group: {} msg: {:?} {e}",
+                        cfg.group, m.uniq_key
+                    ),
+                );
+                let mut again = m.clone();
+                again.reconsume_times += 1;
+                kept.push(again);
+            }
+        }
+    }
+    kept
+}
+
+/// The broker's retry counters now (None when the broker does not answer or lacks them).
+pub async fn broker_retry_counters(addr: SocketAddr, tracker: &TaskTracker) -> Option<[u64; 4]> {
+    let stop = CancellationToken::new();
+    let wire = Wire::connect(addr, Arc::new(Notify::new()), tracker, stop.clone())
+        .await
+        .ok()?;
+    let r = wire
+        .call(
+            RemotingCommand::request(RequestCode::GET_BROKER_RUNTIME_INFO, 0),
+            Duration::from_secs(3),
+        )
+        .await;
+    stop.cancel();
+    let r = r.ok().filter(|r| r.code == 0)?;
+    let v: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
+    let table: BTreeMap<String, String> = serde_json::from_value(v["table"].clone()).ok()?;
+    let mut out = [0; 4];
+    for (slot, key) in out.iter_mut().zip(BROKER_RETRY_KEYS) {
+        *slot = table.get(key)?.parse().ok()?;
+    }
+    Some(out)
+}

@@ -1,0 +1,150 @@
+//! Failing consumers end to end against the real broker (issue 24): failed messages are sent
+//! back, wait in SCHEDULE_TOPIC_XXXX for their level, come back from `%RETRY%<group>`, and end
+//! in the DLQ past the limit. Delays are shortened with the broker's own `messageDelayLevel`
+//! key (RocketMQ's grammar has no unit below a second).
+
+use std::path::Path;
+
+use harness::profile::Profile;
+use harness::report::SummaryRow;
+use harness::runner::run_profile;
+
+mod common;
+use common::options;
+
+fn run(text: &str, out: &Path) -> Vec<SummaryRow> {
+    let profile = Profile::parse(text, "fail.toml", Path::new("fail.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(out)).unwrap();
+    assert!(!outcome.interrupted);
+    outcome.rows
+}
+
+/// Level 3 (the first retry) is 1 s, level 4 (the second) 2 s.
+const LEVELS: &str = "1s 1s 1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s";
+
+#[test]
+fn every_message_failing_twice_comes_back_at_its_levels_and_is_consumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"
+name = "fail-until"
+pin = false
+[workload]
+rate = 100
+warmup = "0.5s"
+duration = "2s"
+connections = 1
+message_size = 64
+queues = 2
+[broker]
+messageDelayLevel = "{LEVELS}"
+[consumer]
+fail_until = 2
+drain_timeout = "40s"
+[validity]
+max_lag_p99_us = 10000000
+"#
+    );
+    let rows = run(&text, dir.path());
+    let c = rows[0].consumer.clone().expect("consumer figures");
+    eprintln!("figures: {c:?}");
+    let r = &c.retry;
+    assert!(c.drained, "{c:?}");
+    assert_eq!(c.lost, Some(0));
+    assert_eq!(c.duplicates, 0, "retries are not duplicates");
+    assert_eq!(r.pending, 0);
+    let messages = r.failures / 2;
+    assert!(messages > 100, "{r:?}");
+    assert_eq!(r.failures, 2 * messages, "two failures per message");
+    assert_eq!(r.retries, r.failures, "each failure delivered once more");
+    assert_eq!((r.dlq, r.send_back_failed), (0, 0));
+    assert_eq!(r.send_backs, r.failures);
+    // Half the retries wait level 3 (1 s), half level 4 (2 s), plus pick-up and pull.
+    let [p50, p99] = r.delay_us;
+    assert!((950_000..1_900_000).contains(&p50), "p50 {p50} µs");
+    assert!((1_950_000..3_500_000).contains(&p99), "p99 {p99} µs");
+    let [puts, to_dlq, scheduled, delivered] = r.broker.expect("broker counters");
+    assert_eq!((puts, to_dlq), (r.failures, 0));
+    assert_eq!((scheduled, delivered), (r.failures, r.failures));
+}
+
+#[test]
+fn with_a_fail_ratio_every_acknowledged_message_is_consumed_or_in_the_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"
+name = "fail-ratio"
+pin = false
+[workload]
+rate = 100
+warmup = "0.5s"
+duration = "2s"
+connections = 1
+message_size = 64
+queues = 2
+[broker]
+messageDelayLevel = "{LEVELS}"
+[consumer]
+fail_ratio = 0.5
+max_reconsume_times = 1
+drain_timeout = "40s"
+[validity]
+max_lag_p99_us = 10000000
+"#
+    );
+    let rows = run(&text, dir.path());
+    let c = rows[0].consumer.clone().expect("consumer figures");
+    eprintln!("figures: {c:?}");
+    let r = &c.retry;
+    assert!(c.drained, "{c:?}");
+    assert_eq!((c.lost, c.duplicates, r.pending), (Some(0), 0, 0));
+    assert!(r.failures > 50 && r.dlq > 10, "{r:?}");
+    // A message fails at most twice: once from the topic, once from the retry topic (→ DLQ).
+    assert_eq!(r.retries + r.dlq, r.failures, "{r:?}");
+    let [puts, to_dlq, scheduled, delivered] = r.broker.expect("broker counters");
+    assert_eq!((puts, to_dlq), (r.failures, r.dlq));
+    assert_eq!((scheduled, delivered), (r.retries, r.retries));
+}
+
+#[test]
+fn orderly_suspends_in_place_and_dead_letters_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "orderly-fail"
+pin = false
+[workload]
+rate = 50
+warmup = "0.5s"
+duration = "2s"
+connections = 1
+message_size = 64
+queues = 2
+[consumer]
+mode = "orderly"
+fail_until = 2
+max_reconsume_times = 1
+suspend_current_queue_time = "100ms"
+drain_timeout = "40s"
+[validity]
+max_lag_p99_us = 10000000
+"#;
+    let rows = run(text, dir.path());
+    let c = rows[0].consumer.clone().expect("consumer figures");
+    eprintln!("figures: {c:?}");
+    let r = &c.retry;
+    assert!(c.drained, "{c:?}");
+    assert_eq!((c.lost, c.duplicates, r.pending), (Some(0), 0, 0));
+    // Delivery 1 fails and is suspended (count 1 in memory); delivery 2 fails at the limit.
+    let messages = r.dlq;
+    assert!(messages > 50, "{r:?}");
+    // Each failure is delivered again or ends in the DLQ; every message failed at least twice
+    // (a lock moving between pulls on a busy machine can add a round, never remove one).
+    assert_eq!(r.failures, r.retries + r.dlq, "{r:?}");
+    assert!(r.failures >= 2 * messages, "{r:?}");
+    assert_eq!(r.suspends, r.failures);
+    // Suspended in place: back after the suspend time, not a delay level.
+    let [p50, _] = r.delay_us;
+    assert!((100_000..1_000_000).contains(&p50), "p50 {p50} µs");
+    let [puts, to_dlq, scheduled, _] = r.broker.expect("broker counters");
+    assert_eq!((puts, to_dlq, scheduled), (messages, messages, 0));
+}
