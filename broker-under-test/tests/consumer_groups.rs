@@ -275,6 +275,7 @@ async fn offset_calls_follow_the_profile() {
         )
     );
     assert_eq!(c.call(send_v2(2, "Fresh", 0, b"x")).await.code, 0);
+    c.dispatched().await;
     let r = c.call(query(3, "G5", "Fresh", 0, None)).await;
     assert_eq!((r.code, r.ext("offset")), (0, Some("0")));
     let r = c.call(query(4, "G5", "Fresh", 0, Some(false))).await;

@@ -61,6 +61,7 @@ async fn a_held_pull_is_released_by_the_send_not_by_the_check() {
             .code,
         0
     );
+    producer.dispatched().await;
     let mut consumer = b.client().await;
     consumer.send(&pull(100, "LongPoll", 0, 1, 15_000)).await;
     wait_held(&mut producer, 1).await;
@@ -96,6 +97,7 @@ async fn an_idle_held_pull_answers_19_after_its_hold_at_the_next_check() {
     let b = TestBroker::start(&[]).await;
     let mut c = b.client().await;
     assert_eq!(c.call(send_v2(1, "Idle", 0, b"x")).await.code, 0);
+    c.dispatched().await;
     let start = Instant::now();
     let r = c.call(pull(2, "Idle", 0, 1, 1_000)).await;
     let waited = start.elapsed();
@@ -116,6 +118,7 @@ async fn an_idle_held_pull_answers_19_after_its_hold_at_the_next_check() {
     .await;
     let mut c = b.client().await;
     assert_eq!(c.call(send_v2(1, "Idle", 0, b"x")).await.code, 0);
+    c.dispatched().await;
     let start = Instant::now();
     let r = c.call(pull(2, "Idle", 0, 1, 60_000)).await;
     let waited = start.elapsed();
@@ -197,6 +200,7 @@ async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
     for q in 0..4 {
         assert_eq!(admin.call(send_v2(q + 1, "Many", q, b"x")).await.code, 0);
     }
+    admin.dispatched().await;
     let mut clients = Vec::new();
     for _ in 0..CONNECTIONS {
         clients.push(Client::connect(b.addr).await);

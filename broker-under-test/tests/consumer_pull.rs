@@ -54,6 +54,7 @@ async fn send_tagged(c: &mut Client, topic: &str, body: &[u8], tag: Option<&str>
     }
     cmd.ext_fields.insert("i".into(), props(&pairs));
     assert_eq!(c.call(cmd).await.code, 0);
+    c.dispatched().await;
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use remoting::message::{
 };
 
 mod store_util;
-use store_util::{put, put_batch};
+use store_util::{dispatched, put, put_batch};
 
 const FILE_SIZE: usize = 64 * 1024;
 
@@ -63,6 +63,8 @@ fn read_all(
     topic: &str,
     queue_id: i32,
 ) -> Vec<remoting::message::MessageRecord> {
+    // Every message put so far, not only those ReputMessageService reached.
+    dispatched(store);
     let mut out = Vec::new();
     let mut offset = 0;
     loop {
@@ -94,6 +96,7 @@ fn append_and_read_back(lock: PutLockKind, inside: bool) {
             offset_msg_id(store.config().store_host, a.wrote_offset)
         );
     }
+    dispatched(&store);
     assert_eq!(store.max_offset_in_queue("TopicTest", 0), 100);
     assert_eq!(store.max_offset_in_queue("TopicTest", 1), 100);
     for q in 0..2 {
@@ -275,6 +278,7 @@ fn size_checks(lock: PutLockKind, inside: bool) {
         assert_eq!(fail_counted, 2);
     } else {
         assert_eq!(at_limit, PutMessageStatus::PutOk);
+        dispatched(&store);
         assert_eq!(store.max_offset_in_queue("S", 0), 1);
         // The encoder rejections (body, properties) count as failed puts; the topic check does not.
         assert_eq!(fail_counted, 2);
@@ -360,6 +364,7 @@ fn get_message_statuses() {
     for i in 0..3 {
         put(&store, message("G", 0, body(i, 10)));
     }
+    dispatched(&store);
     assert_eq!(
         store.get_message("G", 0, 3, 32, 1 << 20).status,
         GetMessageStatus::OffsetOverflowOne
@@ -399,6 +404,7 @@ fn runtime_info_has_rocketmq_keys() {
     let dir = tempfile::tempdir().unwrap();
     let store = MessageStore::open(config(dir.path(), PutLockKind::Reentrant, false)).unwrap();
     put(&store, message("I", 0, vec![1; 100]));
+    dispatched(&store);
     let info = store.runtime_info();
     for key in [
         "putMessageEntireTimeMax",

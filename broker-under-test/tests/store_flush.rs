@@ -176,6 +176,7 @@ fn put_stall_makes_page_cache_busy(lock: PutLockKind) {
         rx.recv_timeout(Duration::from_secs(5)).unwrap().0.status,
         PutMessageStatus::PutOk
     );
+    store_util::dispatched(&store);
     assert_eq!(store.max_offset_in_queue("F", 0), 2);
 }
 

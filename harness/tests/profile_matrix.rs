@@ -362,7 +362,7 @@ slo_met,slo_failed,knee_rate,knee_limited_by"
         "profile,cell_id,repetition,step,second,phase,target_rate,achieved_rate,ok,busy,busy_pcbusy_clean_queue,\
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
-harness_rss_mb,pool_buffers_free,commit_lag_bytes,end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,\
-consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms"
+harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,end_unix_s,consumed,consumer_lag,consumer_cached,\
+consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms"
     );
 }

@@ -88,7 +88,8 @@ impl PullHold {
     /// notifyMessageArriving: re-runs the pulls of this queue that the new data (or the hold
     /// time) releases. `tags_code` is the new entry's; `None` (the periodic check) matches all.
     pub fn notify(&self, topic: &str, queue_id: i32, max_offset: i64, tags_code: Option<i64>) {
-        // The send path calls this for every message: no lock while nothing is held. A pull
+        // The store's ReputMessageService calls this for every message: no lock while nothing
+        // is held. A pull
         // parked concurrently re-reads the max offset after parking, so it cannot miss this.
         if self.count.load(Ordering::Acquire) == 0 {
             return;

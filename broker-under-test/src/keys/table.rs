@@ -573,4 +573,10 @@ pub const KEYS: &[KeySpec] = &[
         Fixed("0"),
         "ours: every force takes this much longer and writes into the pages being forced wait for it (stable pages)",
     ),
+    ours(
+        "injectReputStallMillis",
+        MILLIS,
+        Fixed("0"),
+        "ours: whenever ReputMessageService finds undispatched data it waits this long first: consumers see messages later, `dispatchBehindBytes` shows the backlog",
+    ),
 ];

@@ -1,6 +1,7 @@
 //! The CommitLog: a queue of equally sized mapped files, the append path under the put lock
-//! (§7.4) with the roll to the next file, commit and flush of the file queue, and dispatch to the
-//! consume queues. Record bytes live in `record.rs`, recovery of a torn tail in `recovery.rs`.
+//! (§7.4) with the roll to the next file, and commit and flush of the file queue. Record bytes
+//! live in `record.rs`, recovery of a torn tail in `recovery.rs`, the dispatch to the consume
+//! queues (ReputMessageService) in `reput.rs`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,13 +13,13 @@ use parking_lot::{Mutex, RwLock};
 use remoting::message::{BLANK_MARKER_LEN, MAGIC_BLANK};
 
 use super::config::StoreConfig;
-use super::consume_queue::{ConsumeQueues, CqEntry};
+use super::consume_queue::ConsumeQueues;
 use super::error::{AppendError, StoreError};
 use super::lock::{PutLock, PutLockGuard};
 use super::mapped_file::MappedFile;
 use super::page_cache::PageCacheModel;
 use super::pool::TransientStorePool;
-use super::record::{is_prepared_or_rollback, parse_for_dispatch, EncodedMessage, Parsed};
+use super::record::{is_prepared_or_rollback, EncodedMessage};
 use super::recovery::recover_files;
 
 /// State only the put-lock holder touches.
@@ -42,9 +43,9 @@ pub(crate) struct Appended {
 }
 
 /// Lock order (never taken the other way round): put lock → `files` (write, to add a file) →
-/// pool free list. `commit_lock` → a file's write-buffer mutex → pool free list. `reput_from` →
-/// `files` (read) → consume-queue maps. The put path releases the put lock before dispatching,
-/// and no service thread ever takes the put lock.
+/// pool free list. `commit_lock` → a file's write-buffer mutex → pool free list. The dispatcher
+/// (`reput.rs`) takes `files` (read), then the consume-queue maps. No service thread ever takes
+/// the put lock.
 pub(crate) struct CommitLog {
     dir: PathBuf,
     file_size: usize,
@@ -64,8 +65,6 @@ pub(crate) struct CommitLog {
     flush_times: AtomicU64,
     /// Serialises commits (the commit service and shutdown).
     commit_lock: Mutex<()>,
-    /// Dispatch position (ReputMessageService's `reputFromOffset`); the mutex makes one dispatcher at a time.
-    reput_from: Mutex<i64>,
     pub(crate) consume_queues: ConsumeQueues,
 }
 
@@ -74,8 +73,9 @@ fn file_name(offset: i64) -> String {
 }
 
 impl CommitLog {
-    /// Opens the CommitLog under `<root>/commitlog`, recovers it (§ recovery: stop at the first
-    /// invalid record, zero the rest, drop later files) and rebuilds the consume queues.
+    /// Opens the CommitLog under `<root>/commitlog` and recovers it (§ recovery: stop at the first
+    /// invalid record, zero the rest, drop later files), with empty consume queues: the store
+    /// rebuilds them from the CommitLog, then calls [`CommitLog::recover_topic_queue_table`].
     pub(crate) fn open(
         config: &StoreConfig,
         pool: Option<Arc<TransientStorePool>>,
@@ -110,20 +110,19 @@ impl CommitLog {
             flush_lock: Mutex::new(()),
             flush_times: AtomicU64::new(0),
             commit_lock: Mutex::new(()),
-            reput_from: Mutex::new(0),
             consume_queues,
         };
         let max = log.max_offset();
         log.flushed_where.store(max, Ordering::Release);
         log.committed_where.store(max, Ordering::Release);
-        {
-            let first = log.min_offset();
-            *log.reput_from.lock() = first;
-        }
-        log.dispatch()?;
-        let offsets = log.consume_queues.offsets();
-        log.lock.lock().queue_offsets = offsets;
         Ok(log)
+    }
+
+    /// `recoverTopicQueueTable`: every queue's next logical offset, from the rebuilt consume
+    /// queues, for the appends to continue from.
+    pub(crate) fn recover_topic_queue_table(&self) {
+        let offsets = self.consume_queues.offsets();
+        self.lock.lock().queue_offsets = offsets;
     }
 
     pub(crate) fn files(&self) -> Vec<Arc<MappedFile>> {
@@ -135,7 +134,7 @@ impl CommitLog {
     }
 
     /// The file holding `offset`.
-    fn find_file(&self, offset: i64) -> Option<Arc<MappedFile>> {
+    pub(crate) fn find_file(&self, offset: i64) -> Option<Arc<MappedFile>> {
         let files = self.files.read();
         let first = files.first()?.file_from_offset();
         if offset < first {
@@ -317,61 +316,6 @@ impl CommitLog {
         })
     }
 
-    /// Dispatches every readable record not yet dispatched to the consume queues
-    /// (ReputMessageService's loop body). Readers see only what was dispatched.
-    pub(crate) fn dispatch(&self) -> Result<(), StoreError> {
-        let mut reput = self.reput_from.lock();
-        loop {
-            let Some(file) = self.find_file(*reput) else {
-                return Ok(());
-            };
-            let in_file = (*reput - file.file_from_offset()) as usize;
-            let readable = file.readable_from(in_file);
-            if readable.is_empty() {
-                if file.is_full() && file.read_position() == file.size() {
-                    *reput = file.file_from_offset() + file.size() as i64;
-                    continue;
-                }
-                return Ok(());
-            }
-            let mut used = 0usize;
-            while used < readable.len() {
-                match parse_for_dispatch(&readable[used..]) {
-                    Parsed::Message(info) => {
-                        if !is_prepared_or_rollback(info.sys_flag) {
-                            self.consume_queues.dispatch(
-                                &info.topic,
-                                info.queue_id,
-                                info.queue_offset,
-                                CqEntry {
-                                    commit_log_offset: *reput + used as i64,
-                                    size: info.size as i32,
-                                    tag_hash: info.tags_hash,
-                                },
-                            )?;
-                        }
-                        used += info.size;
-                    }
-                    Parsed::Blank => {
-                        used = file.size() - in_file;
-                        break;
-                    }
-                    Parsed::End => break,
-                }
-            }
-            *reput += used as i64;
-            if used == 0 || (in_file + used) < file.size() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Readable bytes not yet dispatched to the consume queues (`dispatchBehindBytes`).
-    pub(crate) fn dispatch_behind_bytes(&self) -> i64 {
-        let reput = *self.reput_from.lock();
-        (self.max_offset() - reput).max(0)
-    }
-
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
@@ -464,7 +408,6 @@ impl CommitLog {
                 }
             }
         }
-        self.dispatch()?;
         let mut rounds = 0;
         while self.flushed_where() < self.max_offset() && Instant::now() < deadline {
             if !self.flush(0, stall)? {

@@ -28,6 +28,16 @@ pub enum PutLockKind {
     Reentrant,
 }
 
+/// How far ReputMessageService dispatches (`getReputEndOffset`, see `reput.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReputEnd {
+    /// 4.3, 4.9, and 5.3 under ASYNC_FLUSH: `CommitLog.getMaxOffset()`, the readable end (the
+    /// committed position of a file whose appends go to a transient-pool buffer).
+    MaxOffset,
+    /// 5.3 under SYNC_FLUSH: `getConfirmOffset()` is `flushedWhere`, so consumers see only forced data.
+    FlushedWhere,
+}
+
 /// Our own fault-injection knobs (not RocketMQ's). All zero = off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultInjection {
@@ -51,6 +61,9 @@ pub struct FaultInjection {
     pub page_cache_stall_interval_millis: u64,
     /// Every force takes this much longer, and writes into the pages being forced wait for it.
     pub writeback_stall_millis: u64,
+    /// Whenever it finds undispatched data, ReputMessageService waits this long (only a stop
+    /// cuts it short) before it dispatches: a dispatch that falls behind the writers.
+    pub reput_stall_millis: u64,
 }
 
 impl FaultInjection {
@@ -101,6 +114,8 @@ pub struct StoreConfig {
     pub encode_inside_lock: bool,
     /// STOREHOSTADDRESS and the host part of offset message ids. Default: 127.0.0.1:10911.
     pub store_host: SocketAddr,
+    /// How far ReputMessageService dispatches. Default: MaxOffset (5.3 under ASYNC_FLUSH).
+    pub reput_end: ReputEnd,
     /// Our own fault injection. Default: off.
     pub injection: FaultInjection,
 }
@@ -162,6 +177,13 @@ impl StoreConfig {
             // Before 4.9.1 there is no pre-encoder: the record is built inside the put lock.
             encode_inside_lock: profile == VersionProfile::V4_3,
             store_host: SocketAddr::new(ip, r.get("listenPort")?),
+            reput_end: if profile == VersionProfile::V5_3
+                && flush_disk_type == FlushDiskType::SyncFlush
+            {
+                ReputEnd::FlushedWhere
+            } else {
+                ReputEnd::MaxOffset
+            },
             injection: FaultInjection {
                 put_stall_millis: r.get("injectPutStallMillis")?,
                 put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,
@@ -172,6 +194,7 @@ impl StoreConfig {
                 page_cache_stall_millis: r.get("injectPageCacheStallMillis")?,
                 page_cache_stall_interval_millis: r.get("injectPageCacheStallIntervalMillis")?,
                 writeback_stall_millis: r.get("injectWritebackStallMillis")?,
+                reput_stall_millis: r.get("injectReputStallMillis")?,
             },
         })
     }
@@ -223,5 +246,23 @@ mod tests {
         map.insert("injectAppendSpinNanos".into(), "250".into());
         let config = StoreConfig::from_keys(&map).unwrap();
         assert_eq!(config.injection.append_spin, Duration::from_nanos(2_250));
+    }
+
+    #[test]
+    fn reput_end_follows_the_profile_and_the_flush_type() {
+        use ReputEnd::{FlushedWhere, MaxOffset};
+        for (profile, flush, end) in [
+            (VersionProfile::V4_3, "SYNC_FLUSH", MaxOffset),
+            (VersionProfile::V4_9, "SYNC_FLUSH", MaxOffset),
+            (VersionProfile::V5_3, "ASYNC_FLUSH", MaxOffset),
+            (VersionProfile::V5_3, "SYNC_FLUSH", FlushedWhere),
+        ] {
+            let mut map = keys::defaults(profile, None);
+            map.insert("flushDiskType".into(), flush.into());
+            map.insert("injectReputStallMillis".into(), "250".into());
+            let config = StoreConfig::from_keys(&map).unwrap();
+            assert_eq!(config.reput_end, end, "{profile:?} {flush}");
+            assert_eq!(config.injection.reput_stall_millis, 250);
+        }
     }
 }

@@ -80,7 +80,8 @@ impl ConsumeQueue {
         bytes[12..20].copy_from_slice(&entry.tag_hash.to_be_bytes());
         let pos = (idx % CQ_ENTRIES_PER_FILE) * CQ_ENTRY_SIZE;
         // SAFETY: the slot is inside the mapping and above `max_offset`, so no reader looks at it
-        // until the Release store below; the dispatcher lock makes this the only writer.
+        // until the Release store below; there is one dispatcher at a time (`reput.rs`), so
+        // this is the only writer.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use super::commitlog::CommitLog;
 use super::config::StoreConfig;
 use super::flush_request::SyncFlushQueues;
+use super::reput::Reput;
 use super::stats::StoreStats;
 use super::waiter::Waiter;
 use crate::clock::epoch_millis;
@@ -19,6 +20,8 @@ pub(crate) struct StoreInner {
     pub(crate) config: StoreConfig,
     pub(crate) commit_log: CommitLog,
     pub(crate) stats: StoreStats,
+    /// ReputMessageService's position (`reput.rs`).
+    pub(crate) reput: Reput,
     /// Cleared by shutdown: puts answer SERVICE_NOT_AVAILABLE afterwards.
     pub(super) running: AtomicBool,
     /// Puts between their first status check and their hand-off to a flush service.

@@ -16,12 +16,14 @@ use super::error::StoreError;
 use super::flush_request::SyncFlushQueues;
 use super::inner::StoreInner;
 use super::pool::TransientStorePool;
+use super::reput::Reput;
 use super::stats::{human_readable_bytes, StoreStats};
 use super::types::{
     ArrivingListener, GetMessageResult, PutCallback, PutMessage, PutMessageStatus, PutResult,
 };
 use super::waiter::Waiter;
 use super::{get, put, service};
+use crate::periodic::Stoppable;
 
 #[derive(Default)]
 struct Threads {
@@ -29,6 +31,7 @@ struct Threads {
     flush: Option<JoinHandle<()>>,
     watcher: Option<JoinHandle<()>>,
     stats: Option<JoinHandle<()>>,
+    reput: Option<Stoppable>,
 }
 
 /// The message store. Share it as `Arc<MessageStore>`; dropping the last handle shuts it down.
@@ -51,8 +54,9 @@ fn spawn(
 }
 
 impl MessageStore {
-    /// Creates the directories, recovers the CommitLog, rebuilds the consume queues and starts
-    /// the store threads.
+    /// Creates the directories, recovers the CommitLog, rebuilds the consume queues (the reput
+    /// loop on this thread, from the first CommitLog offset to the recovered end) and starts the
+    /// store threads, ReputMessageService among them.
     pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>, StoreError> {
         config.validate()?;
         let pool = if config.transient_store_pool_in_effect {
@@ -65,9 +69,9 @@ impl MessageStore {
         };
         let commit_log = CommitLog::open(&config, pool)?;
         let inner = Arc::new(StoreInner {
-            config,
             commit_log,
             stats: StoreStats::new(),
+            reput: Reput::new(config.reput_end),
             running: AtomicBool::new(true),
             in_flight: AtomicUsize::new(0),
             flush_waiter: Waiter::new(),
@@ -75,7 +79,10 @@ impl MessageStore {
             stats_waiter: Waiter::new(),
             sync_flush: SyncFlushQueues::new(),
             watcher_stop: AtomicBool::new(false),
+            config,
         });
+        inner.reput.do_reput(&inner.commit_log)?;
+        inner.commit_log.recover_topic_queue_table();
         let store = MessageStore {
             inner: Arc::clone(&inner),
             threads: Mutex::new(Threads::default()),
@@ -112,6 +119,12 @@ impl MessageStore {
                     service::commit_real_time_service,
                 )?);
             }
+            t.reput = Some(
+                service::start_reput(&inner).map_err(|source| StoreError::Thread {
+                    name: service::REPUT_THREAD_NAME,
+                    source,
+                })?,
+            );
             t.stats = Some(spawn(
                 "StoreStatsService",
                 &inner,
@@ -270,6 +283,13 @@ impl MessageStore {
             .collect()
     }
 
+    /// `dispatchBehindBytes`: bytes readers may see that ReputMessageService has not dispatched
+    /// to the consume queues yet (4.x: up to the readable end; 5.3 SYNC_FLUSH: up to the flushed
+    /// position).
+    pub fn dispatch_behind_bytes(&self) -> i64 {
+        self.inner.reput.behind(&self.inner.commit_log)
+    }
+
     /// The GET_BROKER_RUNTIME_INFO keys the store owns (§10), plus `store*` extras.
     pub fn runtime_info(&self) -> BTreeMap<String, String> {
         let log = &self.inner.commit_log;
@@ -307,7 +327,7 @@ impl MessageStore {
         m.insert("commitLogMinOffset".into(), log.min_offset().to_string());
         m.insert(
             "dispatchBehindBytes".into(),
-            log.dispatch_behind_bytes().to_string(),
+            self.dispatch_behind_bytes().to_string(),
         );
         if let Some((total, free)) = disk_space(log.dir()) {
             // 5.x format (free space; 4.9.8 reports usable space).
@@ -362,6 +382,11 @@ impl MessageStore {
         join(t.flush.take());
         service::stop_watcher(inner);
         join(t.watcher.take());
+        // After the commit and flush services' last rounds: the reput's last round then sees
+        // everything they made readable (and, 5.3 SYNC_FLUSH, forced).
+        if let Some(mut r) = t.reput.take() {
+            r.stop();
+        }
         inner.stats_waiter.stop();
         join(t.stats.take());
         let stall = Duration::from_millis(inner.config.injection.flush_stall_millis);

@@ -3,10 +3,12 @@
 //!
 //! Threads, all named and joined by [`MessageStore::shutdown`]:
 //! `FlushRealTimeService` (ASYNC_FLUSH) or `GroupCommitService` + `FlushDiskWatcher` (SYNC_FLUSH),
-//! `CommitRealTimeService` (pool in effect), `StoreStatsService`.
+//! `CommitRealTimeService` (pool in effect), `ReputMessageService` (dispatch to the consume
+//! queues and long polling's wake-ups, `reput.rs`), `StoreStatsService`.
 //!
 //! A put runs on the caller's thread (see `put.rs` for its steps) and is answered at once or,
-//! under SYNC_FLUSH with WAIT, by group commit or the flush-disk watcher.
+//! under SYNC_FLUSH with WAIT, by group commit or the flush-disk watcher; its consume-queue
+//! entry comes later, from ReputMessageService.
 //!
 //! Differences from RocketMQ worth knowing: the file after the active one is pre-created (with
 //! its own pool buffer, as AllocateMappedFileService does) but synchronously, inside the put
@@ -42,12 +44,15 @@ mod pool;
 mod put;
 mod record;
 mod recovery;
+mod reput;
 mod service;
 mod stats;
 mod types;
 mod waiter;
 
-pub use config::{FaultInjection, FlushDiskType, PutLockKind, StoreConfig, MIN_MAPPED_FILE_SIZE};
+pub use config::{
+    FaultInjection, FlushDiskType, PutLockKind, ReputEnd, StoreConfig, MIN_MAPPED_FILE_SIZE,
+};
 pub use error::StoreError;
 pub use message_store::MessageStore;
 pub use stats::human_readable_bytes;

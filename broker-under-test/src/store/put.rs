@@ -2,10 +2,10 @@
 //!
 //! A put: status checks (shut down, page cache busy, §7.2) → size checks and encoding (outside the
 //! lock from 4.9.1, inside for 4.3 via `encode_inside_lock`) → the put lock (`beginTimeInLock`
-//! stamped) → append to the last mapped file, rolling with a blank marker → lock released →
-//! dispatch to the consume queue (the commit thread dispatches instead when the pool is on,
-//! because readers see committed bytes only) → the answer: at once (ASYNC_FLUSH, WAIT=false,
-//! failures) or from group commit / the flush-disk watcher (SYNC_FLUSH).
+//! stamped) → append to the last mapped file, rolling with a blank marker → lock released → the
+//! commit service woken (pool on) → the answer: at once (ASYNC_FLUSH, WAIT=false, failures) or
+//! from group commit / the flush-disk watcher (SYNC_FLUSH). The consume-queue entry is not built
+//! here: ReputMessageService (`reput.rs`) reads the CommitLog behind the put path, as in RocketMQ.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -169,8 +169,6 @@ fn put_inner(
     let pool_on = inner.commit_log.pool().is_some();
     if pool_on {
         inner.commit_waiter.wakeup();
-    } else if let Err(e) = inner.commit_log.dispatch() {
-        eprintln!("dispatch failed: {e}");
     }
     match inner.config.flush_disk_type {
         FlushDiskType::SyncFlush if wait_store_ok => {

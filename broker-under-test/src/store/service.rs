@@ -1,7 +1,10 @@
 //! Background services (RocketMQ ServiceThreads): FlushRealTimeService (§9.2), GroupCommitService
-//! and FlushDiskWatcher (§9.3), CommitRealTimeService (§9.4) and StoreStatsService (§10).
+//! and FlushDiskWatcher (§9.3), CommitRealTimeService (§9.4), ReputMessageService's loop (its
+//! round is in `reput.rs`) and StoreStatsService (§10).
 
+use std::io;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,6 +12,13 @@ use super::config::FlushDiskType;
 use super::inner::StoreInner;
 use super::types::PutMessageStatus;
 use crate::clock::epoch_millis;
+use crate::periodic::Stoppable;
+
+/// ReputMessageService's `Thread.sleep(1)` before every round.
+const REPUT_REST: Duration = Duration::from_millis(1);
+
+/// ReputMessageService's thread name (`getServiceName()`).
+pub(crate) const REPUT_THREAD_NAME: &str = "ReputMessageService";
 
 fn flush_stall(inner: &StoreInner) -> Duration {
     Duration::from_millis(inner.config.injection.flush_stall_millis)
@@ -152,10 +162,6 @@ pub(crate) fn commit_real_time_service(inner: Arc<StoreInner>) {
         let end = epoch_millis();
         if committed {
             last_commit = end;
-            // Readers see committed data only: dispatch it now (ReputMessageService's job).
-            if let Err(e) = inner.commit_log.dispatch() {
-                eprintln!("dispatch failed: {e}");
-            }
             wake_up_flush(&inner);
         }
         if end - begin > 500 {
@@ -170,10 +176,43 @@ pub(crate) fn commit_real_time_service(inner: Arc<StoreInner>) {
             break;
         }
     }
-    if let Err(e) = inner.commit_log.dispatch() {
-        eprintln!("dispatch failed: {e}");
-    }
     wake_up_flush(&inner);
+}
+
+/// Starts ReputMessageService; its [`Stoppable`] stops it (last round included) and joins it.
+pub(crate) fn start_reput(inner: &Arc<StoreInner>) -> io::Result<Stoppable> {
+    let inner = Arc::clone(inner);
+    Stoppable::spawn(REPUT_THREAD_NAME, move |stop| reput_loop(&inner, &stop))
+}
+
+fn reput_loop(inner: &StoreInner, stop: &Receiver<()>) {
+    let stall = Duration::from_millis(inner.config.injection.reput_stall_millis);
+    loop {
+        if stopped_during(stop, REPUT_REST) {
+            break;
+        }
+        // Ours: a dispatch that falls behind by `injectReputStallMillis` whenever there is work.
+        if !stall.is_zero()
+            && inner.reput.available(&inner.commit_log)
+            && stopped_during(stop, stall)
+        {
+            break;
+        }
+        reput_round(inner);
+    }
+    reput_round(inner);
+}
+
+/// Waits `d`; true when the owner said stop (or went away) meanwhile.
+fn stopped_during(stop: &Receiver<()>, d: Duration) -> bool {
+    !matches!(stop.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+}
+
+fn reput_round(inner: &StoreInner) {
+    if let Err(e) = inner.reput.do_reput(&inner.commit_log) {
+        // RocketMQ logs and goes on with the next round.
+        eprintln!("{REPUT_THREAD_NAME} service has exception. {e}");
+    }
 }
 
 /// StoreStatsService: one sample per second.

@@ -182,6 +182,24 @@ impl Client {
             .collect()
     }
 
+    /// Waits (up to 20 s) until `dispatchBehindBytes` is 0: a send is answered before
+    /// ReputMessageService builds its consume-queue entry, so a pull right after a send waits
+    /// for this to find the message.
+    pub async fn dispatched(&mut self) {
+        let deadline = tokio::time::Instant::now() + READ_TIMEOUT;
+        loop {
+            let behind = self.runtime_info().await["dispatchBehindBytes"].clone();
+            if behind == "0" {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "still {behind} bytes behind"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Reads all messages of a queue from `from` on via PULL_MESSAGE (CRC verified).
     pub async fn pull_all(&mut self, topic: &str, queue_id: i32) -> Vec<MessageRecord> {
         let mut out = Vec::new();

@@ -49,3 +49,17 @@ pub fn put_batch(store: &MessageStore, msgs: Vec<PutMessage>) -> PutResult {
     rx.recv_timeout(Duration::from_secs(30))
         .expect("callback ran")
 }
+
+/// Waits (up to 10 s) until ReputMessageService has dispatched everything readable: a put is
+/// answered before its consume-queue entry exists, so reads right after a put wait for this.
+pub fn dispatched(store: &MessageStore) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.dispatch_behind_bytes() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ReputMessageService still {} bytes behind after 10 s",
+            store.dispatch_behind_bytes()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

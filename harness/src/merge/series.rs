@@ -104,6 +104,7 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
             page_cache_lock_ms: field("page_cache_lock_ms").to_owned(),
             pool_buffers_free: field("pool_buffers_free").to_owned(),
             commit_lag_bytes: field("commit_lag_bytes").to_owned(),
+            dispatch_behind_bytes: field("dispatch_behind_bytes").to_owned(),
             ..TimeseriesTail::default()
         },
         ..TimeseriesRow::default()
@@ -139,6 +140,11 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     t.page_cache_lock_ms = gauge(&t.page_cache_lock_ms, field("page_cache_lock_ms"), false);
     t.pool_buffers_free = gauge(&t.pool_buffers_free, field("pool_buffers_free"), true);
     t.commit_lag_bytes = gauge(&t.commit_lag_bytes, field("commit_lag_bytes"), false);
+    t.dispatch_behind_bytes = gauge(
+        &t.dispatch_behind_bytes,
+        field("dispatch_behind_bytes"),
+        false,
+    );
 }
 
 /// Merges the time series and per-second histograms of `folders` (sorted by shard index).

@@ -532,6 +532,7 @@ pub fn timeseries_row(
             harness_rss_mb: s.harness_rss_mb.map(Fixed),
             pool_buffers_free: info("remainTransientStoreBufferNumbs"),
             commit_lag_bytes: info("commitLogUncommittedBytes"),
+            dispatch_behind_bytes: info("dispatchBehindBytes"),
             end_unix_s: Fixed(s.end_unix_s),
         },
         consumer: Default::default(),
