@@ -8,6 +8,7 @@ use std::{
 };
 
 use super::error::StoreError;
+use super::retention::config::RetentionConfig;
 use crate::keys::{self, BadValue, Reader, VersionProfile};
 
 /// `flushDiskType`.
@@ -103,6 +104,8 @@ pub struct StoreConfig {
     pub store_host: SocketAddr,
     /// Our own fault injection. Default: off.
     pub injection: FaultInjection,
+    /// Retention and disk space (`retention/`). Default: RocketMQ's.
+    pub retention: RetentionConfig,
 }
 
 impl Default for StoreConfig {
@@ -162,6 +165,7 @@ impl StoreConfig {
             // Before 4.9.1 there is no pre-encoder: the record is built inside the put lock.
             encode_inside_lock: profile == VersionProfile::V4_3,
             store_host: SocketAddr::new(ip, r.get("listenPort")?),
+            retention: RetentionConfig::from_keys(&r, profile)?,
             injection: FaultInjection {
                 put_stall_millis: r.get("injectPutStallMillis")?,
                 put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,

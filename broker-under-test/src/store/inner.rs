@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use super::commitlog::CommitLog;
 use super::config::StoreConfig;
 use super::flush_request::SyncFlushQueues;
+use super::retention::Retention;
 use super::stats::StoreStats;
 use super::waiter::Waiter;
 use crate::clock::epoch_millis;
@@ -28,6 +29,8 @@ pub(crate) struct StoreInner {
     pub(crate) stats_waiter: Waiter,
     pub(crate) sync_flush: SyncFlushQueues,
     pub(crate) watcher_stop: AtomicBool,
+    /// Clean rounds, disk ratios and the DISK_FULL flag.
+    pub(crate) retention: Retention,
 }
 
 impl StoreInner {

@@ -11,7 +11,7 @@
 //! Differences from RocketMQ worth knowing: the file after the active one is pre-created (with
 //! its own pool buffer, as AllocateMappedFileService does) but synchronously, inside the put
 //! lock at the roll, not by a background thread; consume queues are rebuilt from the CommitLog
-//! on every open and never deleted; nothing is ever expired or deleted; ordinary messages only
+//! on every open; retention (`retention/`) deletes old files; ordinary messages only
 //! (no delay levels, no HA).
 //!
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
@@ -42,6 +42,7 @@ mod pool;
 mod put;
 mod record;
 mod recovery;
+mod retention;
 mod service;
 mod stats;
 mod types;
@@ -50,6 +51,7 @@ mod waiter;
 pub use config::{FaultInjection, FlushDiskType, PutLockKind, StoreConfig, MIN_MAPPED_FILE_SIZE};
 pub use error::StoreError;
 pub use message_store::MessageStore;
+pub use retention::{allocated_bytes, DiskModel, DiskRatios, RetentionConfig};
 pub use stats::human_readable_bytes;
 pub use types::{
     AppendResult, ArrivingListener, GetMessageResult, GetMessageStatus, PutCallback, PutMessage,

@@ -48,6 +48,9 @@ pub(crate) struct PageCacheModel {
     last_stall_millis: AtomicI64,
     /// Periodic stalls and writeback waits so far (`storePageCacheStallTimes`).
     stall_times: AtomicU64,
+    /// Bytes of CommitLog files mapped right now (`storeMappedBytes`): a file is unmapped when
+    /// its last holder drops it, so retention shows here.
+    mapped_bytes: AtomicI64,
 }
 
 impl PageCacheModel {
@@ -58,7 +61,12 @@ impl PageCacheModel {
             writeback_stall: Duration::from_millis(injection.writeback_stall_millis),
             last_stall_millis: AtomicI64::new(0),
             stall_times: AtomicU64::new(0),
+            mapped_bytes: AtomicI64::new(0),
         })
+    }
+
+    pub(crate) fn mapped_bytes(&self) -> i64 {
+        self.mapped_bytes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn stall_times(&self) -> u64 {
@@ -96,6 +104,19 @@ pub(crate) struct FilePages {
 }
 
 impl FilePages {
+    /// Counts a mapping of `size` bytes until [`FilePages::unmapped`].
+    pub(crate) fn mapped(&self, size: usize) {
+        self.model
+            .mapped_bytes
+            .fetch_add(size as i64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn unmapped(&self, size: usize) {
+        self.model
+            .mapped_bytes
+            .fetch_sub(size as i64, Ordering::Relaxed);
+    }
+
     pub(crate) fn new(model: &Arc<PageCacheModel>) -> Self {
         FilePages {
             model: Arc::clone(model),
