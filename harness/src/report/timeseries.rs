@@ -72,6 +72,12 @@ pub struct TimeseriesTail {
     /// `commitLogUncommittedBytes`: acknowledged bytes still in a pool buffer, not yet in the
     /// page cache (empty when the broker does not report it, e.g. a real RocketMQ).
     pub commit_lag_bytes: String,
+    /// Code 14 answers whose remark names the disk, and the other code-14 answers.
+    pub not_available_disk_full: u64,
+    pub not_available_other: u64,
+    /// The store folder's allocated size, sampled from outside (`du`); empty for a broker the
+    /// harness did not start.
+    pub store_disk_mb: Option<Fixed<1>>,
     /// When the second ended, Unix seconds on this host's wall clock: `harness merge` lines
     /// up the shards' rows by it.
     pub end_unix_s: Fixed<3>,
@@ -159,6 +165,9 @@ mod tests {
                 harness_rss_mb: Some(Fixed(14.25)),
                 pool_buffers_free: "3".into(),
                 commit_lag_bytes: "40960".into(),
+                not_available_disk_full: 2,
+                not_available_other: 0,
+                store_disk_mb: Some(Fixed(512.5)),
                 end_unix_s: Fixed(1_796_040_000.25),
             },
             consumer: TimeseriesConsumer::default(),
@@ -168,7 +177,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1796040000.250,,,,,,,,,,"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,2,0,512.5,1796040000.250,,,,,,,,,,"
         );
 
         // The streaming writer produces the same file, row by row.
