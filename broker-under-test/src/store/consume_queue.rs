@@ -193,7 +193,7 @@ impl ConsumeQueue {
 
     /// The entry at `offset`, if written.
     pub(crate) fn get(&self, offset: i64) -> Option<CqEntry> {
-        if offset < 0 || offset >= self.max_offset() {
+        if offset < self.min_offset().max(0) || offset >= self.max_offset() {
             return None;
         }
         slot_entry(&self.files.read(), offset)
@@ -351,5 +351,65 @@ impl ConsumeQueues {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: i64) -> CqEntry {
+        CqEntry {
+            commit_log_offset: i * 100,
+            size: 100,
+            tag_hash: 0,
+        }
+    }
+
+    /// Two full files and part of a third; the CommitLog min moved past the first file's last
+    /// entry: the first file goes, the min lands on the first entry at or above the CommitLog
+    /// min, and reads below it find nothing.
+    #[test]
+    fn old_files_go_and_the_min_follows_the_commit_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = ConsumeQueue::new(dir.path().join("T").join("0"));
+        let n = (2 * CQ_ENTRIES_PER_FILE + 50_000) as i64;
+        for i in 0..n {
+            q.put(i, entry(i)).unwrap();
+        }
+        let first_file = q.dir.join(format!("{:020}", 0));
+        assert!(first_file.exists());
+        let cl_min = 310_000 * 100 + 1;
+        assert_eq!(q.delete_expired_files(cl_min), 1);
+        assert!(!first_file.exists());
+        assert_eq!(q.min_offset(), CQ_ENTRIES_PER_FILE as i64);
+        q.correct_min_offset(cl_min, false);
+        assert_eq!(q.min_offset(), 310_001);
+        assert_eq!(q.get(310_001), Some(entry(310_001)));
+        assert_eq!(q.get(5), None, "its file is gone");
+        // Nothing newer is deleted, and writes go on into the right file.
+        assert_eq!(q.delete_expired_files(cl_min), 0);
+        q.put(n, entry(n)).unwrap();
+        assert_eq!(q.get(n), Some(entry(n)));
+        // Every record deleted: 4.x keeps the min, 5.3 moves it to the max.
+        q.correct_min_offset(i64::MAX, false);
+        assert_eq!(q.min_offset(), 310_001);
+        q.correct_min_offset(i64::MAX, true);
+        assert_eq!(q.min_offset(), n + 1);
+    }
+
+    /// After a restart the queue is rebuilt from the first record still in the CommitLog.
+    #[test]
+    fn a_rebuilt_queue_starts_at_its_first_surviving_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let qs = ConsumeQueues::open_empty(dir.path().join("consumequeue")).unwrap();
+        let start = CQ_ENTRIES_PER_FILE as i64 + 7;
+        for i in start..start + 3 {
+            qs.dispatch("T", 1, i, entry(i)).unwrap();
+        }
+        let q = qs.find("T", 1).unwrap();
+        assert_eq!((q.min_offset(), q.max_offset()), (start, start + 3));
+        assert_eq!(q.get(start + 2), Some(entry(start + 2)));
+        assert_eq!(q.get(start - 1), None);
     }
 }
