@@ -52,3 +52,47 @@ pub(crate) fn last_modified_millis(file: &MappedFile) -> i64 {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::config::FaultInjection;
+    use crate::store::page_cache::PageCacheModel;
+
+    /// A reader holding the file keeps it on disk through the first attempt; once the forced
+    /// interval has passed it is unlinked anyway, and unmapped when the reader lets go.
+    #[test]
+    fn a_held_file_goes_after_the_forced_interval_and_unmaps_with_its_last_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = PageCacheModel::new(&FaultInjection::default());
+        let path = dir.path().join(format!("{:020}", 0));
+        let file = Arc::new(MappedFile::open(path.clone(), 0, 4096, None, &model).unwrap());
+        assert_eq!(model.mapped_bytes(), 4096);
+        let reader = Arc::clone(&file);
+        assert!(!destroy(&file, 1, Duration::from_secs(3600)));
+        assert!(!file.is_available(), "the first attempt shuts it down");
+        assert!(path.exists());
+        let mut out = Vec::new();
+        assert!(!reader.read_into(0, 0, &mut out), "reads find nothing");
+        assert!(destroy(&file, 1, Duration::ZERO), "forced");
+        assert!(!path.exists());
+        drop(file);
+        assert_eq!(model.mapped_bytes(), 4096, "the reader still maps it");
+        drop(reader);
+        assert_eq!(model.mapped_bytes(), 0);
+    }
+
+    #[test]
+    fn an_unheld_file_goes_at_the_first_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = PageCacheModel::new(&FaultInjection::default());
+        let path = dir.path().join(format!("{:020}", 4096));
+        let file = Arc::new(MappedFile::open(path.clone(), 4096, 4096, None, &model).unwrap());
+        assert!(destroy(&file, 1, Duration::from_secs(3600)));
+        assert!(!path.exists());
+        assert!(
+            last_modified_millis(&file) == 0,
+            "a deleted file reads as expired"
+        );
+    }
+}
