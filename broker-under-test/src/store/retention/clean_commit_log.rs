@@ -63,6 +63,12 @@ fn delete_expired_file_by_time(r: &Retention, log: &CommitLog, clean_at_once: bo
     let reserved = c.file_reserved.as_millis() as i64;
     let mut destroyed: Vec<Arc<MappedFile>> = Vec::new();
     for (i, f) in candidates.iter().enumerate() {
+        // Ours: never a file the flush (and so the commit) has not finished; RocketMQ relies on
+        // a 1 GiB file taking long enough to fill. Our forced deletion of small files would
+        // otherwise pull a file from under the flush or commit thread.
+        if f.file_from_offset() + f.size() as i64 > log.flushed_where() {
+            break;
+        }
         let expired = clean_at_once || epoch_millis() >= last_modified_millis(f) + reserved;
         if !expired || !destroy(f, OWNERS, c.destroy_mapped_file_interval_forcibly) {
             break;
