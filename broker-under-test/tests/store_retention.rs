@@ -121,7 +121,10 @@ async fn old_files_go_min_offsets_move_and_a_far_behind_pull_gets_21() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let info = loop {
         let info = c.runtime_info().await;
-        if num(&info, "storeCommitLogFileCount") == 1.0 {
+        // A reader may still hold a deleted file for a moment: its map goes with that reader.
+        if num(&info, "storeCommitLogFileCount") == 1.0
+            && num(&info, "storeMappedBytes") <= 2.0 * 1048576.0
+        {
             break info;
         }
         assert!(Instant::now() < deadline, "files remain: {info:?}");
@@ -175,6 +178,14 @@ async fn over_the_warning_ratio_sends_get_14_and_succeed_once_space_returns() {
     // 4.8+ names the disk among other causes; up to 4.7 it said "maybe disk full".
     disk_full_and_back(
         "5.3",
+        "service not available now. It may be caused by one of the following reasons: \
+         the broker's disk is full [CL:  0.9",
+        "], messages are put to the slave, message store has been shut down, etc.",
+    )
+    .await;
+    // 4.9's 10 s disk check sets and clears the flag too (first run after 1 s).
+    disk_full_and_back(
+        "4.9",
         "service not available now. It may be caused by one of the following reasons: \
          the broker's disk is full [CL:  0.9",
         "], messages are put to the slave, message store has been shut down, etc.",

@@ -3,7 +3,6 @@
 //! the force ratio, sets and clears DISK_FULL, and retries a hanged first file.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::destroy::{destroy, last_modified_millis};
 use super::disk::DiskRatios;
@@ -11,9 +10,8 @@ use super::state::{Retention, RoundState};
 use crate::clock::epoch_millis;
 use crate::keys::VersionProfile;
 use crate::store::commitlog::CommitLog;
-use crate::store::mapped_file::MappedFile;
 
-/// Arcs of a file that are not readers during a round: the file queue's and the snapshot's.
+/// Arcs of a file that are not readers during a round: the file queue's and the round's own.
 const OWNERS: usize = 2;
 
 pub(crate) fn run_round(r: &Retention, log: &CommitLog) {
@@ -56,35 +54,40 @@ fn delete_expired_files(r: &Retention, log: &CommitLog, round: &mut RoundState) 
 /// still held, or the batch maximum.
 fn delete_expired_file_by_time(r: &Retention, log: &CommitLog, clean_at_once: bool) -> usize {
     let c = &r.config;
-    let files = log.files();
-    let Some((_, candidates)) = files.split_last() else {
+    let mut candidates = log.files();
+    // The file being written is never deleted by this path.
+    if candidates.pop().is_none() {
         return 0;
-    };
+    }
+    let total = candidates.len();
     let reserved = c.file_reserved.as_millis() as i64;
-    let mut destroyed: Vec<Arc<MappedFile>> = Vec::new();
-    for (i, f) in candidates.iter().enumerate() {
+    let mut destroyed = 0;
+    // Owned one by one, so a deleted file's last `Arc` here goes with it and the file is
+    // unmapped now, not at the end of the round.
+    for (i, f) in candidates.into_iter().enumerate() {
         // Ours: never a file the flush (and so the commit) has not finished; RocketMQ relies on
         // a 1 GiB file taking long enough to fill. Our forced deletion of small files would
         // otherwise pull a file from under the flush or commit thread.
         if f.file_from_offset() + f.size() as i64 > log.flushed_where() {
             break;
         }
-        let expired = clean_at_once || epoch_millis() >= last_modified_millis(f) + reserved;
-        if !expired || !destroy(f, OWNERS, c.destroy_mapped_file_interval_forcibly) {
+        let expired = clean_at_once || epoch_millis() >= last_modified_millis(&f) + reserved;
+        if !expired || !destroy(&f, OWNERS, c.destroy_mapped_file_interval_forcibly) {
             break;
         }
-        destroyed.push(Arc::clone(f));
         // Drop it from the queue at once, so readers stop finding it while the round goes on.
-        log.remove_front_files(&destroyed[destroyed.len() - 1..]);
+        log.remove_front_files(std::slice::from_ref(&f));
+        drop(f);
+        destroyed += 1;
         r.deleted_commit_log_files.fetch_add(1, Ordering::Relaxed);
-        if destroyed.len() >= c.delete_file_batch_max || r.waiter.is_stopped() {
+        if destroyed >= c.delete_file_batch_max || r.waiter.is_stopped() {
             break;
         }
-        if i + 1 < candidates.len() {
+        if i + 1 < total {
             r.waiter.wait(c.delete_commit_log_files_interval, false);
         }
     }
-    destroyed.len()
+    destroyed
 }
 
 /// `isTimeToDelete`: the local hour of day is one of `deleteWhen`'s.
