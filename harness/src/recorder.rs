@@ -2,7 +2,7 @@
 //!
 //! Every send scheduled in a segment ends in exactly one [`Outcome`], so
 //! `sent = ok + busy + system_error + flush_disk_timeout + message_illegal + other_codes +
-//! timeouts + dropped + connection_errors`. Each worker (pacer, one per connection) owns a
+//! not_available_disk_full + not_available_other + timeouts + dropped + connection_errors`. Each worker (pacer, one per connection) owns a
 //! [`Recorder`]; they are merged once at the end. A sampler takes the per-second
 //! [`Interval`] out of each recorder for the time series.
 
@@ -82,6 +82,41 @@ impl BusyClass {
     }
 }
 
+/// Code 14 SERVICE_NOT_AVAILABLE by remark: the store refused the put because its disk is
+/// over the warning ratio (retention reference A5.3). The 4.8+ remark names the disk for every
+/// store refusal (a 4.x slave, a shut-down store say the same), so `DiskFull` means "the
+/// remark names the disk", as a client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NotAvailableClass {
+    DiskFull,
+    Other,
+}
+
+impl NotAvailableClass {
+    pub const ALL: [NotAvailableClass; 2] = [NotAvailableClass::DiskFull, NotAvailableClass::Other];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Column suffix in the CSV files.
+    pub fn column(self) -> &'static str {
+        match self {
+            NotAvailableClass::DiskFull => "disk_full",
+            NotAvailableClass::Other => "other",
+        }
+    }
+
+    fn from_remark(remark: &str) -> NotAvailableClass {
+        // 4.8+: "... the broker's disk is full [CL: ...". Up to 4.7: "..., maybe disk full, CL: ...".
+        if remark.contains("the broker's disk is full") || remark.contains("maybe disk full") {
+            NotAvailableClass::DiskFull
+        } else {
+            NotAvailableClass::Other
+        }
+    }
+}
+
 /// The final result of one scheduled send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -90,6 +125,8 @@ pub enum Outcome {
     SystemError,
     FlushDiskTimeout,
     MessageIllegal,
+    /// Code 14.
+    NotAvailable(NotAvailableClass),
     OtherCode(i32),
     Timeout,
     Dropped,
@@ -104,6 +141,7 @@ pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
     const SYSTEM_BUSY: i32 = ResponseCode::SYSTEM_BUSY as i32;
     const FLUSH_DISK_TIMEOUT: i32 = ResponseCode::FLUSH_DISK_TIMEOUT as i32;
     const MESSAGE_ILLEGAL: i32 = ResponseCode::MESSAGE_ILLEGAL as i32;
+    const SERVICE_NOT_AVAILABLE: i32 = ResponseCode::SERVICE_NOT_AVAILABLE as i32;
     match code {
         SUCCESS => Outcome::Ok,
         SYSTEM_BUSY => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
@@ -113,6 +151,9 @@ pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
         SYSTEM_ERROR => Outcome::SystemError,
         FLUSH_DISK_TIMEOUT => Outcome::FlushDiskTimeout,
         MESSAGE_ILLEGAL => Outcome::MessageIllegal,
+        SERVICE_NOT_AVAILABLE => {
+            Outcome::NotAvailable(NotAvailableClass::from_remark(remark.unwrap_or("")))
+        }
         other => Outcome::OtherCode(other),
     }
 }
@@ -167,6 +208,8 @@ pub struct Counts {
     pub flush_disk_timeout: u64,
     pub message_illegal: u64,
     pub other_codes: u64,
+    /// Code 14 per [`NotAvailableClass`] (also counted in [`Counts::errors`]).
+    pub not_available: [u64; 2],
     pub timeouts: u64,
     pub dropped: u64,
     pub connection_errors: u64,
@@ -184,6 +227,7 @@ impl Counts {
             Outcome::SystemError => &mut self.system_error,
             Outcome::FlushDiskTimeout => &mut self.flush_disk_timeout,
             Outcome::MessageIllegal => &mut self.message_illegal,
+            Outcome::NotAvailable(c) => &mut self.not_available[c.index()],
             Outcome::OtherCode(_) => &mut self.other_codes,
             Outcome::Timeout => &mut self.timeouts,
             Outcome::Dropped => &mut self.dropped,
@@ -202,6 +246,7 @@ impl Counts {
             + self.flush_disk_timeout
             + self.message_illegal
             + self.other_codes
+            + self.not_available.iter().sum::<u64>()
             + self.connection_errors
     }
 
@@ -218,6 +263,9 @@ impl Counts {
         self.flush_disk_timeout += o.flush_disk_timeout;
         self.message_illegal += o.message_illegal;
         self.other_codes += o.other_codes;
+        for (a, b) in self.not_available.iter_mut().zip(o.not_available) {
+            *a += b;
+        }
         self.timeouts += o.timeouts;
         self.dropped += o.dropped;
         self.connection_errors += o.connection_errors;

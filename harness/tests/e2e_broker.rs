@@ -50,6 +50,7 @@ fn stall_matrix_matches_broker_counters() {
             + s.counts.flush_disk_timeout
             + s.counts.message_illegal
             + s.counts.other_codes
+            + s.counts.not_available.iter().sum::<u64>()
             + s.counts.timeouts
             + s.counts.dropped
             + s.counts.connection_errors;

@@ -166,9 +166,11 @@ fn scripted_answers_are_accounted() {
             c.system_error,
             c.flush_disk_timeout,
             c.message_illegal,
-            c.other_codes
+            c.other_codes,
+            c.not_available
         ),
-        (100, 100, 100, 100, 100)
+        // Code 14 has its own classes: this remark does not name the disk.
+        (100, 100, 100, 100, 0, [0, 100])
     );
     assert_eq!(s.period_in_queue.max(), 205);
     assert_eq!(s.size_of_queue.max(), 17);

@@ -6,6 +6,7 @@
 mod query;
 mod reader;
 mod render;
+mod retention;
 mod spec;
 mod table;
 mod version;

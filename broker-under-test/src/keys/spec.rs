@@ -22,7 +22,10 @@ pub enum Unit {
     Micros,
     Nanos,
     Seconds,
+    Hours,
     Bytes,
+    /// Percent of a disk.
+    Percent,
     Threads,
     Count,
 }
@@ -35,6 +38,8 @@ impl Unit {
             Unit::Micros => "us",
             Unit::Nanos => "ns",
             Unit::Seconds => "s",
+            Unit::Hours => "h",
+            Unit::Percent => "%",
             Unit::Bytes => "bytes",
             Unit::Threads => "threads",
             Unit::Count => "count",

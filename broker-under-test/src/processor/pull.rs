@@ -82,6 +82,8 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask, allow_suspend: bool) {
                 | S::OffsetFoundNull
                 | S::OffsetOverflowOne => ResponseCode::PULL_NOT_FOUND,
                 S::OffsetOverflowBadly | S::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
+                // The consumer walks on from nextBeginOffset at once (retention reference A8).
+                S::MessageWasRemoving => ResponseCode::PULL_RETRY_IMMEDIATELY,
             };
             (code, status_name(s))
         }
@@ -240,5 +242,6 @@ fn status_name(s: GetMessageStatus) -> &'static str {
         S::OffsetOverflowBadly => "OFFSET_OVERFLOW_BADLY",
         S::OffsetTooSmall => "OFFSET_TOO_SMALL",
         S::NoMatchedLogicQueue => "NO_MATCHED_LOGIC_QUEUE",
+        S::MessageWasRemoving => "MESSAGE_WAS_REMOVING",
     }
 }

@@ -2,7 +2,7 @@
 //! Broker-level checks in RocketMQ's order (reference §7.1), then the store; the answer is built
 //! from the store's completion callback (reference §7.3).
 
-use std::{path::Path, sync::Arc};
+use std::sync::Arc;
 
 use remoting::{
     headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader},
@@ -54,43 +54,25 @@ fn random_queue_id(n: i32) -> i32 {
     fastrand::i32(0..99_999_999) % n.max(1)
 }
 
-/// UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to 0.01;
-/// -1 when the path does not exist.
-fn disk_used_ratio(path: &Path) -> f64 {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return -1.0;
-    };
-    // SAFETY: statvfs is a plain C struct of integers, for which all-zero bytes are valid.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return -1.0;
-    }
-    let frsize = st.f_frsize as u128;
-    let total = st.f_blocks as u128 * frsize;
-    let free = st.f_bfree as u128 * frsize;
-    let usable = st.f_bavail as u128 * frsize;
-    let used = total.saturating_sub(free);
-    let entire = used + usable;
-    if entire == 0 {
-        return -1.0;
-    }
-    let round = u128::from(!(used * 100).is_multiple_of(entire));
-    ((used * 100) / entire + round) as f64 / 100.0
-}
-
+/// The `%5.2f` ratios of the code-14 remark: the CommitLog, consume-queue and index paths,
+/// measured now (by the store, so a capped test disk shows here too).
 fn disk_util(broker: &Broker) -> String {
-    let root = &broker.config.store_path_root_dir;
+    let r = broker.store.disk_ratios();
     format!(
         "CL: {:5.2} CQ: {:5.2} INDEX: {:5.2}",
-        disk_used_ratio(&root.join("commitlog")),
-        disk_used_ratio(&root.join("consumequeue")),
-        disk_used_ratio(&root.join("index")),
+        r.commit_log, r.consume_queue, r.index
     )
 }
 
 fn service_not_available_remark(broker: &Broker) -> String {
+    if broker.config.profile == VersionProfile::V4_3 {
+        // Up to 4.7.x.
+        return format!(
+            "service not available now, maybe disk full, {}, maybe your broker machine memory \
+             too small.",
+            disk_util(broker)
+        );
+    }
     format!(
         "service not available now. It may be caused by one of the following reasons: \
          the broker's disk is full [{}], messages are put to the slave, message store has been \

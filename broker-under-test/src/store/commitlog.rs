@@ -144,12 +144,33 @@ impl CommitLog {
         files.get(idx).cloned()
     }
 
-    /// `getMinOffset`.
+    /// `getMinOffset` (retention reference A7.1): the first file's start, or the next file's
+    /// once the first was destroyed but is still held, so the min moves at the first attempt.
     pub(crate) fn min_offset(&self) -> i64 {
-        self.files
-            .read()
-            .first()
-            .map_or(0, |f| f.file_from_offset())
+        self.files.read().first().map_or(0, |f| {
+            if f.is_available() {
+                f.file_from_offset()
+            } else {
+                f.file_from_offset() + self.file_size as i64
+            }
+        })
+    }
+
+    /// Drops destroyed files from the front of the queue (`deleteExpiredFile`); each is unmapped
+    /// when its last reader lets go of it.
+    pub(crate) fn remove_front_files(&self, destroyed: &[Arc<MappedFile>]) {
+        let mut files = self.files.write();
+        let n = files
+            .iter()
+            .zip(destroyed)
+            .take_while(|(a, b)| Arc::ptr_eq(a, b))
+            .count();
+        files.drain(..n);
+    }
+
+    /// Bytes of CommitLog files mapped now.
+    pub(crate) fn mapped_bytes(&self) -> i64 {
+        self.page_cache.mapped_bytes()
     }
 
     /// `getMaxOffset`: end of the readable data (committed data when the pool is on).

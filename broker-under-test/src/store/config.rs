@@ -8,6 +8,7 @@ use std::{
 };
 
 use super::error::StoreError;
+use super::retention::config::RetentionConfig;
 use crate::keys::{self, BadValue, Reader, VersionProfile};
 
 /// `flushDiskType`.
@@ -118,6 +119,8 @@ pub struct StoreConfig {
     pub reput_end: ReputEnd,
     /// Our own fault injection. Default: off.
     pub injection: FaultInjection,
+    /// Retention and disk space (`retention/`). Default: RocketMQ's.
+    pub retention: RetentionConfig,
 }
 
 impl Default for StoreConfig {
@@ -184,6 +187,7 @@ impl StoreConfig {
             } else {
                 ReputEnd::MaxOffset
             },
+            retention: RetentionConfig::from_keys(&r, profile)?,
             injection: FaultInjection {
                 put_stall_millis: r.get("injectPutStallMillis")?,
                 put_stall_interval_millis: r.get("injectPutStallIntervalMillis")?,

@@ -28,22 +28,51 @@ pub(crate) struct CqEntry {
 struct CqFile {
     map: MmapRaw,
     _file: std::fs::File,
+    path: PathBuf,
 }
 
-/// One topic-queue's consume queue. Written only by the dispatcher (one at a time).
+impl CqFile {
+    /// The entry in slot `slot` of this file.
+    fn entry(&self, slot: usize) -> CqEntry {
+        let pos = slot * CQ_ENTRY_SIZE;
+        // SAFETY: callers pass a slot below the queue's max offset: written and immutable.
+        let b = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), CQ_ENTRY_SIZE) };
+        let i64_at = |at: usize| i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        CqEntry {
+            commit_log_offset: i64_at(0),
+            size: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
+            tag_hash: i64_at(12),
+        }
+    }
+}
+
+/// The files of one queue: `files[i]` holds entries from `(first_file_no + i) × 300,000` on.
+#[derive(Default)]
+struct CqFiles {
+    first_file_no: usize,
+    files: Vec<Arc<CqFile>>,
+}
+
+/// One topic-queue's consume queue. Written only by the dispatcher (one at a time); its old
+/// files are deleted by CleanConsumeQueueService (retention). Readers hold `files` while they
+/// read a slot, so a file is deleted only when no reader is in it: the 60 s forced destroy of
+/// RocketMQ's consume-queue files never has to wait here.
 pub(crate) struct ConsumeQueue {
     dir: PathBuf,
-    files: RwLock<Vec<Arc<CqFile>>>,
+    files: RwLock<CqFiles>,
     /// Number of entries written; readers see entries below it.
     max_offset: AtomicI64,
+    /// `minLogicOffset / 20`: the first entry whose CommitLog record still exists.
+    min_offset: AtomicI64,
 }
 
 impl ConsumeQueue {
     fn new(dir: PathBuf) -> Self {
         ConsumeQueue {
             dir,
-            files: RwLock::new(Vec::new()),
+            files: RwLock::new(CqFiles::default()),
             max_offset: AtomicI64::new(0),
+            min_offset: AtomicI64::new(0),
         }
     }
 
@@ -52,7 +81,72 @@ impl ConsumeQueue {
     }
 
     pub(crate) fn min_offset(&self) -> i64 {
-        0
+        self.min_offset.load(Ordering::Acquire)
+    }
+
+    /// A queue rebuilt after retention deleted its start: the first record found in the
+    /// CommitLog sets both ends (recovery's `correctMinOffset` from the CommitLog min).
+    fn start_at(&self, queue_offset: i64) {
+        let mut files = self.files.write();
+        files.first_file_no = queue_offset as usize / CQ_ENTRIES_PER_FILE;
+        self.min_offset.store(queue_offset, Ordering::Release);
+        self.max_offset.store(queue_offset, Ordering::Release);
+    }
+
+    /// `deleteExpiredFileByOffset(minCommitLogOffset, 20)`: from the oldest, every file but the
+    /// last whose last entry points below `cl_min` is deleted; the first keeper stops the loop.
+    /// Returns the number of files deleted.
+    pub(crate) fn delete_expired_files(&self, cl_min: i64) -> usize {
+        let mut files = self.files.write();
+        let mut deleted = 0;
+        while files.files.len() > 1 {
+            let last = files.files[0].entry(CQ_ENTRIES_PER_FILE - 1);
+            if last.commit_log_offset >= cl_min {
+                break;
+            }
+            let f = files.files.remove(0);
+            files.first_file_no += 1;
+            deleted += 1;
+            match std::fs::remove_file(&f.path) {
+                Ok(()) => eprintln!("delete file[REF:0] {} OK", f.path.display()),
+                Err(e) => eprintln!("delete file[REF:0] {} Failed: {e}", f.path.display()),
+            }
+        }
+        let first_entry = (files.first_file_no * CQ_ENTRIES_PER_FILE) as i64;
+        if self.min_offset() < first_entry {
+            self.min_offset.store(first_entry, Ordering::Release);
+        }
+        deleted
+    }
+
+    /// `correctMinOffset(minCommitLogOffset)`: the min becomes the first entry whose CommitLog
+    /// offset is ≥ `cl_min`. With none (the queue holds only deleted records), 4.x leaves the min
+    /// where it was; 5.3 sets it to the max (`all_stale_to_max`).
+    pub(crate) fn correct_min_offset(&self, cl_min: i64, all_stale_to_max: bool) {
+        let files = self.files.read();
+        let max = self.max_offset();
+        let (mut lo, mut hi) = (self.min_offset(), max);
+        // CommitLog offsets grow along the queue: binary search for the first keeper.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some(e) = slot_entry(&files, mid) else {
+                return;
+            };
+            if e.commit_log_offset < cl_min {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo < max {
+            self.min_offset.store(lo, Ordering::Release);
+        } else if all_stale_to_max && max > self.min_offset() {
+            eprintln!(
+                "ConsumeQueue[{}] contains no valid entries. Min-offset is assigned as: {max}.",
+                self.dir.display()
+            );
+            self.min_offset.store(max, Ordering::Release);
+        }
     }
 
     /// Writes the entry for logical offset `queue_offset` (must equal `max_offset`).
@@ -61,17 +155,22 @@ impl ConsumeQueue {
         let file_no = idx / CQ_ENTRIES_PER_FILE;
         let file = {
             let files = self.files.read();
-            files.get(file_no).cloned()
+            let local = file_no - files.first_file_no;
+            files.files.get(local).cloned()
         };
         let file = match file {
             Some(f) => f,
             None => {
                 let mut files = self.files.write();
-                while files.len() <= file_no {
-                    let start = files.len() * CQ_ENTRIES_PER_FILE * CQ_ENTRY_SIZE;
-                    files.push(Arc::new(create_cq_file(&self.dir, start)?));
+                let local = file_no - files.first_file_no;
+                while files.files.len() <= local {
+                    let no = files.first_file_no + files.files.len();
+                    let start = no * CQ_ENTRIES_PER_FILE * CQ_ENTRY_SIZE;
+                    files
+                        .files
+                        .push(Arc::new(create_cq_file(&self.dir, start)?));
                 }
-                Arc::clone(&files[file_no])
+                Arc::clone(&files.files[local])
             }
         };
         let mut bytes = [0u8; CQ_ENTRY_SIZE];
@@ -95,25 +194,15 @@ impl ConsumeQueue {
 
     /// The entry at `offset`, if written.
     pub(crate) fn get(&self, offset: i64) -> Option<CqEntry> {
-        if offset < 0 || offset >= self.max_offset() {
+        if offset < self.min_offset().max(0) || offset >= self.max_offset() {
             return None;
         }
-        let idx = offset as usize;
-        let files = self.files.read();
-        let file = files.get(idx / CQ_ENTRIES_PER_FILE)?;
-        let pos = (idx % CQ_ENTRIES_PER_FILE) * CQ_ENTRY_SIZE;
-        // SAFETY: below `max_offset`, so written and immutable.
-        let b = unsafe { std::slice::from_raw_parts(file.map.as_ptr().add(pos), CQ_ENTRY_SIZE) };
-        Some(CqEntry {
-            commit_log_offset: i64::from_be_bytes(b[0..8].try_into().ok()?),
-            size: i32::from_be_bytes(b[8..12].try_into().ok()?),
-            tag_hash: i64::from_be_bytes(b[12..20].try_into().ok()?),
-        })
+        slot_entry(&self.files.read(), offset)
     }
 
     fn flush(&self) -> Result<(), StoreError> {
         let files = self.files.read();
-        for f in files.iter() {
+        for f in files.files.iter() {
             f.map.flush().map_err(|source| StoreError::Io {
                 path: self.dir.clone(),
                 source,
@@ -121,6 +210,14 @@ impl ConsumeQueue {
         }
         Ok(())
     }
+}
+
+/// The entry at logical `offset` (below the max offset) if its file still exists.
+fn slot_entry(files: &CqFiles, offset: i64) -> Option<CqEntry> {
+    let idx = usize::try_from(offset).ok()?;
+    let local = (idx / CQ_ENTRIES_PER_FILE).checked_sub(files.first_file_no)?;
+    let file = files.files.get(local)?;
+    Some(file.entry(idx % CQ_ENTRIES_PER_FILE))
 }
 
 fn create_cq_file(dir: &Path, start: usize) -> Result<CqFile, StoreError> {
@@ -148,7 +245,11 @@ fn create_cq_file(dir: &Path, start: usize) -> Result<CqFile, StoreError> {
         .len(CQ_ENTRIES_PER_FILE * CQ_ENTRY_SIZE)
         .map_raw(&file)
         .map_err(io)?;
-    Ok(CqFile { map, _file: file })
+    Ok(CqFile {
+        map,
+        _file: file,
+        path,
+    })
 }
 
 /// All consume queues, keyed by topic then queue id.
@@ -209,6 +310,9 @@ impl ConsumeQueues {
         entry: CqEntry,
     ) -> Result<(), StoreError> {
         let q = self.find_or_create(topic, queue_id);
+        if q.max_offset() == 0 && queue_offset > 0 {
+            q.start_at(queue_offset);
+        }
         if queue_offset != q.max_offset() {
             return Ok(());
         }
@@ -231,6 +335,15 @@ impl ConsumeQueues {
         out
     }
 
+    /// Every queue, for the clean rounds.
+    pub(crate) fn all(&self) -> Vec<Arc<ConsumeQueue>> {
+        let queues = self.queues.read();
+        queues
+            .values()
+            .flat_map(|qs| qs.values().cloned())
+            .collect()
+    }
+
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
         let queues = self.queues.read();
         for qs in queues.values() {
@@ -239,5 +352,65 @@ impl ConsumeQueues {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: i64) -> CqEntry {
+        CqEntry {
+            commit_log_offset: i * 100,
+            size: 100,
+            tag_hash: 0,
+        }
+    }
+
+    /// Two full files and part of a third; the CommitLog min moved past the first file's last
+    /// entry: the first file goes, the min lands on the first entry at or above the CommitLog
+    /// min, and reads below it find nothing.
+    #[test]
+    fn old_files_go_and_the_min_follows_the_commit_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = ConsumeQueue::new(dir.path().join("T").join("0"));
+        let n = (2 * CQ_ENTRIES_PER_FILE + 50_000) as i64;
+        for i in 0..n {
+            q.put(i, entry(i)).unwrap();
+        }
+        let first_file = q.dir.join(format!("{:020}", 0));
+        assert!(first_file.exists());
+        let cl_min = 310_000 * 100 + 1;
+        assert_eq!(q.delete_expired_files(cl_min), 1);
+        assert!(!first_file.exists());
+        assert_eq!(q.min_offset(), CQ_ENTRIES_PER_FILE as i64);
+        q.correct_min_offset(cl_min, false);
+        assert_eq!(q.min_offset(), 310_001);
+        assert_eq!(q.get(310_001), Some(entry(310_001)));
+        assert_eq!(q.get(5), None, "its file is gone");
+        // Nothing newer is deleted, and writes go on into the right file.
+        assert_eq!(q.delete_expired_files(cl_min), 0);
+        q.put(n, entry(n)).unwrap();
+        assert_eq!(q.get(n), Some(entry(n)));
+        // Every record deleted: 4.x keeps the min, 5.3 moves it to the max.
+        q.correct_min_offset(i64::MAX, false);
+        assert_eq!(q.min_offset(), 310_001);
+        q.correct_min_offset(i64::MAX, true);
+        assert_eq!(q.min_offset(), n + 1);
+    }
+
+    /// After a restart the queue is rebuilt from the first record still in the CommitLog.
+    #[test]
+    fn a_rebuilt_queue_starts_at_its_first_surviving_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let qs = ConsumeQueues::open_empty(dir.path().join("consumequeue")).unwrap();
+        let start = CQ_ENTRIES_PER_FILE as i64 + 7;
+        for i in start..start + 3 {
+            qs.dispatch("T", 1, i, entry(i)).unwrap();
+        }
+        let q = qs.find("T", 1).unwrap();
+        assert_eq!((q.min_offset(), q.max_offset()), (start, start + 3));
+        assert_eq!(q.get(start + 2), Some(entry(start + 2)));
+        assert_eq!(q.get(start - 1), None);
     }
 }

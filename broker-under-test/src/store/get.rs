@@ -56,6 +56,9 @@ pub(super) fn get_message(
             if log.read(entry.commit_log_offset, size, &mut result.body) {
                 result.msg_count += 1;
                 result.status = GetMessageStatus::Found;
+            } else if result.msg_count == 0 && entry.commit_log_offset < log.min_offset() {
+                // The record's file was deleted before the queue's min caught up.
+                result.status = GetMessageStatus::MessageWasRemoving;
             }
         }
         result.next_begin_offset = next;

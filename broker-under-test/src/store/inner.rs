@@ -8,6 +8,7 @@ use super::commitlog::CommitLog;
 use super::config::StoreConfig;
 use super::flush_request::SyncFlushQueues;
 use super::reput::Reput;
+use super::retention::Retention;
 use super::stats::StoreStats;
 use super::waiter::Waiter;
 use crate::clock::epoch_millis;
@@ -31,6 +32,8 @@ pub(crate) struct StoreInner {
     pub(crate) stats_waiter: Waiter,
     pub(crate) sync_flush: SyncFlushQueues,
     pub(crate) watcher_stop: AtomicBool,
+    /// Clean rounds, disk ratios and the DISK_FULL flag.
+    pub(crate) retention: Retention,
 }
 
 impl StoreInner {

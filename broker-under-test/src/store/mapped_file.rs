@@ -2,7 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +34,11 @@ pub(crate) struct MappedFile {
     flushed: AtomicUsize,
     /// The page-cache model's view of this file's pages: every copy into `map` goes through it.
     pages: FilePages,
+    /// `ReferenceResource.available`: cleared by the first destroy attempt; reads of an
+    /// unavailable file find nothing (retention's `destroy.rs`).
+    available: AtomicBool,
+    /// `firstShutdownTimestamp` (epoch ms; 0 = never shut down).
+    first_shutdown_millis: AtomicI64,
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> StoreError {
@@ -82,6 +87,8 @@ impl MappedFile {
             .map_raw(&file)
             .map_err(|e| io_err(&path, e))?;
         let buffered = write_buffer.is_some();
+        let pages = FilePages::new(page_cache);
+        pages.mapped(size);
         Ok(MappedFile {
             file_from_offset,
             size,
@@ -93,8 +100,28 @@ impl MappedFile {
             wrote: AtomicUsize::new(0),
             committed: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
-            pages: FilePages::new(page_cache),
+            pages,
+            available: AtomicBool::new(true),
+            first_shutdown_millis: AtomicI64::new(0),
         })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn is_available(&self) -> bool {
+        self.available.load(Ordering::Acquire)
+    }
+
+    /// `shutdown`'s first call: marks the file unavailable and returns the first shutdown time
+    /// (now on the first call, the remembered one after).
+    pub(crate) fn shut_down(&self, now_millis: i64) -> i64 {
+        if self.available.swap(false, Ordering::AcqRel) {
+            self.first_shutdown_millis
+                .store(now_millis, Ordering::Release);
+        }
+        self.first_shutdown_millis.load(Ordering::Acquire)
     }
 
     pub(crate) fn file_from_offset(&self) -> i64 {
@@ -180,6 +207,9 @@ impl MappedFile {
 
     /// Copies `[pos, pos + len)` of the mapped file into `out` if it is readable.
     pub(crate) fn read_into(&self, pos: usize, len: usize, out: &mut Vec<u8>) -> bool {
+        if !self.is_available() {
+            return false;
+        }
         match pos.checked_add(len) {
             Some(end) if end <= self.read_position() => {}
             _ => return false,
@@ -278,5 +308,12 @@ impl MappedFile {
     /// Takes the write buffer out (a pre-created file that will not be used).
     pub(crate) fn take_write_buffer(&self) -> Option<Arc<PoolBuffer>> {
         self.write_buffer.lock().take()
+    }
+}
+
+impl Drop for MappedFile {
+    /// The last holder is gone: `map` is unmapped right after this (`cleanup`).
+    fn drop(&mut self) {
+        self.pages.unmapped(self.size);
     }
 }

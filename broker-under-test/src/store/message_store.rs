@@ -17,6 +17,7 @@ use super::flush_request::SyncFlushQueues;
 use super::inner::StoreInner;
 use super::pool::TransientStorePool;
 use super::reput::Reput;
+use super::retention::{self, DiskRatios, Retention};
 use super::stats::{human_readable_bytes, StoreStats};
 use super::types::{
     ArrivingListener, GetMessageResult, PutCallback, PutMessage, PutMessageStatus, PutResult,
@@ -32,6 +33,7 @@ struct Threads {
     watcher: Option<JoinHandle<()>>,
     stats: Option<JoinHandle<()>>,
     reput: Option<Stoppable>,
+    retention: Option<JoinHandle<()>>,
 }
 
 /// The message store. Share it as `Arc<MessageStore>`; dropping the last handle shuts it down.
@@ -68,6 +70,8 @@ impl MessageStore {
             None
         };
         let commit_log = CommitLog::open(&config, pool)?;
+        let retention =
+            Retention::new(config.retention.clone(), config.store_path_root_dir.clone());
         let inner = Arc::new(StoreInner {
             commit_log,
             stats: StoreStats::new(),
@@ -80,6 +84,7 @@ impl MessageStore {
             sync_flush: SyncFlushQueues::new(),
             watcher_stop: AtomicBool::new(false),
             config,
+            retention,
         });
         inner.reput.do_reput(&inner.commit_log)?;
         inner.commit_log.recover_topic_queue_table();
@@ -130,6 +135,9 @@ impl MessageStore {
                 &inner,
                 service::store_stats_service,
             )?);
+            t.retention = Some(spawn("StoreScheduledThread", &inner, |inner| {
+                retention::run(&inner.retention, &inner.commit_log)
+            })?);
         }
         Ok(Arc::new(store))
     }
@@ -219,7 +227,7 @@ impl MessageStore {
             .map_or(0, |q| q.max_offset())
     }
 
-    /// Smallest logical offset of a queue (0: nothing is ever deleted).
+    /// Smallest logical offset of a queue (moved by retention).
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
         self.inner
             .commit_log
@@ -290,6 +298,16 @@ impl MessageStore {
         self.inner.reput.behind(&self.inner.commit_log)
     }
 
+    /// The disk ratios of the CommitLog, consume-queue and index paths, measured now.
+    pub fn disk_ratios(&self) -> DiskRatios {
+        self.inner.retention.disk_ratios()
+    }
+
+    /// `RunningFlags.isWriteable`: false while the disk is over the warning ratio.
+    pub fn is_writeable(&self) -> bool {
+        self.inner.retention.is_writeable()
+    }
+
     /// The GET_BROKER_RUNTIME_INFO keys the store owns (§10), plus `store*` extras.
     pub fn runtime_info(&self) -> BTreeMap<String, String> {
         let log = &self.inner.commit_log;
@@ -355,6 +373,8 @@ impl MessageStore {
             "storeCommitLogFileCount".into(),
             log.files().len().to_string(),
         );
+        self.inner.retention.runtime_info(&mut m);
+        m.insert("storeMappedBytes".into(), log.mapped_bytes().to_string());
         m.insert(
             "storePutLock".into(),
             format!("{:?}", self.inner.config.put_lock),
@@ -389,6 +409,8 @@ impl MessageStore {
         }
         inner.stats_waiter.stop();
         join(t.stats.take());
+        inner.retention.waiter.stop();
+        join(t.retention.take());
         let stall = Duration::from_millis(inner.config.injection.flush_stall_millis);
         if let Err(e) = inner.commit_log.commit_and_flush_all(stall) {
             eprintln!("store shutdown: final flush failed: {e}");

@@ -13,7 +13,7 @@
 //! Differences from RocketMQ worth knowing: the file after the active one is pre-created (with
 //! its own pool buffer, as AllocateMappedFileService does) but synchronously, inside the put
 //! lock at the roll, not by a background thread; consume queues are rebuilt from the CommitLog
-//! on every open and never deleted; nothing is ever expired or deleted; ordinary messages only
+//! on every open; retention (`retention/`) deletes old files; ordinary messages only
 //! (no delay levels, no HA).
 //!
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
@@ -45,6 +45,7 @@ mod put;
 mod record;
 mod recovery;
 mod reput;
+mod retention;
 mod service;
 mod stats;
 mod types;
@@ -55,6 +56,7 @@ pub use config::{
 };
 pub use error::StoreError;
 pub use message_store::MessageStore;
+pub use retention::{allocated_bytes, DiskModel, DiskRatios, RetentionConfig};
 pub use stats::human_readable_bytes;
 pub use types::{
     AppendResult, ArrivingListener, GetMessageResult, GetMessageStatus, PutCallback, PutMessage,

@@ -51,6 +51,9 @@ pub(crate) struct PageCacheModel {
     /// Forces inside an injected writeback stall right now (`storeWritebackForcing`): what a
     /// test waits for before it writes into the pages being forced, instead of sleeping.
     forcing: AtomicU64,
+    /// Bytes of CommitLog files mapped right now (`storeMappedBytes`): a file is unmapped when
+    /// its last holder drops it, so retention shows here.
+    mapped_bytes: AtomicI64,
 }
 
 impl PageCacheModel {
@@ -62,7 +65,12 @@ impl PageCacheModel {
             last_stall_millis: AtomicI64::new(0),
             stall_times: AtomicU64::new(0),
             forcing: AtomicU64::new(0),
+            mapped_bytes: AtomicI64::new(0),
         })
+    }
+
+    pub(crate) fn mapped_bytes(&self) -> i64 {
+        self.mapped_bytes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn stall_times(&self) -> u64 {
@@ -105,6 +113,19 @@ pub(crate) struct FilePages {
 }
 
 impl FilePages {
+    /// Counts a mapping of `size` bytes until [`FilePages::unmapped`].
+    pub(crate) fn mapped(&self, size: usize) {
+        self.model
+            .mapped_bytes
+            .fetch_add(size as i64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn unmapped(&self, size: usize) {
+        self.model
+            .mapped_bytes
+            .fetch_sub(size as i64, Ordering::Relaxed);
+    }
+
     pub(crate) fn new(model: &Arc<PageCacheModel>) -> Self {
         FilePages {
             model: Arc::clone(model),

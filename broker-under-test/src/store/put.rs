@@ -85,6 +85,14 @@ fn put_inner(
     if !inner.running.load(Ordering::Acquire) {
         return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
     }
+    // RunningFlags.isWriteable: DISK_FULL (retention) refuses before any append.
+    if !inner
+        .retention
+        .flags
+        .check_before_put(inner.retention.config.profile)
+    {
+        return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
+    }
     if inner.is_os_page_cache_busy() {
         return defer(finish, failed(PutMessageStatus::OsPageCacheBusy), false);
     }

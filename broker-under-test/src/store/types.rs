@@ -77,6 +77,8 @@ pub enum GetMessageStatus {
     OffsetOverflowBadly,
     OffsetTooSmall,
     NoMatchedLogicQueue,
+    /// Entries found, but their CommitLog records were deleted (retention).
+    MessageWasRemoving,
 }
 
 /// GetMessageResult, with the records copied out.

@@ -51,6 +51,7 @@ impl SendState {
             Outcome::SystemError
             | Outcome::FlushDiskTimeout
             | Outcome::MessageIllegal
+            | Outcome::NotAvailable(_)
             | Outcome::OtherCode(_) => SendState::Refused,
         }
     }

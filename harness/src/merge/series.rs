@@ -125,6 +125,10 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     t.timeouts += n("timeouts");
     t.dropped += n("dropped");
     t.broker_rss_mb = max_opt(t.broker_rss_mb, num(field("broker_rss_mb")));
+    t.not_available_disk_full += n("not_available_disk_full");
+    t.not_available_other += n("not_available_other");
+    // Shards of one broker all see its one store folder.
+    t.store_disk_mb = max_opt(t.store_disk_mb, num(field("store_disk_mb")));
     t.harness_cpu = Fixed(
         t.harness_cpu
             .0

@@ -38,6 +38,10 @@ fn counts(row: &Row) -> Counts {
         flush_disk_timeout: count(row, "flush_disk_timeout"),
         message_illegal: count(row, "message_illegal"),
         other_codes: count(row, "other_codes"),
+        not_available: [
+            count(row, "not_available_disk_full"),
+            count(row, "not_available_other"),
+        ],
         timeouts: count(row, "timeouts"),
         dropped: count(row, "dropped"),
         connection_errors: count(row, "connection_errors"),

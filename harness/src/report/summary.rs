@@ -76,6 +76,9 @@ struct SummaryTail {
     flush_disk_timeout: u64,
     message_illegal: u64,
     other_codes: u64,
+    /// Code 14 whose remark names the disk ([`NotAvailableClass`](crate::recorder::NotAvailableClass)).
+    not_available_disk_full: u64,
+    not_available_other: u64,
     timeouts: u64,
     dropped: u64,
     connection_errors: u64,
@@ -311,6 +314,8 @@ impl SummaryRow {
                 flush_disk_timeout: s.counts.flush_disk_timeout,
                 message_illegal: s.counts.message_illegal,
                 other_codes: s.counts.other_codes,
+                not_available_disk_full: s.counts.not_available[0],
+                not_available_other: s.counts.not_available[1],
                 timeouts: s.counts.timeouts,
                 dropped: s.counts.dropped,
                 connection_errors: s.counts.connection_errors,
@@ -393,6 +398,7 @@ mod tests {
                     flush_disk_timeout: 8,
                     message_illegal: 9,
                     other_codes: 10,
+                    not_available: [14, 15],
                     timeouts: 11,
                     dropped: 12,
                     connection_errors: 13,
@@ -438,7 +444,7 @@ mod tests {
         assert_eq!(
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
-1,2,3,4,5,6,7,8,9,10,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
+1,2,3,4,5,6,7,8,9,10,14,15,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,"
@@ -472,7 +478,7 @@ mod tests {
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
-            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
+            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );

@@ -75,6 +75,12 @@ pub struct TimeseriesTail {
     /// `dispatchBehindBytes`: bytes readers may see that the broker's ReputMessageService has not
     /// yet dispatched to the consume queues (consumers cannot see them yet).
     pub dispatch_behind_bytes: String,
+    /// Code 14 answers whose remark names the disk, and the other code-14 answers.
+    pub not_available_disk_full: u64,
+    pub not_available_other: u64,
+    /// The store folder's allocated size, sampled from outside (`du`); empty for a broker the
+    /// harness did not start.
+    pub store_disk_mb: Option<Fixed<1>>,
     /// When the second ended, Unix seconds on this host's wall clock: `harness merge` lines
     /// up the shards' rows by it.
     pub end_unix_s: Fixed<3>,
@@ -163,6 +169,9 @@ mod tests {
                 pool_buffers_free: "3".into(),
                 commit_lag_bytes: "40960".into(),
                 dispatch_behind_bytes: "1024".into(),
+                not_available_disk_full: 2,
+                not_available_other: 0,
+                store_disk_mb: Some(Fixed(512.5)),
                 end_unix_s: Fixed(1_796_040_000.25),
             },
             consumer: TimeseriesConsumer::default(),
@@ -172,7 +181,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,1796040000.250,,,,,,,,,,"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,"
         );
 
         // The streaming writer produces the same file, row by row.

@@ -122,6 +122,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             Some(pids) if !pids.is_empty() => pids,
             _ => pid.into_iter().collect(),
         };
+        // The store folders of the broker(s) this job started.
+        let own_stores = cluster.is_some() || process.is_some();
         let outcome = drive(
             ctx,
             cell,
@@ -138,6 +140,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             &mut interrupted,
             &mut consumer,
             injector.as_mut(),
+            own_stores.then_some(job_dir.as_path()),
         );
         if let Some(p) = process {
             let killed_for_good = injector.as_ref().is_some_and(Injector::broker_dead);

@@ -22,6 +22,7 @@ mod retry;
 mod run;
 mod sampler;
 pub mod shard;
+mod store_disk;
 mod validity;
 
 pub use load::{LoadError, LoadHandle};

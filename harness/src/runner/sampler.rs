@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::broker::{self, BrokerProcess, ProcSampler};
@@ -13,7 +14,7 @@ use crate::fault::Injector;
 use crate::matrix::Cell;
 use crate::proc_cpu::process_cpu_seconds;
 use crate::profile::Model;
-use crate::recorder::{quantile, BusyClass, Interval, Recorder};
+use crate::recorder::{quantile, BusyClass, Interval, NotAvailableClass, Recorder};
 use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::client::AdminConn;
@@ -21,6 +22,7 @@ use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
+use crate::runner::store_disk::store_disk_mb;
 
 /// One sampled second (or the short drain interval at the end).
 pub struct Sample {
@@ -36,6 +38,8 @@ pub struct Sample {
     pub broker_cpu_s: Option<f64>,
     pub harness_cpu: f64,
     pub harness_rss_mb: Option<f64>,
+    /// The store folders' size (MiB), when the harness started the broker.
+    pub store_disk_mb: Option<f64>,
     /// When the second ended, Unix seconds.
     pub end_unix_s: f64,
 }
@@ -146,6 +150,7 @@ pub fn drive(
     interrupted: &mut bool,
     consumer_figures: &mut Option<ConsumerFigures>,
     mut fault: Option<&mut Injector>,
+    store_dirs: Option<&Path>,
 ) -> Result<(), String> {
     let w = &cell.workload;
     // A cluster: topic on every broker, routes from the name server; broker 0 answers the
@@ -287,6 +292,7 @@ pub fn drive(
             broker_cpu_s,
             harness_cpu,
             harness_rss_mb: broker::self_rss_mb(),
+            store_disk_mb: store_dirs.and_then(store_disk_mb),
             end_unix_s: wall_clock
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
@@ -381,6 +387,7 @@ pub fn drive(
                 broker_cpu_s: None,
                 harness_cpu: 0.0,
                 harness_rss_mb: broker::self_rss_mb(),
+                store_disk_mb: None,
                 end_unix_s: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .unwrap_or_default()
@@ -533,6 +540,9 @@ pub fn timeseries_row(
             pool_buffers_free: info("remainTransientStoreBufferNumbs"),
             commit_lag_bytes: info("commitLogUncommittedBytes"),
             dispatch_behind_bytes: info("dispatchBehindBytes"),
+            not_available_disk_full: i.counts.not_available[NotAvailableClass::DiskFull.index()],
+            not_available_other: i.counts.not_available[NotAvailableClass::Other.index()],
+            store_disk_mb: s.store_disk_mb.map(Fixed),
             end_unix_s: Fixed(s.end_unix_s),
         },
         consumer: Default::default(),
