@@ -11,6 +11,7 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
+    namesrv::hook::RegisterHook,
     store::MessageStore,
     task::ExecutorKind,
 };
@@ -45,6 +46,8 @@ pub struct Broker {
     pub locks: LockManager,
     pub boot: Instant,
     pub boot_epoch_ms: i64,
+    /// Registers a topic created by a request before the request is answered.
+    pub namesrv: RegisterHook,
 }
 
 impl Broker {
@@ -135,6 +138,7 @@ impl Broker {
             locks: LockManager::new(lock_live),
             boot: Instant::now(),
             boot_epoch_ms: epoch_millis(),
+            namesrv: RegisterHook::default(),
         }
     }
 

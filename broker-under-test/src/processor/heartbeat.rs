@@ -22,6 +22,7 @@ use crate::{
         filter::TagFilter,
     },
     dispatch::response,
+    namesrv::hook::TopicOrigin,
     processor::header::header_error,
     task::RequestTask,
 };
@@ -102,12 +103,17 @@ pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
         let config = broker.find_group(&c.group_name);
         match &config {
             Some(g) => {
-                // The group's retry topic, created (and persisted) on its first heartbeat.
-                broker.topics.create_if_absent(
-                    &format!("{RETRY_PREFIX}{}", c.group_name),
-                    g.retry_queue_nums,
-                    PERM_READ | PERM_WRITE,
-                );
+                // The group's retry topic, created (and persisted) on its first heartbeat, and
+                // registered before the answer (createTopicInSendMessageBackMethod).
+                let retry = format!("{RETRY_PREFIX}{}", c.group_name);
+                if broker.topics.get(&retry).is_none() {
+                    broker.topics.create_if_absent(
+                        &retry,
+                        g.retry_queue_nums,
+                        PERM_READ | PERM_WRITE,
+                    );
+                    broker.namesrv.topic_created(TopicOrigin::Send);
+                }
             }
             // 5.2.0+ skips a group it has no config for; 4.x registers it anyway.
             None if !profile.is_4x() => continue,
