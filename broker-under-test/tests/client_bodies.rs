@@ -76,7 +76,10 @@ async fn check(c: &mut Client, file: &Path, profile: &str) {
         for group in json["consumerDataSet"].as_array().into_iter().flatten() {
             let group = group["groupName"].as_str().unwrap();
             let ids = consumer_ids(c, group).await;
-            assert!(ids.iter().any(|i| i == client), "{what}: {group} lists {ids:?}");
+            assert!(
+                ids.iter().any(|i| i == client),
+                "{what}: {group} lists {ids:?}"
+            );
         }
     }
     if code == RequestCode::LOCK_BATCH_MQ {
