@@ -241,9 +241,9 @@ mod tests {
         assert!(serde_json::from_str::<MessageModel>("\"LOCAL\"").is_err());
     }
 
-    fn round_trip<T: JavaEnum + PartialEq + fmt::Debug + Serialize>() -> Result<(), TestCaseError>
+    fn round_trip<T>() -> Result<(), TestCaseError>
     where
-        for<'de> T: Deserialize<'de>,
+        T: JavaEnum + PartialEq + fmt::Debug + Serialize + for<'de> Deserialize<'de>,
     {
         for (i, v) in T::ALL.iter().enumerate() {
             prop_assert_eq!(serde_json::from_str::<T>(&i.to_string()).unwrap(), *v);
