@@ -134,13 +134,17 @@ def orderly(client, cluster, keys=8, per_key=40):
 
 def restart_keeps_offsets(client, cluster, n=200, max_duplicates=20):
     """Consume batch A and let the consumer commit; restart the broker (clean stop); send
-    batch B; a new consumer of the group must get all of B and at most `max_duplicates` of A."""
+    batch B; a new consumer of the group must get all of B and at most `max_duplicates` of A.
+    A consumer of another group, running throughout, must get all of A and B."""
     v = Verdict("broker-restart-committed-offsets")
     topic, group = "InteropRestart", "RestartGroup"
     p = client.producer(cluster, "RestartProducer")
     batch_a = [body("restart", "a", i) for i in range(n)]
     for i, b in enumerate(batch_a):
         p.send("sync", topic, i, b)
+    # A second group's consumer stays up through the restart: the client reconnects on its own.
+    live = Ledger()
+    c_live = client.consumer(cluster, "RestartLiveGroup", topic, live)
     ledger = Ledger()
     c = client.consumer(cluster, group, topic, ledger)
     missing_a = ledger.wait_for(batch_a, CONSUME_TIMEOUT)
@@ -164,17 +168,23 @@ def restart_keeps_offsets(client, cluster, n=200, max_duplicates=20):
     c2 = client.consumer(cluster, group, topic, after)
     missing_b = after.wait_for(batch_b, CONSUME_TIMEOUT)
     c2.shutdown()
+    live_missing = live.wait_for(batch_a + batch_b, CONSUME_TIMEOUT)
+    c_live.shutdown()
     dup_a = after.distinct(batch_a)
     v.note(sent=2 * n, batch_a_received=n - len(missing_a), offset_commits=commits,
            committed_before_restart=committed, committed_after_restart=kept,
            batch_b_send_ok=ok_b, batch_b_received=after.distinct(batch_b),
-           batch_a_redelivered_after_restart=dup_a)
+           batch_a_redelivered_after_restart=dup_a,
+           live_consumer_received=live.distinct(batch_a + batch_b),
+           live_consumer_duplicates=live.duplicates(batch_a + batch_b))
     v.require(not missing_a, f"{len(missing_a)} of batch A never consumed")
     v.require(committed == n, f"the broker holds {committed} of {n} as committed")
     v.require(kept == committed, f"committed offsets {committed} became {kept} in the restart")
     v.require(ok_b == n, f"{n - ok_b} of batch B not acknowledged, e.g. {errors[:1]}")
     v.require(not missing_b, f"{len(missing_b)} of batch B lost after the restart")
     v.require(dup_a <= max_duplicates, f"{dup_a} of batch A consumed again (offsets lost)")
+    v.require(not live_missing,
+              f"the consumer that lived through the restart missed {len(live_missing)}")
     return v
 
 
