@@ -292,3 +292,26 @@ fn register_command(
     cmd.version = id.version;
     cmd
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The module's table: only a 4.x topic auto-created on the send path goes oneway.
+    #[test]
+    fn delivery_follows_the_profile_and_the_origin() {
+        for p in VersionProfile::ALL {
+            let want_send = if p.is_4x() {
+                Delivery::Oneway
+            } else {
+                Delivery::Sync
+            };
+            assert_eq!(Delivery::for_topic(p, TopicOrigin::Send), want_send, "{p}");
+            assert_eq!(
+                Delivery::for_topic(p, TopicOrigin::Admin),
+                Delivery::Sync,
+                "{p}"
+            );
+        }
+    }
+}
