@@ -13,6 +13,7 @@ Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario
 """
 import argparse
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -31,6 +32,8 @@ UPDATE_CONSUMER_OFFSET = 15
 SYSTEM_BUSY = 2
 
 CONSUME_TIMEOUT = 60.0
+# One scenario's process, start to end (each bounds its own waits well below this).
+SCENARIO_TIMEOUT = 300
 # Clients commit offsets every 5 s (persistConsumerOffsetInterval).
 COMMIT_TIMEOUT = 20.0
 
@@ -200,8 +203,12 @@ def busy_broker(client, cluster, threads=4, per_thread=10):
     acked, failed, errors = [], [], []
     lock = threading.Lock()
 
+    # Created and shut down one at a time on this thread (the C++ client aborts when producers
+    # start concurrently); only the sends run in parallel.
+    producers = [client.producer(cluster, f"BusyProducer{t}") for t in range(threads)]
+
     def send_all(t):
-        p = client.producer(cluster, f"BusyProducer{t}")
+        p = producers[t]
         for i in range(per_thread):
             b = body("busy", f"t{t}", i)
             good, err = p.send("sync", topic, i, b)
@@ -209,7 +216,6 @@ def busy_broker(client, cluster, threads=4, per_thread=10):
                 (acked if good else failed).append(b)
                 if err:
                     errors.append(err[:120])
-        p.shutdown()
 
     workers = [threading.Thread(target=send_all, args=(t,), name=f"busy-sender-{t}")
                for t in range(threads)]
@@ -217,6 +223,8 @@ def busy_broker(client, cluster, threads=4, per_thread=10):
         w.start()
     for w in workers:
         w.join(180)
+    for p in producers:
+        p.shutdown()
     ledger = Ledger()
     c = client.consumer(cluster, group, topic, ledger)
     missing = ledger.wait_for(acked, CONSUME_TIMEOUT)
@@ -259,6 +267,31 @@ def make_client(name, args):
     return RustClient(args.rust_bin)
 
 
+def run_isolated(args, names):
+    """Runs each scenario in a child process of its own: a client library's global state (the
+    C++ client aborts in a later scenario once several consumers were destroyed in one process)
+    must not decide another scenario's verdict."""
+    failed = []
+    for name in names:
+        argv = [sys.executable, os.path.abspath(__file__), "--client", args.client,
+                "--bin", args.bin, "--only", name]
+        if args.rust_bin:
+            argv += ["--rust-bin", args.rust_bin]
+        if args.capture:
+            argv += ["--capture", args.capture]
+        try:
+            rc = subprocess.run(argv, timeout=SCENARIO_TIMEOUT).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        if rc != 0:
+            if rc not in (0, 1):
+                print(f"[{args.client}] FAIL {name}: the scenario process ended with {rc}")
+            failed.append(name)
+    print(f"[{args.client}] {len(names) - len(failed)} of {len(names)} scenarios passed"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--client", choices=["cpp", "rust"], required=True)
@@ -267,27 +300,25 @@ def main():
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
+    names = args.only or list(SCENARIOS)
+    if len(names) > 1:
+        return run_isolated(args, names)
     client = make_client(args.client, args)
-    results = []
-    for name in args.only or list(SCENARIOS):
-        fn, sets = SCENARIOS[name]
-        cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED)
-        try:
-            v = fn(client, cluster)
-        except Exception as e:  # noqa: BLE001 (a scenario that crashes fails, with its reason)
-            v = Verdict(name)
-            v.require(False, f"{type(e).__name__}: {e}")
-        finally:
-            if args.capture:
-                from capture import write_bodies
-                write_bodies(cluster.broker_proxy, args.capture, name)
-            cluster.close()
-        print(f"[{args.client}] {v.line()}", flush=True)
-        results.append(v)
-    failed = [v.name for v in results if not v.passed]
-    print(f"[{args.client}] {len(results) - len(failed)} of {len(results)} scenarios passed"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
+    name = names[0]
+    fn, sets = SCENARIOS[name]
+    cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED)
+    try:
+        v = fn(client, cluster)
+    except Exception as e:  # noqa: BLE001 (a scenario that crashes fails, with its reason)
+        v = Verdict(name)
+        v.require(False, f"{type(e).__name__}: {e}")
+    finally:
+        if args.capture:
+            from capture import write_bodies
+            write_bodies(cluster.broker_proxy, args.capture, name)
+        cluster.close()
+    print(f"[{args.client}] {v.line()}", flush=True)
+    return 0 if v.passed else 1
 
 
 if __name__ == "__main__":
