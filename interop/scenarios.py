@@ -30,6 +30,8 @@ LOCK_BATCH_MQ = 41
 UNLOCK_BATCH_MQ = 42
 UPDATE_CONSUMER_OFFSET = 15
 SYSTEM_BUSY = 2
+PULL_MESSAGE = 11
+CONSUMER_SEND_MSG_BACK = 36
 
 CONSUME_TIMEOUT = 60.0
 # One scenario's process, start to end (each bounds its own waits well below this).
@@ -180,6 +182,9 @@ def restart_keeps_offsets(client, cluster, n=200, max_duplicates=20):
            batch_a_redelivered_after_restart=dup_a,
            live_consumer_received=live.distinct(batch_a + batch_b),
            live_consumer_duplicates=live.duplicates(batch_a + batch_b))
+    req, resp, _ = cluster.broker_proxy.snapshot()
+    pulls = sorted((code, k) for (r, code), k in resp.items() if r == PULL_MESSAGE)
+    v.note(pull_answers=dict(pulls), send_back_requests=req[CONSUMER_SEND_MSG_BACK])
     v.require(not missing_a, f"{len(missing_a)} of batch A never consumed")
     v.require(committed == n, f"the broker holds {committed} of {n} as committed")
     v.require(kept == committed, f"committed offsets {committed} became {kept} in the restart")

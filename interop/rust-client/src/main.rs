@@ -1,4 +1,4 @@
-//! The `rocketmq-client-rust` crate (0.9.0) as the interop scenarios' second client, driven
+//! The `rocketmq-client-rust` crate (1.0.0) as the interop scenarios' second client, driven
 //! over stdin/stdout by `interop/rust_client.py`:
 //!
 //! - `produce NAMESRV GROUP`: reads `MODE TOPIC KEY BODY` lines (MODE `sync`, `oneway` or
@@ -7,28 +7,21 @@
 //! - `consume NAMESRV GROUP TOPIC concurrently|orderly`: prints `msg BODY` for every message
 //!   consumed; shuts the consumer down at end of input.
 
-use std::io::{BufRead, Write};
+use std::{
+    io::{BufRead, Write},
+    sync::Arc,
+};
 
 use rocketmq_client_rust::{
-    consumer::{
-        default_mq_push_consumer::DefaultMQPushConsumer,
-        listener::{
-            consume_concurrently_context::ConsumeConcurrentlyContext,
-            consume_concurrently_status::ConsumeConcurrentlyStatus,
-            consume_orderly_context::ConsumeOrderlyContext,
-            consume_orderly_status::ConsumeOrderlyStatus,
-            message_listener_concurrently::MessageListenerConcurrently,
-            message_listener_orderly::MessageListenerOrderly,
-        },
-        mq_push_consumer::MQPushConsumer,
-    },
-    producer::default_mq_producer::DefaultMQProducer,
+    ClientError, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultMQProducer,
+    DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently, MessageListenerOrderly,
 };
-use rocketmq_common::common::{
+use rocketmq_model::common::{
     consumer::consume_from_where::ConsumeFromWhere,
     message::{message_ext::MessageExt, message_single::Message},
 };
-use rocketmq_error::RocketMQResult;
+use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 
 /// Every send's budget, as the Java client's default.
 const SEND_TIMEOUT_MS: u64 = 3000;
@@ -41,10 +34,18 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["produce", namesrv, group] => runtime.block_on(produce(namesrv, group)),
-        ["consume", namesrv, group, topic, mode] => {
-            runtime.block_on(consume(namesrv, group, topic, mode == "orderly"))
-        }
+        ["produce", namesrv, group] => runtime.block_on(async {
+            let rt = Runtime::start("produce")?;
+            let r = produce(rt.client.clone(), namesrv, group).await;
+            rt.shutdown().await;
+            r
+        }),
+        ["consume", namesrv, group, topic, mode] => runtime.block_on(async {
+            let rt = Runtime::start("consume")?;
+            let r = consume(rt.client.clone(), namesrv, group, topic, mode == "orderly").await;
+            rt.shutdown().await;
+            r
+        }),
         _ => {
             eprintln!("usage: produce NAMESRV GROUP | consume NAMESRV GROUP TOPIC concurrently|orderly");
             std::process::exit(2);
@@ -53,6 +54,46 @@ fn main() {
     if let Err(e) = result {
         eprintln!("Error: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The client runtime 1.0.0 asks for: a runtime owner, telemetry, and the shared client pool.
+struct Runtime {
+    owner: RuntimeOwner,
+    telemetry: rocketmq_observability::TelemetryRuntimeGuard,
+    client: Arc<ClientRuntime>,
+}
+
+impl Runtime {
+    fn start(scope: &str) -> ClientResult<Runtime> {
+        let owner = RuntimeOwner::plan(RuntimeConfig {
+            thread_name: format!("interop-{scope}"),
+            ..Default::default()
+        })
+        .map_err(|e| ClientError::internal("plan the client runtime", e))?
+        .build()
+        .map_err(|e| ClientError::internal("build the client runtime", e))?;
+        let telemetry = rocketmq_observability::install_global(
+            &rocketmq_observability::TelemetryBootstrapConfig::default(),
+        )
+        .map_err(|e| ClientError::internal("initialize telemetry", e))?;
+        let client = ClientRuntime::try_new(
+            owner.root_context().component("client"),
+            ClientRuntimeConfig::default(),
+            telemetry.handle(),
+        )?;
+        Ok(Runtime {
+            owner,
+            telemetry,
+            client,
+        })
+    }
+
+    async fn shutdown(self) {
+        let _ = self.client.shutdown().await;
+        let _ = self.owner.shutdown_tasks().await;
+        let _ = self.owner.shutdown_background();
+        let _ = self.telemetry.shutdown();
     }
 }
 
@@ -79,8 +120,8 @@ fn answer(line: &str) {
     let _ = out.flush();
 }
 
-async fn produce(namesrv: &str, group: &str) -> RocketMQResult<()> {
-    let mut producer = DefaultMQProducer::builder()
+async fn produce(client: Arc<ClientRuntime>, namesrv: &str, group: &str) -> ClientResult<()> {
+    let mut producer = DefaultMQProducer::builder(client)
         .producer_group(group.to_string())
         .name_server_addr(namesrv.to_string())
         .build();
@@ -148,7 +189,7 @@ impl MessageListenerConcurrently for Concurrently {
         &self,
         msgs: &[&MessageExt],
         _context: &ConsumeConcurrentlyContext,
-    ) -> RocketMQResult<ConsumeConcurrentlyStatus> {
+    ) -> ClientResult<ConsumeConcurrentlyStatus> {
         print_bodies(msgs);
         Ok(ConsumeConcurrentlyStatus::ConsumeSuccess)
     }
@@ -161,15 +202,21 @@ impl MessageListenerOrderly for Orderly {
         &self,
         msgs: &[&MessageExt],
         context: &mut ConsumeOrderlyContext,
-    ) -> RocketMQResult<ConsumeOrderlyStatus> {
+    ) -> ClientResult<ConsumeOrderlyStatus> {
         context.set_auto_commit(true);
         print_bodies(msgs);
         Ok(ConsumeOrderlyStatus::Success)
     }
 }
 
-async fn consume(namesrv: &str, group: &str, topic: &str, orderly: bool) -> RocketMQResult<()> {
-    let mut consumer = DefaultMQPushConsumer::builder()
+async fn consume(
+    client: Arc<ClientRuntime>,
+    namesrv: &str,
+    group: &str,
+    topic: &str,
+    orderly: bool,
+) -> ClientResult<()> {
+    let mut consumer = DefaultMQPushConsumer::builder(client)
         .consumer_group(group.to_string())
         .name_server_addr(namesrv.to_string())
         .build();
