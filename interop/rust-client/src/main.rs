@@ -47,7 +47,9 @@ fn main() {
             r
         }),
         _ => {
-            eprintln!("usage: produce NAMESRV GROUP | consume NAMESRV GROUP TOPIC concurrently|orderly");
+            eprintln!(
+                "usage: produce NAMESRV GROUP | consume NAMESRV GROUP TOPIC concurrently|orderly"
+            );
             std::process::exit(2);
         }
     };
