@@ -5,6 +5,7 @@ and store across a restart (clients see the same address again); its fast port (
 - 2) must be free too, so the port is chosen in pairs. Clients reach both through recording
 proxies (wire.Proxy): the name server's routes are rewritten to name the broker's proxy.
 """
+import ctypes
 import os
 import shutil
 import signal
@@ -37,13 +38,23 @@ def free_port_pair():
     raise RuntimeError("no free port pair on 127.0.0.1")
 
 
+# prctl(PR_SET_PDEATHSIG): a scenario process that dies (the C++ client can abort) takes its
+# broker and name server with it instead of leaving them running.
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Process:
     """A child that prints `listening on …` on stdout; stderr goes to a log file."""
 
     def __init__(self, name, argv, log_path):
         self.name = name
         self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
+                                     preexec_fn=_die_with_parent)
         self.addr = self._wait_ready()
 
     def _wait_ready(self):

@@ -3,6 +3,8 @@ interop-rust-client binary (interop/rust-client), driven by its line protocol.""
 import subprocess
 import threading
 
+from cluster import _die_with_parent
+
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
@@ -11,7 +13,8 @@ class _Process:
     def __init__(self, argv, name):
         self.name = name
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     preexec_fn=_die_with_parent)
         line = self._readline(READY_TIMEOUT)
         if line != "ready":
             self.stop()
