@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -94,7 +94,13 @@ durability: build ## kill -9 + restart per flush mode x transient store pool (pr
 	python3 scripts/fault-table.py $(DURABILITY_OUT)
 	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
 
-ci: lint docs test smoke gate ci-gate-perf ## What CI runs: lint, the book and its links, tests, the smoke profile, the regression gate and the A/B perf gate against the parent commit
+ci: lint docs test smoke gate ci-gate-perf interop-cpp ## What CI runs: lint, the book and its links, tests, the smoke profile, the regression gate, the A/B perf gate against the parent commit and the C++ client interop
+
+interop-cpp: build ## Real-client interop: Apache's C++ client (PyPI rocketmq 0.4.4, virtualenv in target/) drives broker-under-test + name-server; passes on counts
+	bash interop/run.sh cpp
+
+interop: interop-cpp ## interop-cpp, then the same scenarios with the rocketmq-client-rust crate (slow first build; not in CI)
+	bash interop/run.sh rust
 
 # The A/B performance gate. BASE is a git revision here (default: the parent commit); it is built
 # by the harness in its own worktree with target/ as cargo target folder, so the base build

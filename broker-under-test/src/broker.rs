@@ -12,6 +12,7 @@ use crate::{
     counters::FlowControlCounters,
     executor::TaskQueue,
     schedule::{ScheduleService, SCHEDULE_TOPIC},
+    namesrv::hook::RegisterHook,
     store::MessageStore,
     task::ExecutorKind,
 };
@@ -48,6 +49,8 @@ pub struct Broker {
     pub schedule: Arc<ScheduleService>,
     pub boot: Instant,
     pub boot_epoch_ms: i64,
+    /// Registers a topic created by a request before the request is answered.
+    pub namesrv: RegisterHook,
 }
 
 impl Broker {
@@ -158,6 +161,7 @@ impl Broker {
             locks: LockManager::new(lock_live),
             boot: Instant::now(),
             boot_epoch_ms: epoch_millis(),
+            namesrv: RegisterHook::default(),
         }
     }
 

@@ -32,8 +32,8 @@ pub fn decode(body: &[u8]) -> Result<TopicConfigWrapper, BodyError> {
     }
     let mut cur = &data[..];
     let version_json = part(&mut cur, "dataVersion")?;
-    let data_version: DataVersion =
-        serde_json::from_slice(version_json).map_err(|e| err(format!("dataVersion: {e}")))?;
+    let data_version: DataVersion = remoting::fastjson::from_slice(version_json)
+        .map_err(|e| err(format!("dataVersion: {e}")))?;
     let count = int(&mut cur, "topic count")?;
     if count < 0 || count as usize > cur.len() / 4 {
         return Err(err(format!("topic count {count} does not fit the body")));

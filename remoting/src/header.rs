@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use bytes::{BufMut, BytesMut};
 use serde::Deserialize;
 
-use crate::{code::LanguageCode, error::DecodeError};
+use crate::{code::LanguageCode, error::DecodeError, fastjson::lenient};
 
 /// The header fields of a command, borrowed for encoding.
 pub(crate) struct HeaderFields<'a> {
@@ -69,18 +69,20 @@ pub(crate) fn encode_json(h: &HeaderFields<'_>, dst: &mut BytesMut) {
     dst.put_u8(b'}');
 }
 
+/// Read as fastjson reads it: numbers may come as strings, unknown fields are ignored.
 #[derive(Deserialize)]
 struct JsonHeader {
+    #[serde(deserialize_with = "lenient::int")]
     code: i32,
     #[serde(default)]
     language: Option<serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     version: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     opaque: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::opt_int")]
     flag: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::opt_string")]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
     ext_fields: Option<BTreeMap<String, serde_json::Value>>,

@@ -10,6 +10,7 @@
 pub mod code;
 pub mod command;
 pub mod error;
+pub mod fastjson;
 pub mod frame;
 pub mod header;
 pub mod headers;

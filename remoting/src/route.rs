@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+use crate::fastjson::{self, enums, lenient, TopicFilterType};
+
 /// `PermName` bits (§1).
 pub const PERM_PRIORITY: i32 = 8;
 pub const PERM_READ: i32 = 4;
@@ -33,9 +35,15 @@ pub struct BodyError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVersion {
+    #[serde(deserialize_with = "lenient::int")]
     pub counter: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_int"
+    )]
     pub state_version: Option<i64>,
+    #[serde(deserialize_with = "lenient::int")]
     pub timestamp: i64,
 }
 
@@ -43,12 +51,19 @@ pub struct DataVersion {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfigData {
+    #[serde(deserialize_with = "lenient::bool")]
     pub order: bool,
+    #[serde(deserialize_with = "lenient::int")]
     pub perm: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub read_queue_nums: i32,
+    #[serde(deserialize_with = "filter_type")]
     pub topic_filter_type: String,
+    #[serde(deserialize_with = "lenient::string")]
     pub topic_name: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub topic_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub write_queue_nums: i32,
 }
 
@@ -99,11 +114,15 @@ impl RegisterBrokerBody {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueData {
+    #[serde(deserialize_with = "lenient::string")]
     pub broker_name: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub perm: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub read_queue_nums: i32,
-    #[serde(default, alias = "topicSynFlag")]
+    #[serde(default, alias = "topicSynFlag", deserialize_with = "lenient::int")]
     pub topic_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub write_queue_nums: i32,
 }
 
@@ -122,7 +141,11 @@ pub struct BrokerData {
     pub broker_name: String,
     pub cluster: String,
     /// 5.x writes it always; 4.x not at all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_bool"
+    )]
     pub enable_acting_master: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_name: Option<String>,
@@ -240,6 +263,15 @@ pub fn body_crc32(body: &[u8]) -> i32 {
     (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
 }
 
+/// A boxed `Boolean`: null stays `None`.
+fn opt_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => lenient::bool(v).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
 fn json_string(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
@@ -249,75 +281,16 @@ fn to_json(v: &impl Serialize) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
 
-/// Parses fastjson output (bare integer keys or not) into `T`.
+/// Parses a body as fastjson would (bare integer keys, lenient scalars) into `T`.
 pub fn decode_json<T: DeserializeOwned>(body: &[u8], what: &'static str) -> Result<T, BodyError> {
-    let text = std::str::from_utf8(body).map_err(|e| BodyError {
-        what,
-        reason: format!("not UTF-8: {e}"),
-    })?;
-    serde_json::from_str(&quote_integer_keys(text)).map_err(|e| BodyError {
-        what,
-        reason: e.to_string(),
-    })
+    fastjson::from_slice(body).map_err(|reason| BodyError { what, reason })
 }
 
-/// Quotes bare integer object keys (`{0:"a",-1:"b"}` → `{"0":"a","-1":"b"}`) outside strings;
-/// everything else is copied unchanged.
-pub fn quote_integer_keys(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut chars = text.char_indices().peekable();
-    let mut in_string = false;
-    let mut key_position = false;
-    while let Some((i, c)) = chars.next() {
-        if in_string {
-            out.push(c);
-            if c == '\\' {
-                if let Some((_, n)) = chars.next() {
-                    out.push(n);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_string = true;
-                key_position = false;
-                out.push(c);
-            }
-            '{' | ',' => {
-                key_position = true;
-                out.push(c);
-            }
-            c if c.is_ascii_whitespace() => out.push(c),
-            c if key_position && (c == '-' || c.is_ascii_digit()) => {
-                let rest = &text[i..];
-                let len = rest
-                    .char_indices()
-                    .skip(1)
-                    .find(|(_, d)| !d.is_ascii_digit())
-                    .map_or(rest.len(), |(j, _)| j);
-                let after = rest[len..].trim_start();
-                if after.starts_with(':') {
-                    out.push('"');
-                    out.push_str(&rest[..len]);
-                    out.push('"');
-                    for _ in 1..len {
-                        chars.next();
-                    }
-                } else {
-                    out.push(c);
-                }
-                key_position = false;
-            }
-            _ => {
-                key_position = false;
-                out.push(c);
-            }
-        }
-    }
-    out
+/// `TopicConfig.topicFilterType`, an enum: by name or ordinal; null or unknown is the default.
+fn filter_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(enums::lenient::<D, TopicFilterType>(d)?
+        .unwrap_or(TopicFilterType::SingleTag)
+        .to_string())
 }
 
 #[cfg(test)]
@@ -374,13 +347,19 @@ mod tests {
         assert_eq!(r.broker_datas[0].master_addr(), Some("h:1"));
     }
 
+    /// Numbers as strings, booleans as strings and the filter type by ordinal, as fastjson
+    /// reads a registration body.
     #[test]
-    fn integer_keys_are_quoted_only_in_key_position() {
-        assert_eq!(
-            quote_integer_keys(r#"{0:"a", -12 :"b","k":[1,2],"s":"{3:4}"}"#),
-            r#"{"0":"a", "-12" :"b","k":[1,2],"s":"{3:4}"}"#
-        );
-        assert_eq!(quote_integer_keys(r#"{"é":{7:"ü"}}"#), r#"{"é":{"7":"ü"}}"#);
+    fn registration_fields_are_read_leniently() {
+        let body = br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":"3","timestamp":"1700000000000"},"topicConfigTable":{"T":{"order":"true","perm":"6","readQueueNums":2,"topicFilterType":1,"topicName":"T","topicSysFlag":null,"writeQueueNums":"2","attributes":{}}}},"filterServerList":[]}"#;
+        let w = RegisterBrokerBody::decode(body)
+            .unwrap()
+            .topic_config_serialize_wrapper;
+        assert_eq!(w.data_version.counter, 3);
+        let t = &w.topic_config_table["T"];
+        assert!(t.order);
+        assert_eq!((t.perm, t.write_queue_nums, t.topic_sys_flag), (6, 2, 0));
+        assert_eq!(t.topic_filter_type, "MULTI_TAG");
     }
 
     #[test]

@@ -8,14 +8,18 @@ use std::{
 };
 
 use parking_lot::Mutex;
+use remoting::fastjson::lenient;
 use serde::{Deserialize, Serialize};
 
 /// MessageQueue; equality on all three fields.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
+    #[serde(default, deserialize_with = "lenient::string")]
     pub broker_name: String,
+    #[serde(default, deserialize_with = "lenient::int")]
     pub queue_id: i32,
+    #[serde(default, deserialize_with = "lenient::string")]
     pub topic: String,
 }
 

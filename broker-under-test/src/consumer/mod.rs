@@ -4,7 +4,6 @@
 
 pub mod clients;
 pub mod config_file;
-pub mod fastjson;
 pub mod filter;
 pub mod hold;
 pub mod locks;

@@ -7,10 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::{
-    config_file::{ConfigFile, ConfigFileError},
-    fastjson::quote_integer_keys,
-};
+use remoting::fastjson::quote_integer_keys;
+
+use super::config_file::{ConfigFile, ConfigFileError};
 
 /// `topic@group` → queueId → next offset to consume.
 type Table = HashMap<String, BTreeMap<i32, i64>>;

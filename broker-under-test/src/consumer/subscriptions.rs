@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use parking_lot::{Mutex, RwLock};
+use remoting::fastjson::{pretty_tabs, quote_integer_keys};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
     config_file::{ConfigFile, ConfigFileError},
-    fastjson::{pretty_tabs, quote_integer_keys},
     topics::DataVersion,
 };
 

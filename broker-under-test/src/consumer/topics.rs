@@ -9,10 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 
-use super::{
-    config_file::{ConfigFile, ConfigFileError},
-    fastjson::{pretty_tabs, quote_integer_keys},
-};
+use remoting::fastjson::{pretty_tabs, quote_integer_keys};
+
+use super::config_file::{ConfigFile, ConfigFileError};
 
 /// PermName bits.
 pub const PERM_INHERIT: i32 = 1;

@@ -43,21 +43,45 @@ impl NamesrvClient {
         result
     }
 
-    fn try_call(
+    /// Writes `cmd` (flagged oneway) without waiting for an answer: the name server sends none.
+    /// Any failure drops the connection.
+    pub fn send_oneway(
         &mut self,
-        cmd: &mut RemotingCommand,
+        mut cmd: RemotingCommand,
         timeout: Duration,
-    ) -> std::io::Result<RemotingCommand> {
+    ) -> std::io::Result<()> {
+        self.opaque = self.opaque.wrapping_add(1);
+        cmd.opaque = self.opaque;
+        let result = self
+            .connected(timeout)
+            .and_then(|s| s.write_all(&cmd.to_bytes()));
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+
+    /// The open connection, opened now if there is none; `timeout` bounds connect and writes.
+    fn connected(&mut self, timeout: Duration) -> std::io::Result<&mut TcpStream> {
         if self.stream.is_none() {
             let s = TcpStream::connect_timeout(&resolve(&self.addr)?, timeout)?;
             s.set_nodelay(true)?;
             self.stream = Some(s);
         }
         let s = self.stream.as_mut().expect("connected above");
-        s.set_read_timeout(Some(timeout))?;
         s.set_write_timeout(Some(timeout))?;
+        Ok(s)
+    }
+
+    fn try_call(
+        &mut self,
+        cmd: &mut RemotingCommand,
+        timeout: Duration,
+    ) -> std::io::Result<RemotingCommand> {
+        self.connected(timeout)?.set_read_timeout(Some(timeout))?;
         self.opaque = self.opaque.wrapping_add(1);
         cmd.opaque = self.opaque;
+        let s = self.stream.as_mut().expect("connected above");
         s.write_all(&cmd.to_bytes())?;
         loop {
             let mut len = [0u8; 4];

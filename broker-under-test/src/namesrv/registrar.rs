@@ -1,14 +1,27 @@
-//! The broker's registration thread (name-server reference §8): REGISTER_BROKER to every name
-//! server at start, every `registerNameServerPeriod` (forced, uncompressed JSON), again as
-//! soon as a topic is created or changed, and UNREGISTER_BROKER at a clean stop.
+//! The broker's registration (name-server reference §8): REGISTER_BROKER to every name server
+//! at start and every `registerNameServerPeriod` (forced, uncompressed JSON) from the thread
+//! `BrokerRegisterService`; a topic created while serving a request is registered from the
+//! creating thread before the answer (through [`RegisterHook`](super::hook::RegisterHook)):
+//!
+//! | profile | auto-created by a send / retry topic | UPDATE_AND_CREATE_TOPIC |
+//! |---|---|---|
+//! | 4.3, 4.9 | `registerBrokerAll(oneway=true)`: sent, not awaited | synchronous |
+//! | 5.3 | synchronous (`registerIncrementBrokerData`) | synchronous |
+//!
+//! We send the whole table each time (RocketMQ's increment carries the one topic and the same
+//! DataVersion; the name server's result is the same). UNREGISTER_BROKER at a clean stop.
 
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
-    sync::{mpsc, Arc},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc, Weak,
+    },
     time::{Duration, Instant},
 };
 
+use parking_lot::Mutex;
 use remoting::{
     headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader},
     route::{
@@ -18,15 +31,10 @@ use remoting::{
     RemotingCommand, RequestCode,
 };
 
-use super::{client::NamesrvClient, settings::Settings};
+use super::{client::NamesrvClient, hook::TopicOrigin, settings::Settings};
 use crate::{
     broker::Broker, consumer::topics::DataVersion, keys::VersionProfile, periodic::Stoppable,
 };
-
-/// How often the thread looks at the topic table's DataVersion: a topic created by
-/// UPDATE_AND_CREATE_TOPIC or a send reaches the name servers within this (RocketMQ registers
-/// from the creating thread; polling keeps the processors unaware of the name server).
-const TOPIC_POLL: Duration = Duration::from_millis(100);
 
 /// The Java broker's UNREGISTER_BROKER timeout.
 const UNREGISTER_TIMEOUT: Duration = Duration::from_millis(3000);
@@ -34,6 +42,7 @@ const UNREGISTER_TIMEOUT: Duration = Duration::from_millis(3000);
 /// The running registration thread; [`Registrar::stop`] (or drop) unregisters and joins it.
 pub struct Registrar {
     thread: Stoppable,
+    registration: Arc<Registration>,
 }
 
 /// Who this broker is, as the registration header says it.
@@ -45,8 +54,39 @@ struct Identity {
     version: i32,
 }
 
+/// Whether the caller waits for the name servers' answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    Sync,
+    Oneway,
+}
+
+impl Delivery {
+    /// The table above.
+    fn for_topic(profile: VersionProfile, origin: TopicOrigin) -> Delivery {
+        match origin {
+            TopicOrigin::Send if profile.is_4x() => Delivery::Oneway,
+            _ => Delivery::Sync,
+        }
+    }
+}
+
+/// State shared by the periodic thread and the creating threads.
+struct Registration {
+    id: Identity,
+    settings: Settings,
+    /// One connection per name server, with whether the last call succeeded (to log changes
+    /// only). Held across a call: the periodic round and a topic's registration take turns
+    /// (RocketMQ runs them in parallel on a pool; one at a time keeps each connection's
+    /// request/answer pairing simple).
+    clients: Mutex<Vec<(NamesrvClient, bool)>>,
+    /// Set once UNREGISTER_BROKER is under way: no registration may follow it.
+    stopped: AtomicBool,
+}
+
 impl Registrar {
-    /// Starts the thread; the first registration is sent at once.
+    /// Starts the thread; the first registration is sent at once. Installs the broker's
+    /// [`RegisterHook`](super::hook::RegisterHook).
     pub fn start(
         broker: Arc<Broker>,
         settings: Settings,
@@ -66,90 +106,126 @@ impl Registrar {
                 VersionProfile::V5_3 => 479,
             },
         };
-        let thread = Stoppable::spawn("BrokerRegisterService", move |rx| {
-            run(broker, settings, id, rx)
-        })?;
-        Ok(Registrar { thread })
+        let registration = Arc::new(Registration {
+            clients: Mutex::new(
+                settings
+                    .name_servers
+                    .iter()
+                    .map(|ns| (NamesrvClient::new(ns.clone()), false))
+                    .collect(),
+            ),
+            id,
+            settings,
+            stopped: AtomicBool::new(false),
+        });
+        {
+            // Weak: the broker owns the hook, the hook must not own the broker.
+            let weak: Weak<Broker> = Arc::downgrade(&broker);
+            let r = registration.clone();
+            broker.namesrv.install(Box::new(move |origin| {
+                if let Some(b) = weak.upgrade() {
+                    r.register(&b, Delivery::for_topic(b.config.profile, origin));
+                }
+            }));
+        }
+        let r = registration.clone();
+        let thread = Stoppable::spawn("BrokerRegisterService", move |rx| run(broker, r, rx))?;
+        Ok(Registrar {
+            thread,
+            registration,
+        })
     }
 
     /// Unregisters from every name server and joins the thread (also on drop).
     pub fn stop(&mut self) {
+        self.registration.stopped.store(true, Ordering::SeqCst);
         self.thread.stop();
     }
 }
 
-fn run(broker: Arc<Broker>, settings: Settings, id: Identity, rx: mpsc::Receiver<()>) {
-    let mut clients: Vec<(NamesrvClient, bool)> = settings
-        .name_servers
-        .iter()
-        .map(|ns| (NamesrvClient::new(ns.clone()), false))
-        .collect();
-    let mut registered_version: Option<DataVersion> = None;
-    let mut next = Instant::now();
-    loop {
-        let now = Instant::now();
-        let version = broker.topics.data_version();
-        if now >= next || registered_version != Some(version) {
-            let (version, topics) = broker.topics.snapshot();
-            let cmd = register_command(&id, &broker, version, topics);
-            for (c, ok_before) in clients.iter_mut() {
-                match c.call(cmd.clone(), settings.timeout) {
-                    Ok(a) if a.code == 0 => {
-                        if !*ok_before {
-                            eprintln!("register broker[{}] to name server {} OK", id.name, c.addr);
-                        }
-                        *ok_before = true;
+impl Registration {
+    /// REGISTER_BROKER with the current topic table to every name server, in turn.
+    fn register(&self, broker: &Broker, delivery: Delivery) {
+        let mut clients = self.clients.lock();
+        // Checked under the lock: the unregistration takes it too, so none follows it.
+        if self.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let (version, topics) = broker.topics.snapshot();
+        let cmd = register_command(&self.id, broker, version, topics);
+        let name = &self.id.name;
+        for (c, ok_before) in clients.iter_mut() {
+            let outcome = match delivery {
+                Delivery::Sync => c.call(cmd.clone(), self.settings.timeout).map(Some),
+                Delivery::Oneway => c
+                    .send_oneway(cmd.clone().with_oneway(), self.settings.timeout)
+                    .map(|()| None),
+            };
+            match outcome {
+                Ok(Some(a)) if a.code != 0 => {
+                    eprintln!(
+                        "register broker[{name}] to name server {} refused: code {} {}",
+                        c.addr,
+                        a.code,
+                        a.remark.unwrap_or_default()
+                    );
+                    *ok_before = false;
+                }
+                Ok(_) => {
+                    if !*ok_before {
+                        eprintln!("register broker[{name}] to name server {} OK", c.addr);
                     }
-                    Ok(a) => {
-                        eprintln!(
-                            "register broker[{}] to name server {} refused: code {} {}",
-                            id.name,
-                            c.addr,
-                            a.code,
-                            a.remark.unwrap_or_default()
-                        );
-                        *ok_before = false;
-                    }
-                    Err(e) => {
-                        eprintln!(
-                            "register broker[{}] to name server {} failed: {e}",
-                            id.name, c.addr
-                        );
-                        *ok_before = false;
-                    }
+                    *ok_before = true;
+                }
+                Err(e) => {
+                    eprintln!(
+                        "register broker[{name}] to name server {} failed: {e}",
+                        c.addr
+                    );
+                    *ok_before = false;
                 }
             }
-            registered_version = Some(version);
-            next = Instant::now() + settings.period;
         }
-        let wait = next
-            .saturating_duration_since(Instant::now())
-            .min(TOPIC_POLL);
-        match rx.recv_timeout(wait) {
+    }
+
+    fn unregister(&self) {
+        let mut clients = self.clients.lock();
+        self.stopped.store(true, Ordering::SeqCst);
+        let id = &self.id;
+        let cmd = RemotingCommand::request(RequestCode::UNREGISTER_BROKER, 0).with_header(
+            &UnregisterBrokerRequestHeader {
+                broker_name: id.name.clone(),
+                broker_addr: id.addr.clone(),
+                cluster_name: id.cluster.clone(),
+                broker_id: MASTER_ID,
+            },
+        );
+        for (c, _) in clients.iter_mut() {
+            match c.call(cmd.clone(), UNREGISTER_TIMEOUT) {
+                Ok(_) => eprintln!(
+                    "unregistered broker[{}] from name server {}",
+                    id.name, c.addr
+                ),
+                Err(e) => eprintln!(
+                    "unregister broker[{}] from name server {} failed: {e}",
+                    id.name, c.addr
+                ),
+            }
+        }
+    }
+}
+
+/// The periodic round: at once, then every `registerNameServerPeriod`, until stopped.
+fn run(broker: Arc<Broker>, registration: Arc<Registration>, rx: mpsc::Receiver<()>) {
+    loop {
+        registration.register(&broker, Delivery::Sync);
+        let next = Instant::now() + registration.settings.period;
+        match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             _ => break,
         }
     }
-    let cmd = RemotingCommand::request(RequestCode::UNREGISTER_BROKER, 0).with_header(
-        &UnregisterBrokerRequestHeader {
-            broker_name: id.name.clone(),
-            broker_addr: id.addr.clone(),
-            cluster_name: id.cluster.clone(),
-            broker_id: MASTER_ID,
-        },
-    );
-    for (c, _) in clients.iter_mut() {
-        match c.call(cmd.clone(), UNREGISTER_TIMEOUT) {
-            Ok(_) => eprintln!(
-                "unregistered broker[{}] from name server {}",
-                id.name, c.addr
-            ),
-            Err(e) => eprintln!(
-                "unregister broker[{}] from name server {} failed: {e}",
-                id.name, c.addr
-            ),
-        }
-    }
+    registration.unregister();
 }
 
 /// REGISTER_BROKER with the whole topic table. Like the Java broker's TopicConfigManager,
@@ -215,4 +291,27 @@ fn register_command(
         .with_body(body);
     cmd.version = id.version;
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The module's table: only a 4.x topic auto-created on the send path goes oneway.
+    #[test]
+    fn delivery_follows_the_profile_and_the_origin() {
+        for p in VersionProfile::ALL {
+            let want_send = if p.is_4x() {
+                Delivery::Oneway
+            } else {
+                Delivery::Sync
+            };
+            assert_eq!(Delivery::for_topic(p, TopicOrigin::Send), want_send, "{p}");
+            assert_eq!(
+                Delivery::for_topic(p, TopicOrigin::Admin),
+                Delivery::Sync,
+                "{p}"
+            );
+        }
+    }
 }

@@ -8,6 +8,7 @@ use remoting::{headers::CreateTopicRequestHeader, RemotingCommand, RequestCode, 
 use crate::{
     broker::{Broker, TopicConfig},
     dispatch::{response, ExecutorKind},
+    namesrv::hook::TopicOrigin,
     processor::{header::header_error, send::validate_topic},
 };
 
@@ -51,6 +52,7 @@ fn create_topic(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
         perm: h.perm,
         order: h.order.unwrap_or(false),
     });
+    broker.namesrv.topic_created(TopicOrigin::Admin);
     response(profile, request, ResponseCode::SUCCESS, None)
 }
 

@@ -5,7 +5,13 @@
 use std::collections::BTreeMap;
 
 use remoting::{
-    headers::UnregisterClientRequestHeader, RemotingCommand, RequestCode, ResponseCode,
+    fastjson::{
+        self,
+        enums::{self, JavaEnum},
+        lenient, ConsumeFromWhere, ConsumeType, MessageModel,
+    },
+    headers::UnregisterClientRequestHeader,
+    RemotingCommand, RequestCode, ResponseCode,
 };
 use serde::Deserialize;
 
@@ -16,6 +22,7 @@ use crate::{
         filter::TagFilter,
     },
     dispatch::response,
+    namesrv::hook::TopicOrigin,
     processor::header::header_error,
     task::RequestTask,
 };
@@ -23,10 +30,12 @@ use crate::{
 /// MixAll.RETRY_GROUP_TOPIC_PREFIX.
 pub const RETRY_PREFIX: &str = "%RETRY%";
 
+/// `HeartbeatData`, read as fastjson reads it (enums by name or ordinal, numbers as strings,
+/// unknown fields such as 5.x's `heartbeatFingerprint` ignored).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct HeartbeatData {
-    #[serde(rename = "clientID")]
+    #[serde(rename = "clientID", deserialize_with = "lenient::string")]
     client_id: String,
     consumer_data_set: Vec<ConsumerData>,
     producer_data_set: Vec<ProducerData>,
@@ -35,26 +44,41 @@ struct HeartbeatData {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct ConsumerData {
+    #[serde(deserialize_with = "lenient::string")]
     group_name: String,
-    consume_type: String,
-    message_model: String,
-    consume_from_where: String,
+    #[serde(deserialize_with = "enums::lenient")]
+    consume_type: Option<ConsumeType>,
+    #[serde(deserialize_with = "enums::lenient")]
+    message_model: Option<MessageModel>,
+    #[serde(deserialize_with = "enums::lenient")]
+    consume_from_where: Option<ConsumeFromWhere>,
     subscription_data_set: Vec<SubscriptionData>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct SubscriptionData {
+    #[serde(deserialize_with = "lenient::string")]
     topic: String,
+    #[serde(deserialize_with = "lenient::opt_string")]
     sub_string: Option<String>,
+    #[serde(deserialize_with = "lenient::opt_string")]
     expression_type: Option<String>,
+    #[serde(deserialize_with = "lenient::int")]
     sub_version: i64,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct ProducerData {
+    #[serde(deserialize_with = "lenient::string")]
     group_name: String,
+}
+
+/// The constant's name; a field fastjson leaves null (absent, or a name this release does not
+/// know) takes the Java client's default.
+fn name_or<T: JavaEnum>(v: Option<T>, default: T) -> String {
+    v.unwrap_or(default).name().to_owned()
 }
 
 pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
@@ -63,7 +87,7 @@ pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
     }
     let profile = broker.config.profile;
     let req = &task.request;
-    let data: HeartbeatData = match serde_json::from_slice(&req.body) {
+    let data: HeartbeatData = match fastjson::from_slice(&req.body) {
         Ok(d) => d,
         Err(e) => {
             return response(
@@ -79,12 +103,17 @@ pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
         let config = broker.find_group(&c.group_name);
         match &config {
             Some(g) => {
-                // The group's retry topic, created (and persisted) on its first heartbeat.
-                broker.topics.create_if_absent(
-                    &format!("{RETRY_PREFIX}{}", c.group_name),
-                    g.retry_queue_nums,
-                    PERM_READ | PERM_WRITE,
-                );
+                // The group's retry topic, created (and persisted) on its first heartbeat, and
+                // registered before the answer (createTopicInSendMessageBackMethod).
+                let retry = format!("{RETRY_PREFIX}{}", c.group_name);
+                if broker.topics.get(&retry).is_none() {
+                    broker.topics.create_if_absent(
+                        &retry,
+                        g.retry_queue_nums,
+                        PERM_READ | PERM_WRITE,
+                    );
+                    broker.namesrv.topic_created(TopicOrigin::Send);
+                }
             }
             // 5.2.0+ skips a group it has no config for; 4.x registers it anyway.
             None if !profile.is_4x() => continue,
@@ -93,9 +122,9 @@ pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
         let reg = ConsumerRegistration {
             group: c.group_name.clone(),
             client_id: data.client_id.clone(),
-            consume_type: c.consume_type,
-            message_model: c.message_model,
-            consume_from_where: c.consume_from_where,
+            consume_type: name_or(c.consume_type, ConsumeType::Passively),
+            message_model: name_or(c.message_model, MessageModel::Clustering),
+            consume_from_where: name_or(c.consume_from_where, ConsumeFromWhere::LastOffset),
             subscriptions: c
                 .subscription_data_set
                 .into_iter()

@@ -2,23 +2,29 @@
 //! bodies, no header. A body that does not parse answers SYSTEM_ERROR with the reason, as
 //! RocketMQ's decode exception does; the connection stays open.
 
-use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use remoting::{
+    fastjson::{self, lenient},
+    RemotingCommand, RequestCode, ResponseCode,
+};
 use serde::Deserialize;
 
 use crate::{broker::Broker, consumer::locks::MessageQueue, dispatch::response};
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// `LockBatchRequestBody` / `UnlockBatchRequestBody`, read as fastjson reads them; 5.x's
+/// `onlyThisBroker` and other unknown fields are ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 struct LockBatchRequestBody {
+    #[serde(deserialize_with = "lenient::string")]
     client_id: String,
+    #[serde(deserialize_with = "lenient::string")]
     consumer_group: String,
-    #[serde(default)]
     mq_set: Vec<MessageQueue>,
 }
 
 pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
     let profile = broker.config.profile;
-    let body: LockBatchRequestBody = match serde_json::from_slice(&request.body) {
+    let body: LockBatchRequestBody = match fastjson::from_slice(&request.body) {
         Ok(b) => b,
         Err(e) => {
             return response(

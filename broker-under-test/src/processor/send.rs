@@ -17,6 +17,7 @@ use crate::{
     broker::Broker,
     config::{BrokerRole, VersionProfile},
     dispatch::{answer, response, AnswerSource, RequestTask},
+    namesrv::hook::TopicOrigin,
     processor::header::header_error,
     store::{PutMessage, PutMessageStatus, PutResult},
 };
@@ -157,9 +158,15 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     }
     // Without the TBW102 template (autoCreateTopicEnable=false) creation fails.
     let topic_config = match broker.topics.get(&h.topic).or_else(|| {
-        broker
-            .topics
-            .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums)
+        let created =
+            broker
+                .topics
+                .create_in_send(&h.topic, &h.default_topic, h.default_topic_queue_nums);
+        if created.is_some() {
+            // Before the answer, as TopicConfigManager does (4.x oneway, 5.x synchronous).
+            broker.namesrv.topic_created(TopicOrigin::Send);
+        }
+        created
     }) {
         Some(c) => c,
         None => {

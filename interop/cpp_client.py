@@ -1,0 +1,61 @@
+"""The C++ client adapter: Apache's rocketmq-client-cpp through the PyPI wheel `rocketmq`
+0.4.4 (its manylinux wheel bundles librocketmq.so). One C++ client instance per producer or
+consumer (distinct instance names), all in this process."""
+import itertools
+
+from rocketmq.client import Message, Producer, PushConsumer, SendStatus
+
+_instances = itertools.count(1)
+
+
+def _message(topic, key, text):
+    m = Message(topic)
+    m.set_keys(str(key))
+    m.set_body(text)
+    return m
+
+
+class CppProducer:
+    def __init__(self, cluster, group):
+        self.p = Producer(group, timeout=5000)
+        self.p.set_namesrv_addr(cluster.namesrv_addr())
+        self.p.start()
+
+    def send(self, mode, topic, key, text):
+        """(acknowledged, error text): sync and orderly wait for SEND_OK; oneway is sent."""
+        try:
+            m = _message(topic, key, text)
+            if mode == "sync":
+                return self.p.send_sync(m).status == SendStatus.OK, None
+            if mode == "oneway":
+                self.p.send_oneway(m)
+                return True, None
+            return self.p.send_orderly(m, int(key)).status == SendStatus.OK, None
+        except Exception as e:  # noqa: BLE001 (the client's way to report a failed send)
+            return False, str(e)
+
+    def shutdown(self):
+        self.p.shutdown()
+
+
+class CppConsumer:
+    def __init__(self, cluster, group, topic, ledger, orderly):
+        self.c = PushConsumer(group, orderly=orderly)
+        self.c.set_namesrv_addr(cluster.namesrv_addr())
+        self.c.set_thread_count(4)
+        self.c.set_instance_name(f"interop-{next(_instances)}")
+        self.c.subscribe(topic, lambda m: ledger.record(m.body))
+        self.c.start()
+
+    def shutdown(self):
+        self.c.shutdown()
+
+
+class CppClient:
+    name = "cpp"
+
+    def producer(self, cluster, group):
+        return CppProducer(cluster, group)
+
+    def consumer(self, cluster, group, topic, ledger, orderly=False):
+        return CppConsumer(cluster, group, topic, ledger, orderly)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The real-client interop scenarios (interop/scenarios.py) with one client:
+#   interop/run.sh cpp    Apache's C++ client from the PyPI wheel `rocketmq` 0.4.4 (make interop-cpp, CI)
+#   interop/run.sh rust   the rocketmq-client-rust crate, built from interop/rust-client (make interop)
+# BIN: folder of broker-under-test and name-server (default target/release).
+# INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+client=${1:?usage: interop/run.sh cpp|rust}
+BIN=${BIN:-target/release}
+VENV=${INTEROP_VENV:-target/interop-venv}
+CPP_WHEEL='rocketmq==0.4.4'
+
+# The virtualenv lives in target/ (ignored by git); python3-venv provides `-m venv` on Debian.
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+case "$client" in
+cpp)
+  if ! "$VENV/bin/python" -c 'import rocketmq.client' >/dev/null 2>&1; then
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$CPP_WHEEL"
+  fi
+  # Importing loads the wheel's bundled librocketmq.so: fails here if it does not link.
+  "$VENV/bin/python" -c 'import rocketmq.client'
+  args=(--client cpp)
+  ;;
+rust)
+  cargo build --release --manifest-path interop/rust-client/Cargo.toml --target-dir target/interop-rust
+  args=(--client rust --rust-bin target/interop-rust/release/interop-rust-client)
+  ;;
+*)
+  echo "unknown client $client (cpp or rust)" >&2
+  exit 2
+  ;;
+esac
+if [ -n "${INTEROP_CAPTURE:-}" ]; then
+  args+=(--capture "$INTEROP_CAPTURE")
+fi
+# The clients write their logs under $HOME (~/logs/rocketmq-cpp, ~/logs/rocketmqlogs): keep
+# them in target/. The whole run is bounded; each scenario bounds itself too.
+mkdir -p target/interop-home
+HOME="$PWD/target/interop-home" timeout 900 "$VENV/bin/python" interop/scenarios.py \
+  "${args[@]}" --bin "$BIN"

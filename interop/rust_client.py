@@ -1,0 +1,90 @@
+"""The rocketmq-client-rust adapter: each producer and consumer is a process of the
+interop-rust-client binary (interop/rust-client), driven by its line protocol."""
+import subprocess
+import threading
+
+from cluster import _die_with_parent
+
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+
+
+class _Process:
+    def __init__(self, argv, name):
+        self.name = name
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     preexec_fn=_die_with_parent)
+        line = self._readline(READY_TIMEOUT)
+        if line != "ready":
+            self.stop()
+            raise RuntimeError(f"{name} did not start: {line!r}")
+
+    def _readline(self, timeout):
+        got = {}
+        t = threading.Thread(target=lambda: got.setdefault("l", self.proc.stdout.readline()),
+                             name=f"{self.name}-read")
+        t.start()
+        t.join(timeout)
+        return got.get("l", "").strip()
+
+    def stop(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class RustProducer(_Process):
+    def __init__(self, binary, cluster, group):
+        super().__init__([binary, "produce", cluster.namesrv_addr(), group], f"producer-{group}")
+
+    def send(self, mode, topic, key, text):
+        self.proc.stdin.write(f"{mode} {topic} {key} {text}\n")
+        self.proc.stdin.flush()
+        line = self._readline(STOP_TIMEOUT)
+        if line == "ok":
+            return True, None
+        return False, line[4:] if line.startswith("err ") else f"no answer ({line!r})"
+
+    def shutdown(self):
+        self.stop()
+
+
+class RustConsumer(_Process):
+    def __init__(self, binary, cluster, group, topic, ledger, orderly):
+        mode = "orderly" if orderly else "concurrently"
+        super().__init__([binary, "consume", cluster.namesrv_addr(), group, topic, mode],
+                         f"consumer-{group}")
+        self.ledger = ledger
+        self.reader = threading.Thread(target=self._read, name=f"consumer-{group}-msgs")
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith("msg "):
+                self.ledger.record(line[4:].rstrip("\n"))
+
+    def shutdown(self):
+        self.stop()
+        self.reader.join(STOP_TIMEOUT)
+
+
+class RustClient:
+    name = "rust"
+
+    def __init__(self, binary):
+        if not binary:
+            raise SystemExit("--client rust needs --rust-bin")
+        self.binary = binary
+
+    def producer(self, cluster, group):
+        return RustProducer(self.binary, cluster, group)
+
+    def consumer(self, cluster, group, topic, ledger, orderly=False):
+        return RustConsumer(self.binary, cluster, group, topic, ledger, orderly)
