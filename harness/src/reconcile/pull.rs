@@ -32,9 +32,22 @@ pub fn read_queue(
     topic: &str,
     queue_id: i32,
     timeout: Duration,
-    mut visit: impl FnMut(Stored),
+    visit: impl FnMut(Stored),
 ) -> Result<u64, ClientError> {
-    let mut offset = 0i64;
+    read_queue_from(conn, topic, queue_id, 0, timeout, visit).map(|(read, _)| read)
+}
+
+/// [`read_queue`] from offset `from`; returns the records read and the offset after the last
+/// one (where the next read starts).
+pub fn read_queue_from(
+    conn: &mut AdminConn,
+    topic: &str,
+    queue_id: i32,
+    from: i64,
+    timeout: Duration,
+    mut visit: impl FnMut(Stored),
+) -> Result<(u64, i64), ClientError> {
+    let mut offset = from;
     let mut read = 0u64;
     for _ in 0..MAX_PULLS {
         let h = PullMessageRequestHeader {
@@ -62,7 +75,7 @@ pub fn read_queue(
                 read += visit_records(&resp.body, &mut visit);
             }
             // Nothing at this offset (the end of the queue), or nothing matched.
-            c if c == ResponseCode::PULL_NOT_FOUND as i32 => return Ok(read),
+            c if c == ResponseCode::PULL_NOT_FOUND as i32 => return Ok((read, offset)),
             c if c == ResponseCode::PULL_RETRY_IMMEDIATELY as i32
                 || c == ResponseCode::PULL_OFFSET_MOVED as i32 => {}
             code => {
@@ -74,10 +87,10 @@ pub fn read_queue(
         }
         match next {
             Some(n) if n > offset => offset = n,
-            _ => return Ok(read),
+            _ => return Ok((read, offset)),
         }
     }
-    Ok(read)
+    Ok((read, offset))
 }
 
 /// Decodes a PULL body record by record, so one corrupt record does not hide the others.

@@ -7,6 +7,7 @@ mod atomic;
 pub mod cells;
 mod consumer_cols;
 mod hlog;
+mod order_cols;
 pub mod hlog_totals;
 pub mod knee_columns;
 pub mod run_json;
@@ -17,6 +18,7 @@ mod timeseries;
 pub use atomic::write_atomic;
 pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
 pub use hlog::HlogWriter;
+pub use order_cols::{OrderColumns, TimeseriesOrder};
 pub use summary::{
     summary_csv, summary_header, FaultColumns, Resources, SegmentFigures, SummaryRecord,
     SummaryRow, SUMMARY_LEADING, SUMMARY_METRICS,

@@ -79,6 +79,8 @@ impl LoadHandle {
             tracking: cfg.tracking.clone(),
             outcomes: cfg.outcomes.clone(),
             cluster: cfg.cluster.clone(),
+            key_gate: (w.ordering == crate::profile::SendOrdering::SyncByKey)
+                .then(|| Arc::new(crate::order::key::KeyGate::new(w.order_keys))),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];

@@ -61,6 +61,7 @@ mod tests {
             consumer: None,
             fault: Default::default(),
             knee: Default::default(),
+            order: Default::default(),
         }
     }
 
