@@ -168,7 +168,10 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                 return Duration::ZERO;
             }
             if let Some(order) = shared.metrics.order.get() {
-                order.pulled(q.queue_id, msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
+                order.pulled(
+                    q.queue_id,
+                    msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
+                );
             }
             let added = q.pq.lock().put(msgs);
             dispatch(inst, q, added);

@@ -104,8 +104,9 @@ impl JobOrder {
                 }
             }
         }
-        self.ledger()
-            .map_or_else(TimeseriesOrder::default, |l| TimeseriesOrder::of(&l.take_second()))
+        self.ledger().map_or_else(TimeseriesOrder::default, |l| {
+            TimeseriesOrder::of(&l.take_second())
+        })
     }
 
     /// The job's columns, or why the count is incomplete.

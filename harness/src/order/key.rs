@@ -66,7 +66,9 @@ impl Streams {
     pub fn queue(&self, seq: u64) -> i32 {
         match self {
             Streams::ByQueue { queues } => (seq % u64::from(*queues)) as i32,
-            Streams::ByKey { queue_of_key } => queue_of_key[(seq % queue_of_key.len() as u64) as usize],
+            Streams::ByKey { queue_of_key } => {
+                queue_of_key[(seq % queue_of_key.len() as u64) as usize]
+            }
         }
     }
 }

@@ -189,7 +189,9 @@ mod tests {
         let l = OrderLedger::new(P, Streams::of(&w), Source::Pull, ConsumeOrder::Checked);
         let keys: Vec<String> = [0u64, 2, 1, 3].iter().map(|&s| key(s)).collect();
         let batch = |from: usize| -> Vec<(i64, Option<&str>)> {
-            (from..4).map(|i| (i as i64, Some(keys[i].as_str()))).collect()
+            (from..4)
+                .map(|i| (i as i64, Some(keys[i].as_str())))
+                .collect()
         };
         l.pulled(0, batch(0));
         // The same queue pulled again from offset 1 (a rebalance): nothing new.

@@ -79,6 +79,9 @@ pub struct Pacer {
     /// `ordering` other than `none`: each send's key picks its queue, and the queue its one
     /// connection, as a Java producer has one channel per broker (`harness::order`).
     order: Option<Streams>,
+    /// sync-by-key: per key, the number of the last backlog scan that skipped it as busy.
+    skipped_in_scan: Vec<u64>,
+    scan: u64,
 }
 
 impl Pacer {
@@ -99,7 +102,13 @@ impl Pacer {
         }
         let order = (cfg.workload.ordering != SendOrdering::None && cfg.cluster.is_none())
             .then(|| Streams::of(&cfg.workload));
+        let keys = match cfg.workload.ordering {
+            SendOrdering::SyncByKey => cfg.workload.order_keys as usize,
+            _ => 0,
+        };
         Pacer {
+            skipped_in_scan: vec![0; keys],
+            scan: 0,
             order,
             builder,
             cfg,
@@ -326,17 +335,27 @@ impl Pacer {
     }
 
     /// The backlog entry to write next: the front; with sync-by-key, the first of the next
-    /// entries whose key has no send in flight. A key's earlier entry always comes first, so
-    /// each key's sends keep their order; the scan is bounded to twice the key count.
-    fn next_ready(&self) -> Option<usize> {
-        if self.common.key_gate.is_none() {
+    /// entries whose key has no send in flight, bounded to twice the key count. A key found
+    /// busy stays skipped for the rest of the scan: a reader may free it meanwhile, and then a
+    /// later send of the key would overtake the earlier one passed over.
+    fn next_ready(&mut self) -> Option<usize> {
+        let Some(gate) = self.common.key_gate.clone() else {
             return Some(0);
+        };
+        self.scan += 1;
+        let keys = self.skipped_in_scan.len().max(1);
+        let window = 2 * keys;
+        for (i, p) in self.backlog.iter().take(window).enumerate() {
+            let k = (p.seq % keys as u64) as usize;
+            if self.skipped_in_scan[k] == self.scan {
+                continue;
+            }
+            if gate.is_free(p.seq) {
+                return Some(i);
+            }
+            self.skipped_in_scan[k] = self.scan;
         }
-        let window = 2 * self.cfg.workload.order_keys as usize;
-        self.backlog
-            .iter()
-            .take(window)
-            .position(|p| self.key_free(p.seq))
+        None
     }
 
     /// The connection and queue of send `seq`'s first attempt: with `ordering`, its key's
