@@ -106,6 +106,46 @@ impl KeyGate {
     }
 }
 
+/// sync-by-key: which waiting send may be written next. The first, among the next `2 × keys`
+/// waiting sends, whose key has no send in flight. A key found busy stays skipped for the rest
+/// of the scan: a reader may free it meanwhile, and then a later send of the key would be
+/// written before the earlier one passed over.
+pub struct KeyScan {
+    /// Per key, the number of the last scan that skipped it as busy.
+    skipped: Vec<u64>,
+    scan: u64,
+}
+
+impl KeyScan {
+    pub fn new(keys: u32) -> KeyScan {
+        KeyScan {
+            skipped: vec![0; keys.max(1) as usize],
+            scan: 0,
+        }
+    }
+
+    /// The index, in `waiting` (send numbers in send order), of the send to write next.
+    pub fn next_ready(
+        &mut self,
+        gate: &KeyGate,
+        waiting: impl Iterator<Item = u64>,
+    ) -> Option<usize> {
+        self.scan += 1;
+        let keys = self.skipped.len() as u64;
+        for (i, seq) in waiting.take(2 * keys as usize).enumerate() {
+            let k = (seq % keys) as usize;
+            if self.skipped[k] == self.scan {
+                continue;
+            }
+            if gate.is_free(seq) {
+                return Some(i);
+            }
+            self.skipped[k] = self.scan;
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +188,31 @@ mod tests {
         assert!(gate.is_free(4));
         gate.release(3);
         assert!(gate.is_free(8));
+    }
+
+    #[test]
+    fn a_key_freed_during_a_scan_does_not_let_its_later_send_overtake() {
+        let gate = KeyGate::new(4);
+        let mut scan = KeyScan::new(4);
+        gate.take(1);
+        gate.take(2);
+        // Waiting: 5 (key 1), 6 (key 2), 9 (key 1). Key 1 is freed by a reader while the scan
+        // is past send 5: send 9 must still wait behind it.
+        let waiting = [5u64, 6, 9].into_iter().inspect(|&s| {
+            if s == 6 {
+                gate.release(1);
+            }
+        });
+        assert_eq!(scan.next_ready(&gate, waiting), None);
+        // The next scan sees key 1 free and picks send 5, the earlier one.
+        assert_eq!(scan.next_ready(&gate, [5u64, 6, 9].into_iter()), Some(0));
+        gate.take(1);
+        gate.take(3);
+        assert_eq!(scan.next_ready(&gate, [6u64, 7, 9, 10].into_iter()), None);
+        gate.release(2);
+        assert_eq!(
+            scan.next_ready(&gate, [6u64, 7, 9, 10].into_iter()),
+            Some(0)
+        );
     }
 }

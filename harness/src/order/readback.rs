@@ -16,8 +16,11 @@ use crate::runner::client::AdminConn;
 
 /// Time between read passes while the load runs.
 const PASS_EVERY: Duration = Duration::from_millis(250);
-/// One pull's answer time before the reader gives up on the broker.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// One pull's answer time before a pass gives up: an overloaded broker (8 spinning send
+/// threads on 2 cores) can take seconds to answer.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest a catch-up may read: far more than reading a job's messages takes.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(120);
 /// Pause between the passes of a catch-up (the broker's dispatch to its consume queues runs
 /// behind the append).
 const SETTLE: Duration = Duration::from_millis(20);
@@ -70,43 +73,46 @@ impl Reader {
         Ok(total)
     }
 
+    /// Reads until a pass finds nothing new (the load has ended, so the store stops growing).
+    /// A pass that fails is tried again, twice.
     fn catch_up(&mut self) -> Result<(), String> {
-        // Bounded: a load that never stops storing cannot hold the reader forever.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.pass()? > 0 && Instant::now() < deadline {
+        let deadline = Instant::now() + CATCH_UP_LIMIT;
+        let mut failures = 0;
+        loop {
+            match self.pass() {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => {
+                    failures += 1;
+                    if failures == 3 {
+                        return Err(e);
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "order read-back of {} still finding messages after {CATCH_UP_LIMIT:?}",
+                    self.topic
+                ));
+            }
             thread::sleep(SETTLE);
         }
-        Ok(())
     }
 
+    /// Passes while the load runs; a pass that fails (a pull unanswered) is tried again at
+    /// the next one from the same offsets, since nothing of an unfinished queue read is
+    /// counted. Only a failed catch-up is an error.
     fn run(mut self, rx: Receiver<Cmd>) -> Result<(), String> {
-        let mut failed: Option<String> = None;
         loop {
             match rx.recv_timeout(PASS_EVERY) {
                 Err(RecvTimeoutError::Timeout) => {
-                    if failed.is_none() {
-                        if let Err(e) = self.pass() {
-                            failed = Some(e);
-                        }
-                    }
+                    let _ = self.pass();
                 }
                 Ok(Cmd::CatchUp(done)) => {
-                    let r = match &failed {
-                        Some(e) => Err(e.clone()),
-                        None => self.catch_up(),
-                    };
-                    if let Err(e) = &r {
-                        failed.get_or_insert(e.clone());
-                    }
-                    let _ = done.send(r);
+                    let _ = done.send(self.catch_up());
                 }
                 Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                Ok(Cmd::Stop) => {
-                    return match failed {
-                        Some(e) => Err(e),
-                        None => self.catch_up(),
-                    }
-                }
+                Ok(Cmd::Stop) => return self.catch_up(),
             }
         }
     }
@@ -146,7 +152,7 @@ impl StoreReader {
             .send(Cmd::CatchUp(done_tx))
             .map_err(|_| "order read-back: the reader stopped".to_owned())?;
         done_rx
-            .recv_timeout(Duration::from_secs(60))
+            .recv_timeout(CATCH_UP_LIMIT + 3 * CALL_TIMEOUT)
             .map_err(|_| "order read-back: no answer to a catch-up".to_owned())?
     }
 

@@ -329,3 +329,31 @@ pub fn workload_with(
     w.validate().map_err(|(_, m)| m)?;
     Ok(w)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Workload, String> {
+        let w: Workload = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        w.validate().map_err(|(_, m)| m)?;
+        Ok(w)
+    }
+
+    #[test]
+    fn ordering_parses_and_refuses_what_the_java_client_cannot_do() {
+        let w = parse("ordering = \"sync-by-key\"\norder_keys = 8").unwrap();
+        assert_eq!((w.ordering, w.order_keys), (SendOrdering::SyncByKey, 8));
+        assert_eq!(parse("").unwrap().ordering, SendOrdering::None);
+        assert!(parse("ordering = \"by-key\"\nretry = \"rocketmq-4\"")
+            .unwrap_err()
+            .contains("sendSelectImpl"));
+        assert!(parse("ordering = \"by-key\"\nbatch = 4").is_err());
+        assert!(parse("ordering = \"sync-by-key\"\noneway = true").is_err());
+        assert!(parse("ordering = \"by-key\"\noneway = true").is_ok());
+        assert!(parse("order_keys = 0").is_err());
+        assert!(parse("ordering = \"by-hash\"").is_err());
+        // Without ordering, retries and batches stay as they were.
+        assert!(parse("retry = \"rocketmq-5.3\"\nbatch = 4").is_ok());
+    }
+}

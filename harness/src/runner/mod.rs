@@ -23,6 +23,7 @@ mod run;
 mod sampler;
 pub mod shard;
 mod validity;
+mod wait;
 
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::order::key::Streams;
+use crate::order::key::{KeyScan, Streams};
 use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
@@ -21,9 +21,7 @@ use crate::runner::common::{us, Common, InFlight};
 use crate::runner::conn::{connect, Conn, RECONNECT_EVERY};
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
-
-/// How long before a due time the pacer stops sleeping and spins.
-pub const SPIN: Duration = Duration::from_micros(150);
+use crate::runner::wait::{set_timer_slack, wait_until};
 
 /// One attempt of a send, as handed to [`Pacer::write`].
 struct Attempt {
@@ -79,9 +77,8 @@ pub struct Pacer {
     /// `ordering` other than `none`: each send's key picks its queue, and the queue its one
     /// connection, as a Java producer has one channel per broker (`harness::order`).
     order: Option<Streams>,
-    /// sync-by-key: per key, the number of the last backlog scan that skipped it as busy.
-    skipped_in_scan: Vec<u64>,
-    scan: u64,
+    /// sync-by-key: which backlog entry may go next.
+    key_scan: KeyScan,
 }
 
 impl Pacer {
@@ -102,13 +99,8 @@ impl Pacer {
         }
         let order = (cfg.workload.ordering != SendOrdering::None && cfg.cluster.is_none())
             .then(|| Streams::of(&cfg.workload));
-        let keys = match cfg.workload.ordering {
-            SendOrdering::SyncByKey => cfg.workload.order_keys as usize,
-            _ => 0,
-        };
         Pacer {
-            skipped_in_scan: vec![0; keys],
-            scan: 0,
+            key_scan: KeyScan::new(cfg.workload.order_keys),
             order,
             builder,
             cfg,
@@ -334,28 +326,14 @@ impl Pacer {
         self.common.key_gate.as_ref().is_none_or(|g| g.is_free(seq))
     }
 
-    /// The backlog entry to write next: the front; with sync-by-key, the first of the next
-    /// entries whose key has no send in flight, bounded to twice the key count. A key found
-    /// busy stays skipped for the rest of the scan: a reader may free it meanwhile, and then a
-    /// later send of the key would overtake the earlier one passed over.
+    /// The backlog entry to write next: the front, or with sync-by-key [`KeyScan`]'s choice.
     fn next_ready(&mut self) -> Option<usize> {
-        let Some(gate) = self.common.key_gate.clone() else {
-            return Some(0);
-        };
-        self.scan += 1;
-        let keys = self.skipped_in_scan.len().max(1);
-        let window = 2 * keys;
-        for (i, p) in self.backlog.iter().take(window).enumerate() {
-            let k = (p.seq % keys as u64) as usize;
-            if self.skipped_in_scan[k] == self.scan {
-                continue;
-            }
-            if gate.is_free(p.seq) {
-                return Some(i);
-            }
-            self.skipped_in_scan[k] = self.scan;
+        match self.common.key_gate.clone() {
+            None => Some(0),
+            Some(gate) => self
+                .key_scan
+                .next_ready(&gate, self.backlog.iter().map(|p| p.seq)),
         }
-        None
     }
 
     /// The connection and queue of send `seq`'s first attempt: with `ordering`, its key's
@@ -611,33 +589,7 @@ impl Pacer {
             self.end_unwritten(r.segment, Outcome::Timeout, r.intended, now);
         }
     }
-
-    /// Sleeps coarsely, then spins the last [`SPIN`]. Returns early after a coarse sleep (at
-    /// most 1 ms) so the caller can look at retries and cancellation.
     fn wait_until(&self, t: Instant) {
-        let now = Instant::now();
-        if now >= t {
-            return;
-        }
-        let rem = t - now;
-        if rem > SPIN {
-            thread::sleep((rem - SPIN).min(Duration::from_millis(1)));
-            return;
-        }
-        let s = Instant::now();
-        while Instant::now() < t {
-            std::hint::spin_loop();
-        }
-        self.spin_ns
-            .fetch_add(us(s.elapsed()) * 1000, Ordering::Relaxed);
-    }
-}
-
-/// 1 µs timer slack for the pacer: the default 50 µs would be added to every coarse sleep.
-fn set_timer_slack() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and affects only the calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+        wait_until(t, &self.spin_ns);
     }
 }
