@@ -353,7 +353,8 @@ e2e_p99_ms,e2e_p999_ms,stored_e2e_p99_ms,consumer_cached_max,consumer_cached_mib
 pulls_retry_immediately,pulls_offset_moved,pulls_errors,pulls_busy_pcbusy_clean_queue,pulls_busy_timeout_clean_queue,\
 pulls_busy_rejectrequest,pulls_busy_overload,pulls_busy_pc_synchronized,pulls_busy_other,consumer_decode_errors,\
 consumer_foreign,consumer_drained,acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
-slo_met,slo_failed,knee_rate,knee_limited_by"
+slo_met,slo_failed,knee_rate,knee_limited_by,order_inversions,order_source,order_read,consume_order_violations,\
+consume_order_redelivered"
     );
     assert_eq!(
         TIMESERIES_COLUMNS.join(","),
@@ -361,6 +362,7 @@ slo_met,slo_failed,knee_rate,knee_limited_by"
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
 harness_rss_mb,pool_buffers_free,commit_lag_bytes,end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,\
-consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms"
+consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms,order_inversions,\
+consume_order_violations"
     );
 }
