@@ -1,9 +1,11 @@
 //! The store read-back of a job without consumers: one thread (`harness-order-reader`) on its
 //! own connection reads every queue of the topic forward from where it stopped, a few times a
-//! second, with PULL_MESSAGE as reconciliation does (`reconcile::read_queue_from`), and feeds
-//! the stored order to the ledger. Reading while the load runs costs the broker what one
-//! consumer reading at the send rate would, and gives the per-second figures.
+//! second, with PULL_MESSAGE as reconciliation does (`reconcile::pull_request`; one pull in
+//! flight per queue), and feeds the stored order to the ledger. Reading while the load runs
+//! costs the broker what one consumer reading at the send rate would, and gives the per-second
+//! figures.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
@@ -11,9 +13,12 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::order::ledger::OrderLedger;
-use crate::reconcile::{read_queue_from, Stored};
-use crate::runner::client::AdminConn;
+use crate::reconcile::{pull_answer, pull_request, Stored};
+use crate::runner::client::{AdminConn, ClientError};
 
+/// Pulls of one pass at most (about 3 million messages): a pass ends even if the store grows
+/// as fast as it is read.
+const MAX_PULLS_PER_PASS: u64 = 100_000;
 /// Time between read passes while the load runs.
 const PASS_EVERY: Duration = Duration::from_millis(250);
 /// One pull's answer time before a pass gives up: an overloaded broker (8 spinning send
@@ -49,26 +54,51 @@ struct Reader {
 }
 
 impl Reader {
-    /// One pass over every queue; returns the records read.
+    /// One pass over every queue, each to its end, with one pull in flight per queue (queues
+    /// are read side by side: one pull at a time would trail a fast load). Returns the records
+    /// read. A queue's records are counted only when their answer arrives, in order, so a
+    /// pass that fails leaves the unanswered queues where they were for the next one.
     fn pass(&mut self) -> Result<u64, String> {
+        let fail = |e: ClientError| format!("order read-back of {}: {e}", self.topic);
+        let mut waiting: HashMap<i32, usize> = HashMap::new();
+        for (q, &cursor) in self.cursors.iter().enumerate() {
+            let opaque = self
+                .conn
+                .send(pull_request(&self.topic, q as i32, cursor), CALL_TIMEOUT)
+                .map_err(fail)?;
+            waiting.insert(opaque, q);
+        }
         let mut total = 0;
-        for (q, cursor) in self.cursors.iter_mut().enumerate() {
-            let mut keys: Vec<Option<String>> = Vec::new();
-            let (read, next) = read_queue_from(
-                &mut self.conn,
-                &self.topic,
-                q as i32,
-                *cursor,
-                CALL_TIMEOUT,
-                |s| match s {
-                    Stored::Key(k) => keys.push(k),
-                    Stored::Corrupt => keys.push(None),
-                },
-            )
-            .map_err(|e| format!("order read-back of {} queue {q}: {e}", self.topic))?;
-            *cursor = next;
-            total += read;
+        let mut pulls = 0u64;
+        let mut keys: Vec<Option<String>> = Vec::new();
+        while !waiting.is_empty() {
+            let resp = self
+                .conn
+                .read_response(Instant::now() + CALL_TIMEOUT, CALL_TIMEOUT)
+                .map_err(fail)?;
+            // An answer that a failed pass gave up on: its queue is read again from its cursor.
+            let Some(q) = waiting.remove(&resp.opaque) else {
+                continue;
+            };
+            keys.clear();
+            let (read, next) = pull_answer(resp, self.cursors[q], &mut |s| match s {
+                Stored::Key(k) => keys.push(k),
+                Stored::Corrupt => keys.push(None),
+            })
+            .map_err(fail)?;
             self.ledger.stored(keys.iter().map(Option::as_deref));
+            total += read;
+            pulls += 1;
+            if let Some(next) = next {
+                self.cursors[q] = next;
+                if pulls < MAX_PULLS_PER_PASS {
+                    let opaque = self
+                        .conn
+                        .send(pull_request(&self.topic, q as i32, next), CALL_TIMEOUT)
+                        .map_err(fail)?;
+                    waiting.insert(opaque, q);
+                }
+            }
         }
         Ok(total)
     }
