@@ -17,6 +17,7 @@ pub mod html;
 pub mod interrupt;
 pub mod matrix;
 pub mod merge;
+pub mod order;
 pub mod proc_cpu;
 pub mod profile;
 pub mod provenance;

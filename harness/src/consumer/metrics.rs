@@ -4,7 +4,7 @@
 //! lock taken once per consumed batch.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
@@ -14,6 +14,7 @@ use crate::consumer::gate::FlowControl;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::seqset::SeqSet;
 use crate::consumer::tracking::SendTracking;
+use crate::order::ledger::OrderLedger;
 use crate::recorder::{histogram, BusyClass};
 use crate::runner::client::uniq_seq;
 
@@ -58,6 +59,8 @@ pub struct Metrics {
     ledgers: Vec<Ledger>,
     pub lag: AtomicI64,
     pub lag_max: AtomicI64,
+    /// The job's order accounting, once the runner hands it over (`harness::order`).
+    pub order: OnceLock<Arc<OrderLedger>>,
 }
 
 /// Records `v`; `saturating_record` alone would clamp to the current (auto-resizing) range.
@@ -103,6 +106,7 @@ impl Metrics {
                 .collect(),
             lag: AtomicI64::new(0),
             lag_max: AtomicI64::new(0),
+            order: OnceLock::new(),
         }
     }
 
@@ -128,6 +132,9 @@ impl Metrics {
         let now = now_us();
         self.consumed
             .fetch_add(msgs.len() as u64, Ordering::Relaxed);
+        if let Some(order) = self.order.get() {
+            order.consumed(msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
+        }
         // A redelivery after a failure is a retry (counted in `failure.rs`), not a duplicate.
         for m in msgs.iter().filter(|m| m.reconsume_times == 0) {
             let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {

@@ -168,6 +168,12 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
             if msgs.is_empty() {
                 return Duration::ZERO;
             }
+            if let Some(order) = shared.metrics.order.get() {
+                order.pulled(
+                    q.queue_id,
+                    msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
+                );
+            }
             let added = q.pq.lock().put(msgs);
             dispatch(inst, q, added);
             Duration::ZERO

@@ -148,6 +148,11 @@ impl ConsumerRun {
         Ok(run)
     }
 
+    /// Hands the job's order accounting to the pulls and consume tasks (`harness::order`).
+    pub fn watch_order(&self, ledger: Arc<crate::order::ledger::OrderLedger>) {
+        let _ = self.shared.metrics.order.set(ledger);
+    }
+
     /// The load's acknowledgements go here (`LoadConfig::tracking`).
     pub fn tracking(&self) -> Arc<SendTracking> {
         self.load.clone()

@@ -197,6 +197,7 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
             consumer: None,
             fault: Default::default(),
             knee: Default::default(),
+            order: Default::default(),
             profile: r0.text.get("profile").cloned().unwrap_or_default(),
             cell_id: r0.cell_id.clone(),
             label,

@@ -85,6 +85,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
                     ..TimeseriesTail::default()
                 },
                 consumer: Default::default(),
+                order: Default::default(),
             })
             .unwrap();
     }
@@ -101,6 +102,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
         consumer: None,
         fault: Default::default(),
         knee: Default::default(),
+        order: Default::default(),
         profile: profile.into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),
@@ -290,6 +292,7 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
         consumer: None,
         fault: Default::default(),
         knee: Default::default(),
+        order: Default::default(),
         profile: "p".into(),
         cell_id: "cafe0001".into(),
         label: "-".into(),

@@ -331,6 +331,13 @@ impl Profile {
                 c.get_ref()
                     .validate()
                     .map_err(|m| src.err(Some(c.span()), m, None))?;
+                if workload.ordering != super::workload::SendOrdering::None {
+                    return Err(src.err(
+                        find_key_span(text, "workload", "ordering"),
+                        "`ordering` selects queues of one broker; it is not supported with [cluster]",
+                        None,
+                    ));
+                }
                 Some(c.get_ref().clone())
             }
             None => None,

@@ -46,5 +46,6 @@ pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
 pub use slo::{Slo, SloTerm};
 pub use value::{parse_set_value, value_string};
 pub use workload::{
-    workload_with, HeaderKind, Model, RetryPolicy, SendCode, Step, Workload, WORKLOAD_KEYS,
+    workload_with, HeaderKind, Model, RetryPolicy, SendCode, SendOrdering, Step, Workload,
+    WORKLOAD_KEYS,
 };

@@ -28,6 +28,8 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "retry",
     "create_topic",
     "latency_fault",
+    "ordering",
+    "order_keys",
 ];
 
 /// How sends are paced.
@@ -75,6 +77,23 @@ pub enum RetryPolicy {
     /// Java client ≥ 5.3.0: additionally retries SYSTEM_BUSY (2) and GO_AWAY (1500).
     #[serde(rename = "rocketmq-5.3")]
     Rocketmq53,
+}
+
+/// How the producer orders its sends (`harness::order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+pub enum SendOrdering {
+    /// Queues round robin, sends pipelined, no order promised: today's producer.
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    /// `order_keys` keys; a key always goes to one queue (`SelectMessageQueueByHash`), its
+    /// sends are pipelined.
+    #[serde(rename = "by-key")]
+    ByKey,
+    /// Like `by-key`, with at most one send of a key in flight (RocketMQ's ordered-message
+    /// guide: synchronous sends).
+    #[serde(rename = "sync-by-key")]
+    SyncByKey,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -133,6 +152,10 @@ pub struct Workload {
     /// answered slowly, busy or not at all for the client's fault duration (`harness::cluster`).
     /// Default: false.
     pub latency_fault: bool,
+    /// `none`, `by-key` or `sync-by-key` (`harness::order`). Default: none.
+    pub ordering: SendOrdering,
+    /// Ordering keys (`ORDER-0` … `ORDER-<n-1>`); send `i` carries key `i mod n`. Default: 16.
+    pub order_keys: u32,
 }
 
 impl Default for Workload {
@@ -158,6 +181,8 @@ impl Default for Workload {
             retry: RetryPolicy::None,
             create_topic: true,
             latency_fault: false,
+            ordering: SendOrdering::None,
+            order_keys: 16,
         }
     }
 }
@@ -244,6 +269,40 @@ impl Workload {
                 "oneway sends are never retried by the Java client; set retry = \"none\"".into(),
             ));
         }
+        self.validate_ordering()
+    }
+
+    /// The `ordering` checks: what the Java client's `send(msg, selector, arg)` cannot do.
+    fn validate_ordering(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=65_536).contains(&self.order_keys) {
+            return Err((
+                "order_keys",
+                "`order_keys` must be between 1 and 65536".into(),
+            ));
+        }
+        if self.ordering == SendOrdering::None {
+            return Ok(());
+        }
+        if self.retry != RetryPolicy::None {
+            return Err((
+                "retry",
+                "ordered sends are never retried by the Java client (send(msg, selector, arg) \
+                 sends once, DefaultMQProducerImpl.sendSelectImpl); set retry = \"none\""
+                    .into(),
+            ));
+        }
+        if self.batch > 1 {
+            return Err((
+                "batch",
+                "ordering keys are per message; use batch = 1 with `ordering`".into(),
+            ));
+        }
+        if self.ordering == SendOrdering::SyncByKey && self.oneway {
+            return Err((
+                "oneway",
+                "sync-by-key waits for each answer; oneway sends have none".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -269,4 +328,32 @@ pub fn workload_with(
         .map_err(|e: toml::de::Error| e.message().to_owned())?;
     w.validate().map_err(|(_, m)| m)?;
     Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Workload, String> {
+        let w: Workload = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        w.validate().map_err(|(_, m)| m)?;
+        Ok(w)
+    }
+
+    #[test]
+    fn ordering_parses_and_refuses_what_the_java_client_cannot_do() {
+        let w = parse("ordering = \"sync-by-key\"\norder_keys = 8").unwrap();
+        assert_eq!((w.ordering, w.order_keys), (SendOrdering::SyncByKey, 8));
+        assert_eq!(parse("").unwrap().ordering, SendOrdering::None);
+        assert!(parse("ordering = \"by-key\"\nretry = \"rocketmq-4\"")
+            .unwrap_err()
+            .contains("sendSelectImpl"));
+        assert!(parse("ordering = \"by-key\"\nbatch = 4").is_err());
+        assert!(parse("ordering = \"sync-by-key\"\noneway = true").is_err());
+        assert!(parse("ordering = \"by-key\"\noneway = true").is_ok());
+        assert!(parse("order_keys = 0").is_err());
+        assert!(parse("ordering = \"by-hash\"").is_err());
+        // Without ordering, retries and batches stay as they were.
+        assert!(parse("retry = \"rocketmq-5.3\"\nbatch = 4").is_ok());
+    }
 }

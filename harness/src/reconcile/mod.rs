@@ -11,6 +11,6 @@ mod pull;
 mod store;
 mod tally;
 
-pub use pull::{read_queue, Stored};
+pub use pull::{pull_answer, pull_request, read_queue, read_queue_from, Stored};
 pub use store::reconcile_store;
 pub use tally::{tally, Tally};

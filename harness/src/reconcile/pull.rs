@@ -32,52 +32,81 @@ pub fn read_queue(
     topic: &str,
     queue_id: i32,
     timeout: Duration,
-    mut visit: impl FnMut(Stored),
+    visit: impl FnMut(Stored),
 ) -> Result<u64, ClientError> {
-    let mut offset = 0i64;
+    read_queue_from(conn, topic, queue_id, 0, timeout, visit).map(|(read, _)| read)
+}
+
+/// [`read_queue`] from offset `from`; returns the records read and the offset after the last
+/// one (where the next read starts).
+pub fn read_queue_from(
+    conn: &mut AdminConn,
+    topic: &str,
+    queue_id: i32,
+    from: i64,
+    timeout: Duration,
+    mut visit: impl FnMut(Stored),
+) -> Result<(u64, i64), ClientError> {
+    let mut offset = from;
     let mut read = 0u64;
     for _ in 0..MAX_PULLS {
-        let h = PullMessageRequestHeader {
-            consumer_group: GROUP.into(),
-            topic: topic.to_owned(),
-            queue_id,
-            queue_offset: offset,
-            max_msg_nums: BATCH,
-            // SUBSCRIPTION: the expression travels with the pull, no heartbeat needed.
-            sys_flag: 4,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            max_msg_bytes: None,
-        };
-        let resp = conn.call(
-            RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&h),
-            timeout,
-        )?;
-        let next: Option<i64> = resp.ext("nextBeginOffset").and_then(|v| v.parse().ok());
-        match resp.code {
-            c if c == ResponseCode::SUCCESS as i32 => {
-                read += visit_records(&resp.body, &mut visit);
-            }
-            // Nothing at this offset (the end of the queue), or nothing matched.
-            c if c == ResponseCode::PULL_NOT_FOUND as i32 => return Ok(read),
-            c if c == ResponseCode::PULL_RETRY_IMMEDIATELY as i32
-                || c == ResponseCode::PULL_OFFSET_MOVED as i32 => {}
-            code => {
-                return Err(ClientError::Refused {
-                    code,
-                    remark: resp.remark.unwrap_or_default(),
-                })
-            }
-        }
+        let resp = conn.call(pull_request(topic, queue_id, offset), timeout)?;
+        let (n, next) = pull_answer(resp, offset, &mut visit)?;
+        read += n;
         match next {
-            Some(n) if n > offset => offset = n,
-            _ => return Ok(read),
+            Some(n) => offset = n,
+            None => return Ok((read, offset)),
         }
     }
-    Ok(read)
+    Ok((read, offset))
+}
+
+/// The PULL_MESSAGE of the reader: up to [`BATCH`] records of `queue_id` from `offset`, never
+/// held by the broker, never committing an offset.
+pub fn pull_request(topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
+    let h = PullMessageRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: topic.to_owned(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: BATCH,
+        // SUBSCRIPTION: the expression travels with the pull, no heartbeat needed.
+        sys_flag: 4,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some("*".into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
+    };
+    RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&h)
+}
+
+/// The answer to a [`pull_request`] at `offset`: its records go to `visit`; returns how many,
+/// and the offset to pull next, or None at the end of the queue.
+pub fn pull_answer(
+    resp: RemotingCommand,
+    offset: i64,
+    visit: &mut impl FnMut(Stored),
+) -> Result<(u64, Option<i64>), ClientError> {
+    let next: Option<i64> = resp.ext("nextBeginOffset").and_then(|v| v.parse().ok());
+    let read = match resp.code {
+        c if c == ResponseCode::SUCCESS as i32 => visit_records(&resp.body, visit),
+        // Nothing at this offset (the end of the queue), or nothing matched.
+        c if c == ResponseCode::PULL_NOT_FOUND as i32 => return Ok((0, None)),
+        c if c == ResponseCode::PULL_RETRY_IMMEDIATELY as i32
+            || c == ResponseCode::PULL_OFFSET_MOVED as i32 =>
+        {
+            0
+        }
+        code => {
+            return Err(ClientError::Refused {
+                code,
+                remark: resp.remark.unwrap_or_default(),
+            })
+        }
+    };
+    Ok((read, next.filter(|&n| n > offset)))
 }
 
 /// Decodes a PULL body record by record, so one corrupt record does not hide the others.

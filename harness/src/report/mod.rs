@@ -10,6 +10,7 @@ mod consumer_cols;
 mod hlog;
 pub mod hlog_totals;
 pub mod knee_columns;
+mod order_cols;
 pub mod run_json;
 mod summary;
 mod table;
@@ -18,6 +19,7 @@ mod timeseries;
 pub use atomic::write_atomic;
 pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
 pub use hlog::HlogWriter;
+pub use order_cols::{OrderColumns, TimeseriesOrder};
 pub use summary::{
     summary_csv, summary_header, FaultColumns, Resources, SegmentFigures, SummaryRecord,
     SummaryRow, SUMMARY_LEADING, SUMMARY_METRICS,

@@ -12,6 +12,7 @@ use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
 use crate::report::knee_columns::KneeColumns;
+use crate::report::order_cols::OrderColumns;
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -24,6 +25,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<SummaryConsumer>());
     cols.extend(field_names::<FaultColumns>());
     cols.extend(field_names::<KneeColumns>());
+    cols.extend(field_names::<OrderColumns>());
     cols
 });
 
@@ -48,6 +50,7 @@ pub struct SummaryRecord<'a> {
     consumer: SummaryConsumer,
     fault: FaultColumns,
     knee: &'a KneeColumns,
+    order: &'a OrderColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -162,6 +165,8 @@ pub struct SummaryRow {
     pub fault: FaultColumns,
     /// Knee-search columns (empty unless `model = "knee"`).
     pub knee: KneeColumns,
+    /// Order accounting (`harness::order`), the same on every row of a job.
+    pub order: OrderColumns,
 }
 
 /// The figures of one segment that go into a row.
@@ -354,6 +359,7 @@ impl SummaryRow {
             consumer: SummaryConsumer::of(self.consumer.as_ref()),
             fault: self.fault.clone(),
             knee: &self.knee,
+            order: &self.order,
         }
     }
 }
@@ -437,6 +443,12 @@ mod tests {
                 recovery_ms: Some(Fixed(123.45)),
             },
             knee: KneeColumns::default(),
+            order: OrderColumns {
+                order_inversions: Some(7),
+                order_source: Some("store"),
+                order_read: Some(1000),
+                ..OrderColumns::default()
+            },
         };
         let text =
             String::from_utf8(summary_csv(&["a".into(), "b".into()], &[row]).unwrap()).unwrap();
@@ -447,7 +459,7 @@ mod tests {
 1,2,3,4,5,6,7,8,9,10,14,15,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,7,store,1000,,"
         );
         assert_eq!(
             line.split(',').count(),
@@ -474,13 +486,14 @@ mod tests {
             consumer: None,
             fault: FaultColumns::default(),
             knee: KneeColumns::default(),
+            order: OrderColumns::default(),
         };
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

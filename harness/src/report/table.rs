@@ -32,10 +32,19 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
         .max()
         .unwrap_or(4)
         .clamp(4, 100);
+    // Order inversions (`harness::order`) beside busy answers and rates, when any job counted them.
+    let counted = rows.iter().any(|r| r.order.order_inversions.is_some());
+    let inversions = |r: &SummaryRow| match (counted, r.order.order_inversions) {
+        (false, _) => String::new(),
+        (true, Some(n)) => format!(" {n:>10}"),
+        (true, None) => format!(" {:>10}", "-"),
+    };
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}  {}\n",
-        "", "cell", "rep", "step", "target/s", "achieved", "ok/s", "busy", "busy%", "p50 ms", "p99 ms", "max ms", "tmo", "drop", "brkCPU%", "valid"
+        "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}{}  {}\n",
+        "", "cell", "rep", "step", "target/s", "achieved", "ok/s", "busy", "busy%", "p50 ms", "p99 ms", "max ms", "tmo", "drop", "brkCPU%",
+        if counted { format!(" {:>10}", "inversions") } else { String::new() },
+        "valid"
     ));
     for r in order {
         let id = (r.cell_id.clone(), r.repetition, r.step);
@@ -51,7 +60,7 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
             label = label.chars().take(w - 1).collect::<String>() + "…";
         }
         out.push_str(&format!(
-            "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9.0} {:>9.0} {:>7} {:>6.2}% {:>8.3} {:>8.3} {:>9.3} {:>6} {:>6} {:>7}  {}\n",
+            "{:<2} {:<w$} {:>3} {:>4} {:>9} {:>9.0} {:>9.0} {:>7} {:>6.2}% {:>8.3} {:>8.3} {:>9.3} {:>6} {:>6} {:>7}{}  {}\n",
             mark,
             label,
             r.repetition,
@@ -67,6 +76,7 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
             r.seg.counts.timeouts,
             r.seg.counts.dropped,
             r.res.broker_cpu_avg.map_or("-".into(), |c| format!("{c:.0}")),
+            inversions(r),
             if r.valid { "yes".to_owned() } else { format!("NO: {}", r.invalid_reason) }
         ));
     }
@@ -81,4 +91,34 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
             .map(|r| r.invalid_reason.as_str()),
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::OrderColumns;
+
+    fn row(id: &str, inversions: Option<u64>) -> SummaryRow {
+        SummaryRow {
+            cell_id: id.into(),
+            label: id.into(),
+            valid: true,
+            order: OrderColumns {
+                order_inversions: inversions,
+                ..OrderColumns::default()
+            },
+            ..SummaryRow::default()
+        }
+    }
+
+    #[test]
+    fn inversions_show_only_when_a_job_counted_them() {
+        let plain = table(&[row("a", None)], "ok_rate", true);
+        assert!(!plain.contains("inversions"), "{plain}");
+        let t = table(&[row("a", Some(42)), row("b", None)], "ok_rate", true);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].contains("inversions"), "{t}");
+        assert!(lines[1].contains("        42  yes"), "{t}");
+        assert!(lines[2].contains("         -  yes"), "{t}");
+    }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::report::cells::{busy_columns, field_names, Fixed};
 use crate::report::consumer_cols::TimeseriesConsumer;
+use crate::report::order_cols::TimeseriesOrder;
 
 /// `timeseries.csv` columns.
 pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
@@ -18,6 +19,7 @@ pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(busy_columns());
     cols.extend(field_names::<TimeseriesTail>());
     cols.extend(field_names::<TimeseriesConsumer>());
+    cols.extend(field_names::<TimeseriesOrder>());
     cols
 });
 
@@ -29,6 +31,8 @@ pub struct TimeseriesRow {
     pub tail: TimeseriesTail,
     /// Empty cells without consumers.
     pub consumer: TimeseriesConsumer,
+    /// Empty cells without order accounting.
+    pub order: TimeseriesOrder,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -175,13 +179,17 @@ mod tests {
                 end_unix_s: Fixed(1_796_040_000.25),
             },
             consumer: TimeseriesConsumer::default(),
+            order: TimeseriesOrder {
+                order_inversions: Some(3),
+                consume_order_violations: None,
+            },
         };
         let text = String::from_utf8(timeseries_csv(std::slice::from_ref(&row)).unwrap()).unwrap();
         let mut lines = text.lines();
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,,3,"
         );
 
         // The streaming writer produces the same file, row by row.

@@ -79,6 +79,11 @@ impl KeySpace {
         let _ = write!(out, "{}{:012X}", self.prefix, seq & 0xFFFF_FFFF_FFFF);
     }
 
+    /// The 20-hex-digit prefix of every key of the load.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The send number of `key`, or None for a key of another load.
     pub fn seq_of(&self, key: &str) -> Option<u64> {
         match uniq_seq(key) {

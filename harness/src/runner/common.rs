@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use crate::cluster::router::Router;
 use crate::consumer::SendTracking;
 use crate::fault::OutcomeLog;
+use crate::order::key::KeyGate;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
@@ -46,6 +47,8 @@ pub struct Common {
     pub outcomes: Option<Arc<OutcomeLog>>,
     /// With several brokers: queue selection and the fault table (`harness::cluster`).
     pub cluster: Option<Arc<Router>>,
+    /// `ordering = "sync-by-key"`: which keys have a send in flight (`harness::order`).
+    pub key_gate: Option<Arc<KeyGate>>,
 }
 
 impl Common {
@@ -104,6 +107,9 @@ impl Common {
             if self.retry_tx.try_send(r).is_ok() {
                 return;
             }
+        }
+        if let Some(g) = &self.key_gate {
+            g.release(e.seq);
         }
         if outcome == Outcome::Ok && answered {
             if let Some(t) = &self.tracking {

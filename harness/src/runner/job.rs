@@ -11,7 +11,7 @@ use crate::fault::{self, Injector};
 use crate::matrix::Cell;
 use crate::profile::Model;
 use crate::recorder::Recorder;
-use crate::report::{FaultColumns, Resources, SegmentFigures, SummaryRow};
+use crate::report::{FaultColumns, OrderColumns, Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::plan::{LoadConfig, Phase};
 use crate::runner::sampler::{drive, segment_resources, Sample};
@@ -63,6 +63,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let mut res = Resources::default();
     let mut consumer = None;
     let mut fault_cols = FaultColumns::default();
+    let mut order_cols = OrderColumns::default();
     let mut broker_names: Vec<String> = Vec::new();
     let harness_cpus = ctx
         .pinning
@@ -139,6 +140,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             &mut res,
             &mut interrupted,
             &mut consumer,
+            &mut order_cols,
             injector.as_mut(),
             own_stores.then_some(job_dir.as_path()),
         );
@@ -221,6 +223,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             consumer: consumer.clone(),
             fault: fault_cols.clone(),
             knee: Default::default(),
+            order: order_cols.clone(),
         };
         let reason = invalid
             .clone()

@@ -3,7 +3,7 @@
 //!
 //! Why the pacer writes itself: handing intended times to async tasks adds a cross-thread
 //! wake-up (tens of µs, and up to a millisecond of timer granularity) to every send. The pacer
-//! sleeps coarsely, spins the last [`SPIN`](crate::runner::pacer::SPIN), and calls `write` on a blocking socket at the due
+//! sleeps coarsely, spins the last [`SPIN`](crate::runner::wait::SPIN), and calls `write` on a blocking socket at the due
 //! instant, so `lag` (actual write − intended) measures only the generator.
 //!
 //! Open loop: send `i` of a phase is due at `phase_start + i/rate`. When every connection has
@@ -79,6 +79,8 @@ impl LoadHandle {
             tracking: cfg.tracking.clone(),
             outcomes: cfg.outcomes.clone(),
             cluster: cfg.cluster.clone(),
+            key_gate: (w.ordering == crate::profile::SendOrdering::SyncByKey)
+                .then(|| Arc::new(crate::order::key::KeyGate::new(w.order_keys))),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];

@@ -24,6 +24,7 @@ mod sampler;
 pub mod shard;
 mod store_disk;
 mod validity;
+mod wait;
 
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};

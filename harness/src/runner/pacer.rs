@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::order::key::{KeyScan, Streams};
+use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight};
 use crate::runner::conn::{connect, Conn, RECONNECT_EVERY};
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
-
-/// How long before a due time the pacer stops sleeping and spins.
-pub const SPIN: Duration = Duration::from_micros(150);
+use crate::runner::wait::{set_timer_slack, wait_until};
 
 /// One attempt of a send, as handed to [`Pacer::write`].
 struct Attempt {
@@ -74,6 +74,11 @@ pub struct Pacer {
     rr: usize,
     backlog: VecDeque<Pending>,
     backlog_cap: usize,
+    /// `ordering` other than `none`: each send's key picks its queue, and the queue its one
+    /// connection, as a Java producer has one channel per broker (`harness::order`).
+    order: Option<Streams>,
+    /// sync-by-key: which backlog entry may go next.
+    key_scan: KeyScan,
 }
 
 impl Pacer {
@@ -92,7 +97,11 @@ impl Pacer {
         if let Some(t) = &cfg.tracking {
             builder.set_uniq_prefix(&t.prefix);
         }
+        let order = (cfg.workload.ordering != SendOrdering::None && cfg.cluster.is_none())
+            .then(|| Streams::of(&cfg.workload));
         Pacer {
+            key_scan: KeyScan::new(cfg.workload.order_keys),
+            order,
             builder,
             cfg,
             common,
@@ -194,7 +203,10 @@ impl Pacer {
                         .current_segment
                         .store(segment, Ordering::Relaxed);
                     while self.common.outstanding.load(Ordering::Acquire) < concurrency {
-                        let (pick, queue) = self.pick_first();
+                        if !self.key_free(seq) {
+                            break;
+                        }
+                        let (pick, queue) = self.pick_first(seq);
                         match pick {
                             Pick::Conn(c) => {
                                 self.rec.lock().scheduled(segment);
@@ -261,15 +273,18 @@ impl Pacer {
                 self.end_unwritten(p.segment, Outcome::Dropped, p.intended, now);
                 continue;
             }
-            let (pick, queue) = self.pick_first();
+            let Some(i) = self.next_ready() else {
+                break;
+            };
+            let (pick, queue) = self.pick_first(self.backlog[i].seq);
             match pick {
                 Pick::Conn(c) => {
-                    let p = self.backlog.pop_front().expect("front exists");
+                    let p = self.backlog.remove(i).expect("entry exists");
                     self.write(c, Attempt::first(p.seq, p.intended, p.segment), now, queue);
                 }
                 Pick::Full => break,
                 Pick::Down => {
-                    let p = self.backlog.pop_front().expect("front exists");
+                    let p = self.backlog.remove(i).expect("entry exists");
                     self.end_unwritten(p.segment, Outcome::ConnectionError, p.intended, now);
                 }
             }
@@ -305,9 +320,31 @@ impl Pacer {
         }
     }
 
-    /// The connection and (cluster) queue of a first attempt: the router's queue choice,
-    /// then a connection to that broker.
-    fn pick_first(&mut self) -> (Pick, Option<i32>) {
+    /// Whether send `seq` may be written now: with sync-by-key, only when its key has no send
+    /// in flight.
+    fn key_free(&self, seq: u64) -> bool {
+        self.common.key_gate.as_ref().is_none_or(|g| g.is_free(seq))
+    }
+
+    /// The backlog entry to write next: the front, or with sync-by-key [`KeyScan`]'s choice.
+    fn next_ready(&mut self) -> Option<usize> {
+        match self.common.key_gate.clone() {
+            None => Some(0),
+            Some(gate) => self
+                .key_scan
+                .next_ready(&gate, self.backlog.iter().map(|p| p.seq)),
+        }
+    }
+
+    /// The connection and queue of send `seq`'s first attempt: with `ordering`, its key's
+    /// queue and that queue's connection; in a cluster, the router's queue choice, then a
+    /// connection to that broker; otherwise any connection and the builder's round robin.
+    fn pick_first(&mut self, seq: u64) -> (Pick, Option<i32>) {
+        if let Some(streams) = &self.order {
+            let queue = streams.queue(seq);
+            let conn = queue as usize % self.conns.len();
+            return (self.pick_in(None, Some(conn)), Some(queue));
+        }
         self.pick_routed(None, false)
     }
 
@@ -344,12 +381,20 @@ impl Pacer {
     /// Round robin over healthy connections (of `broker`, in a cluster) with a free slot;
     /// reconnects broken ones.
     fn pick(&mut self, broker: Option<usize>) -> Pick {
+        self.pick_in(broker, None)
+    }
+
+    /// [`Pacer::pick`] among the connections of `broker`, or connection `only`.
+    fn pick_in(&mut self, broker: Option<usize>, only: Option<usize>) -> Pick {
         let n = self.conns.len();
         let max = self.cfg.workload.max_in_flight as usize;
         let mut any_up = false;
         for k in 0..n {
             let i = (self.rr + k) % n;
             if broker.is_some() && self.conns[i].broker != broker {
+                continue;
+            }
+            if only.is_some_and(|o| o != i) {
                 continue;
             }
             let broken = self.conns[i].stream.is_none()
@@ -394,6 +439,9 @@ impl Pacer {
             segment,
             number,
         } = a;
+        if let Some(g) = &self.common.key_gate {
+            g.take(seq);
+        }
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
@@ -541,33 +589,7 @@ impl Pacer {
             self.end_unwritten(r.segment, Outcome::Timeout, r.intended, now);
         }
     }
-
-    /// Sleeps coarsely, then spins the last [`SPIN`]. Returns early after a coarse sleep (at
-    /// most 1 ms) so the caller can look at retries and cancellation.
     fn wait_until(&self, t: Instant) {
-        let now = Instant::now();
-        if now >= t {
-            return;
-        }
-        let rem = t - now;
-        if rem > SPIN {
-            thread::sleep((rem - SPIN).min(Duration::from_millis(1)));
-            return;
-        }
-        let s = Instant::now();
-        while Instant::now() < t {
-            std::hint::spin_loop();
-        }
-        self.spin_ns
-            .fetch_add(us(s.elapsed()) * 1000, Ordering::Relaxed);
-    }
-}
-
-/// 1 µs timer slack for the pacer: the default 50 µs would be added to every coarse sleep.
-fn set_timer_slack() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and affects only the calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+        wait_until(t, &self.spin_ns);
     }
 }

@@ -12,11 +12,12 @@ use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::matrix::Cell;
+use crate::order::hook::JobOrder;
 use crate::proc_cpu::process_cpu_seconds;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, NotAvailableClass, Recorder};
 use crate::report::cells::Fixed;
-use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use crate::report::{OrderColumns, Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::client::AdminConn;
 use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
@@ -149,6 +150,7 @@ pub fn drive(
     res: &mut Resources,
     interrupted: &mut bool,
     consumer_figures: &mut Option<ConsumerFigures>,
+    order_cols: &mut OrderColumns,
     mut fault: Option<&mut Injector>,
     store_dirs: Option<&Path>,
 ) -> Result<(), String> {
@@ -182,12 +184,21 @@ pub fn drive(
         cfg.outcomes = Some(f.log.clone());
     }
     let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
+    let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
+    let mut order = JobOrder::before_load(
+        w,
+        cfg.cluster.is_some(),
+        consumers.as_ref().zip(consumer_mode),
+    );
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
     let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
     let schedule_start = load.start.saturating_duration_since(ctx.run_start);
+    if let Some(o) = order.as_mut() {
+        o.load_started(addr, w, &load.keys);
+    }
     if let Some(f) = fault.as_deref_mut() {
         let warmup = cfg.phases.first().map_or(Duration::ZERO, |p| p.duration);
         f.arm(load.start + warmup, load.start + cfg.total());
@@ -315,6 +326,9 @@ pub fn drive(
             .as_secs_f64()
             - 1.0;
         let mut tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
+        if let Some(o) = order.as_mut() {
+            row.order = o.second(finished);
+        }
         if let Some(p) = &ctx.probe {
             row.key.step = Some(p.index);
             tag_base.push_str(&format!("/p{}", p.index));
@@ -394,7 +408,11 @@ pub fn drive(
                     .as_secs_f64(),
             };
             let name = &ctx.profile.name;
-            timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None)
+            let mut row = timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None);
+            if let Some(o) = order.as_mut() {
+                row.order = o.second(false);
+            }
+            row
         },
         |row, e2e, stored| {
             let start = SystemTime::now()
@@ -418,6 +436,15 @@ pub fn drive(
                 .map_err(|e| format!("writing the time series: {e}"))
         },
     )?;
+
+    if let Some(o) = order {
+        match o.finish() {
+            Ok(cols) => *order_cols = cols,
+            Err(e) => {
+                crashed.get_or_insert(e);
+            }
+        }
+    }
 
     // Resources over the measured seconds.
     let measured: Vec<&Sample> = samples
@@ -546,6 +573,7 @@ pub fn timeseries_row(
             end_unix_s: Fixed(s.end_unix_s),
         },
         consumer: Default::default(),
+        order: Default::default(),
     }
 }
 

@@ -63,6 +63,7 @@ mod tests {
             consumer: None,
             fault: Default::default(),
             knee: Default::default(),
+            order: Default::default(),
         }
     }
 

@@ -1,0 +1,130 @@
+//! The order accounting of one job, as the sampling loop (`runner::sampler`) drives it:
+//! started before the load (so the consumers count from their first pull of its messages),
+//! given the load's UNIQ_KEY prefix once it runs, sampled every second, finished after it.
+//!
+//! It is on when the job has consumers (their pulls are read anyway) or `ordering` is not
+//! `none` (then, without consumers, a store reader reads the queues back). Off with batches
+//! (keys are per message) and with `[cluster]` (one broker's queues are not the topic's).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::consumer::ConsumerRun;
+use crate::order::key::Streams;
+use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
+use crate::order::readback::StoreReader;
+use crate::profile::{ConsumeMode, SendOrdering, Workload};
+use crate::report::{OrderColumns, TimeseriesOrder};
+use crate::runner::client::KeySpace;
+
+/// A job's order accounting.
+pub enum JobOrder {
+    /// Counted from the consumers' pulls.
+    Pulls(Arc<OrderLedger>),
+    /// Counted from the store; the ledger and reader start with the load.
+    Store {
+        streams: Streams,
+        running: Option<(Arc<OrderLedger>, StoreReader)>,
+        failed: Option<String>,
+    },
+}
+
+impl JobOrder {
+    /// Before the load: with consumers, a ledger for the load's messages (UNIQ_KEY prefix
+    /// `tracking_prefix`, which the load will write) handed to them now.
+    pub fn before_load(
+        w: &Workload,
+        clustered: bool,
+        consumers: Option<(&ConsumerRun, ConsumeMode)>,
+    ) -> Option<JobOrder> {
+        if w.batch > 1 || clustered {
+            return None;
+        }
+        let streams = Streams::of(w);
+        match consumers {
+            Some((run, mode)) => {
+                let check = match mode {
+                    ConsumeMode::Orderly => ConsumeOrder::Checked,
+                    ConsumeMode::Concurrently => ConsumeOrder::Unchecked,
+                };
+                let prefix = run.tracking().prefix.clone();
+                let ledger = Arc::new(OrderLedger::new(&prefix, streams, Source::Pull, check));
+                run.watch_order(ledger.clone());
+                Some(JobOrder::Pulls(ledger))
+            }
+            None if w.ordering != SendOrdering::None => Some(JobOrder::Store {
+                streams,
+                running: None,
+                failed: None,
+            }),
+            None => None,
+        }
+    }
+
+    /// The load runs with these keys: without consumers, start reading the store back.
+    pub fn load_started(&mut self, addr: SocketAddr, w: &Workload, keys: &KeySpace) {
+        if let JobOrder::Store {
+            streams,
+            running,
+            failed,
+        } = self
+        {
+            let ledger = Arc::new(OrderLedger::new(
+                keys.prefix(),
+                streams.clone(),
+                Source::Store,
+                ConsumeOrder::Unchecked,
+            ));
+            match StoreReader::start(addr, &w.topic, w.queues, ledger.clone()) {
+                Ok(reader) => *running = Some((ledger, reader)),
+                Err(e) => *failed = Some(e),
+            }
+        }
+    }
+
+    fn ledger(&self) -> Option<&Arc<OrderLedger>> {
+        match self {
+            JobOrder::Pulls(l) => Some(l),
+            JobOrder::Store { running, .. } => running.as_ref().map(|(l, _)| l),
+        }
+    }
+
+    /// This second's cells. `last`: the load has ended, so the store reader first reads
+    /// everything stored, and the per-second counts add up to the job's.
+    pub fn second(&mut self, last: bool) -> TimeseriesOrder {
+        if let JobOrder::Store {
+            running: Some((_, reader)),
+            failed,
+            ..
+        } = self
+        {
+            if last && failed.is_none() {
+                if let Err(e) = reader.catch_up() {
+                    *failed = Some(e);
+                }
+            }
+        }
+        self.ledger().map_or_else(TimeseriesOrder::default, |l| {
+            TimeseriesOrder::of(&l.take_second())
+        })
+    }
+
+    /// The job's columns, or why the count is incomplete.
+    pub fn finish(self) -> Result<OrderColumns, String> {
+        match self {
+            JobOrder::Pulls(l) => Ok(OrderColumns::of(&l.figures())),
+            JobOrder::Store {
+                running, failed, ..
+            } => {
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                let Some((ledger, reader)) = running else {
+                    return Ok(OrderColumns::default());
+                };
+                reader.finish()?;
+                Ok(OrderColumns::of(&ledger.figures()))
+            }
+        }
+    }
+}
