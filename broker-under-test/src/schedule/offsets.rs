@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::consumer::fastjson::quote_integer_keys;
+use remoting::fastjson::quote_integer_keys;
 
 /// `delayOffsetUpdateVersionStep`.
 pub const UPDATE_VERSION_STEP: u64 = 200;
