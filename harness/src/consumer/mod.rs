@@ -7,18 +7,23 @@
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop and the consume tasks
 //! * gate.rs          — the decision order before each pull, and its log texts
+//! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
 //! * allocate.rs      — AllocateMessageQueueAveragely
+//! * bench.rs         — `harness processing-bench`: the model's consume rate against N/T
 //! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
+//! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
+mod bench;
 mod body;
 mod figures;
 mod gate;
 mod instance;
+mod locks;
 mod log;
 mod metrics;
 mod process_queue;
@@ -27,10 +32,12 @@ mod pull;
 mod run;
 mod seqset;
 mod state;
+mod threads;
 mod tracking;
 mod wire;
 
 pub use allocate::allocate_averagely;
+pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};
 pub use gate::{decide, FlowControl, Gate, QueueView, Thresholds};

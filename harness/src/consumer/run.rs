@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -22,6 +22,7 @@ use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::state::{Instance, Shared};
+use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
 use crate::profile::{Consumer, Workload};
@@ -344,7 +345,10 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
         ),
-        threads: Arc::new(Semaphore::new(shared.cfg.consume_threads as usize)),
+        threads: ConsumeThreads::new(
+            shared.cfg.consume_threads as usize,
+            tokio::time::Instant::now(),
+        ),
         rebalance_now: notify,
         stop,
         fc_times: AtomicU64::new(0),

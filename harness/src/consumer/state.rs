@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -17,6 +17,7 @@ use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
+use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::wire::Wire;
 use crate::profile::Consumer;
 
@@ -118,8 +119,8 @@ pub struct Instance {
     pub queues: Mutex<BTreeMap<i32, Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,
-    /// `consumeThreadMin` permits; the wait for one is bounded by the cached messages.
-    pub threads: Arc<Semaphore>,
+    /// `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
+    pub threads: ConsumeThreads,
     /// Woken by NOTIFY_CONSUMER_IDS_CHANGED.
     pub rebalance_now: Arc<Notify>,
     /// This instance's stop (leave_at or the end of the run).
