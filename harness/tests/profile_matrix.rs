@@ -352,7 +352,7 @@ consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_lag_max,consum
 e2e_p99_ms,e2e_p999_ms,stored_e2e_p99_ms,consumer_cached_max,consumer_cached_mib_max,pulls_found,pulls_not_found,\
 pulls_retry_immediately,pulls_offset_moved,pulls_errors,pulls_busy_pcbusy_clean_queue,pulls_busy_timeout_clean_queue,\
 pulls_busy_rejectrequest,pulls_busy_overload,pulls_busy_pc_synchronized,pulls_busy_other,consumer_decode_errors,\
-consumer_foreign,consumer_drained,acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
+consumer_foreign,consumer_drained,consumer_recovery_ms,consumer_restart_duplicates,acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
 slo_met,slo_failed,knee_rate,knee_limited_by"
     );
     assert_eq!(

@@ -16,10 +16,10 @@ use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
 use crate::consumer::gate::{per_queue, Thresholds};
+use crate::consumer::link::Link;
 use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance, Balance};
 use crate::consumer::pull::{publish_committed, pull_loop};
 use crate::consumer::state::{Instance, QueueState, BROKER_NAME};
-use crate::consumer::wire::Wire;
 use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
 
 /// `persistConsumerOffsetInterval`.
@@ -71,6 +71,28 @@ pub async fn run_instance(inst: Arc<Instance>) {
                 let v = inst.sub_version.load(Ordering::Acquire);
                 if let Err(e) = heartbeat(&inst, v).await {
                     inst.log("WARN", &format!("heartbeat failed: {e}"));
+                }
+            }
+        });
+    }
+    if inst.shared.cfg.client_version == ClientVersion::V53 {
+        // 5.x `onChannelActive` (enableHeartbeatChannelEventListener): a new connection to
+        // the broker sends a heartbeat at once and, if it succeeds, rebalances at once. 4.x
+        // waits for its next 30 s heartbeat; its pulls get 24 until then.
+        let inst = inst.clone();
+        tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = inst.stop.cancelled() => break,
+                    _ = inst.wire.reconnected.notified() => {}
+                }
+                let v = inst.sub_version.load(Ordering::Acquire);
+                match heartbeat(&inst, v).await {
+                    Ok(()) => inst.rebalance_now.notify_one(),
+                    Err(e) => inst.log(
+                        "WARN",
+                        &format!("heartbeat on a new connection failed: {e}"),
+                    ),
                 }
             }
         });
@@ -135,7 +157,10 @@ async fn shutdown(inst: &Arc<Instance>) {
     inst.queues.lock().clear();
     inst.log(
         "INFO",
-        "the consumer shut down: offsets persisted, client unregistered",
+        &format!(
+            "the consumer shut down: offsets persisted, client unregistered ({} reconnects)",
+            inst.wire.reconnects()
+        ),
     );
     inst.wire.close();
 }
@@ -373,7 +398,7 @@ async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
 }
 
 /// GET_MAX_OFFSET of one queue.
-pub async fn max_offset(wire: &Wire, topic: &str, qid: i32) -> Option<i64> {
+pub async fn max_offset(wire: &Link, topic: &str, qid: i32) -> Option<i64> {
     let header = GetQueueOffsetRequestHeader {
         topic: topic.to_owned(),
         queue_id: qid,

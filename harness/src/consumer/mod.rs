@@ -15,6 +15,8 @@
 //! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
+//! * link.rs          — a connection that reconnects after a broker restart
+//! * restart.rs       — a restart's recovery time and duplicates
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
@@ -23,12 +25,14 @@ mod body;
 mod figures;
 mod gate;
 mod instance;
+mod link;
 mod locks;
 mod log;
 mod metrics;
 mod process_queue;
 mod processing;
 mod pull;
+mod restart;
 mod run;
 mod seqset;
 mod state;

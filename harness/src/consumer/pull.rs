@@ -169,6 +169,9 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
             if msgs.is_empty() {
                 return Duration::ZERO;
             }
+            shared
+                .restart
+                .pulled(q.queue_id, msgs[0].queue_offset, inst.wire.opened_at());
             let added = q.pq.lock().put(msgs);
             dispatch(inst, q, added);
             Duration::ZERO
@@ -307,6 +310,9 @@ async fn consume_concurrently(
         // "the message queue not be able to consume, because it's dropped"
         return;
     }
+    inst.shared
+        .restart
+        .consumed(q.queue_id, &msgs, std::time::Instant::now());
     process(&inst, &mut thread, ready, &msgs).await;
     drop(thread);
     let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();
@@ -367,6 +373,9 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
             }
             continue;
         }
+        inst.shared
+            .restart
+            .consumed(q.queue_id, &msgs, std::time::Instant::now());
         // The loop takes the next batch the moment this one is done (`continueConsume`).
         ready = process(&inst, &mut thread, ready, &msgs).await;
         drop(thread);

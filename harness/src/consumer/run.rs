@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::{max_offset, run_instance};
+use crate::consumer::link::Link;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
@@ -46,6 +47,7 @@ pub struct ConsumerRun {
     measure_end: Option<(Instant, u64)>,
     cached_max: (u64, f64),
     drained: Option<(bool, i64)>,
+    restarts_seen: usize,
 }
 
 impl ConsumerRun {
@@ -81,6 +83,7 @@ impl ConsumerRun {
             log: EventLog::create(log_path).map_err(|e| format!("consumer.log: {e}"))?,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            restart: Default::default(),
         });
         if cfg.prefill > 0 {
             let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
@@ -130,6 +133,7 @@ impl ConsumerRun {
             measure_end: None,
             cached_max: (0, 0.0),
             drained: None,
+            restarts_seen: 0,
         };
         let deadline = Instant::now() + Duration::from_secs(5);
         let joining_now = (0..cfg.instances).any(|i| cfg.schedule_of(i).0.is_zero());
@@ -140,6 +144,24 @@ impl ConsumerRun {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(run)
+    }
+
+    /// The broker was killed and restarted: `restarts` holds (kill, ready again) of every
+    /// restart so far; the ones not seen yet are noted.
+    pub fn follow_restarts(&mut self, restarts: &[(Instant, Instant)]) {
+        for &(killed, ready) in restarts.iter().skip(self.restarts_seen) {
+            let dups = Metrics::count(&self.shared.metrics.duplicates);
+            self.shared.restart.restarted(killed, ready, dups);
+            self.shared.log.line(
+                "fault",
+                "INFO",
+                &format!(
+                    "the broker was killed and is back after {:?}",
+                    ready.saturating_duration_since(killed)
+                ),
+            );
+        }
+        self.restarts_seen = self.restarts_seen.max(restarts.len());
     }
 
     /// The load's acknowledgements go here (`LoadConfig::tracking`).
@@ -287,6 +309,8 @@ impl ConsumerRun {
             }
             _ => 0.0,
         };
+        let (recovery, restart_duplicates) =
+            self.shared.restart.figures(Metrics::count(&m.duplicates));
         let (drained, lag_at_end) = self
             .drained
             .unwrap_or((false, m.lag.load(Ordering::Relaxed)));
@@ -311,6 +335,8 @@ impl ConsumerRun {
             foreign: Metrics::count(&m.foreign),
             drained,
             lag_at_end,
+            recovery,
+            restart_duplicates,
         }
     }
 }
@@ -328,7 +354,8 @@ impl Drop for ConsumerRun {
 async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, String> {
     let notify = Arc::new(Notify::new());
     let stop = shared.cancel.child_token();
-    let wire = Wire::connect(shared.addr, notify.clone(), &shared.tracker, stop.clone())
+    // The link outlives the instance's stop: shutdown still persists and unregisters on it.
+    let wire = Link::connect(shared.addr, notify.clone(), &shared.tracker, &shared.cancel)
         .await
         .map_err(|e| format!("consumer {i}: {e}"))?;
     let nanos = std::time::SystemTime::now()
@@ -359,25 +386,30 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
 
 /// Every second: broker max offset − committed offset, summed over the topic's queues.
 async fn sample_lag(shared: Arc<Shared>) {
-    let Ok(wire) = Wire::connect(
+    let Ok(wire) = Link::connect(
         shared.addr,
         Arc::new(Notify::new()),
         &shared.tracker,
-        shared.cancel.clone(),
+        &shared.cancel,
     )
     .await
     else {
         return;
     };
     loop {
-        let mut lag = 0i64;
+        let mut lag = Some(0i64);
         for (i, q) in shared.queues.iter().enumerate() {
-            if let Some(max) = max_offset(&wire, &shared.topic, *q).await {
-                let committed = shared.committed[i].load(Ordering::Acquire).max(0);
-                lag += (max - committed).max(0);
-            }
+            // A broker down (killed, restarting) has no lag to read: the last one stands.
+            let Some(max) = max_offset(&wire, &shared.topic, *q).await else {
+                lag = None;
+                break;
+            };
+            let committed = shared.committed[i].load(Ordering::Acquire).max(0);
+            lag = lag.map(|l| l + (max - committed).max(0));
         }
-        shared.metrics.set_lag(lag);
+        if let Some(lag) = lag {
+            shared.metrics.set_lag(lag);
+        }
         tokio::select! {
             _ = shared.cancel.cancelled() => break,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}

@@ -13,12 +13,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::gate::{QueueView, Thresholds};
+use crate::consumer::link::Link;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
+use crate::consumer::restart::RestartWatch;
 use crate::consumer::threads::ConsumeThreads;
-use crate::consumer::wire::Wire;
 use crate::profile::Consumer;
 
 /// The broker name in MessageQueue bodies (locks): equality is all the broker needs.
@@ -40,6 +41,8 @@ pub struct Shared {
     pub tracker: TaskTracker,
     /// Per queue id: the offset its current owner would commit (−1 before any owner).
     pub committed: Vec<AtomicI64>,
+    /// Broker restarts: the consumers' recovery and the duplicates they cause.
+    pub restart: RestartWatch,
 }
 
 impl Shared {
@@ -115,7 +118,8 @@ pub struct Instance {
     pub index: u32,
     pub client_id: String,
     pub shared: Arc<Shared>,
-    pub wire: Wire,
+    /// Reconnects after a broker restart.
+    pub wire: Link,
     pub queues: Mutex<BTreeMap<i32, Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,

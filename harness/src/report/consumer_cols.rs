@@ -38,6 +38,8 @@ pub struct SummaryConsumer {
     consumer_decode_errors: Option<u64>,
     consumer_foreign: Option<u64>,
     consumer_drained: Option<bool>,
+    consumer_recovery_ms: Option<Fixed<1>>,
+    consumer_restart_duplicates: Option<u64>,
 }
 
 impl SummaryConsumer {
@@ -76,6 +78,8 @@ impl SummaryConsumer {
             consumer_decode_errors: Some(f.decode_errors),
             consumer_foreign: Some(f.foreign),
             consumer_drained: Some(f.drained),
+            consumer_recovery_ms: f.recovery.map(|d| Fixed(d.as_secs_f64() * 1000.0)),
+            consumer_restart_duplicates: f.restart_duplicates,
         }
     }
 }
