@@ -15,8 +15,12 @@ use crate::consumer::processing::ProcessingModel;
 use crate::consumer::threads::{period, ConsumeThreads};
 use crate::profile::{Consumer, Secs};
 
-/// Messages cached and not yet consumed at most (as `pullThresholdForQueue` bounds them).
-const BACKLOG: usize = 1000;
+/// Messages cached and not yet consumed at most, as `pullThresholdForQueue` (1000) bounds
+/// each queue's: at least this many, and at least [`BACKLOG_TIME`] of work, so that a runtime
+/// descheduled for a few ms on a shared machine does not leave the threads without work (a
+/// Java consumer with enough queues would not be either).
+const BACKLOG: u64 = 1000;
+const BACKLOG_TIME: Duration = Duration::from_millis(200);
 /// Messages per consume request handed out at once, as a pull of 32 is.
 const PULL: usize = 32;
 
@@ -116,7 +120,7 @@ pub fn measure(
     })
 }
 
-/// Submits `total` messages in requests of [`PULL`], at most [`BACKLOG`] waiting, and returns
+/// Submits `total` messages in requests of [`PULL`], at most a backlog waiting, and returns
 /// the time from the first start to the last message's end.
 async fn feed(threads: u32, time: Duration, total: u64, timing: Timing) -> Duration {
     let cfg = Consumer {
@@ -126,7 +130,9 @@ async fn feed(threads: u32, time: Duration, total: u64, timing: Timing) -> Durat
     let model = Arc::new(ProcessingModel::new(&cfg, std::time::Instant::now()));
     let start = Instant::now();
     let pool = Arc::new(ConsumeThreads::new(threads as usize, start));
-    let backlog = Arc::new(Semaphore::new(BACKLOG));
+    let per_second = f64::from(threads) / time.as_secs_f64();
+    let backlog = (per_second * BACKLOG_TIME.as_secs_f64()) as u64;
+    let backlog = Arc::new(Semaphore::new(backlog.max(BACKLOG) as usize));
     let done = Arc::new(AtomicU64::new(0));
     let finished = CancellationToken::new();
     let cancel = CancellationToken::new();
