@@ -15,12 +15,9 @@ use crate::consumer::processing::ProcessingModel;
 use crate::consumer::threads::{period, ConsumeThreads};
 use crate::profile::{Consumer, Secs};
 
-/// Messages cached and not yet consumed at most, as `pullThresholdForQueue` (1000) bounds
-/// each queue's: at least this many, and at least [`BACKLOG_TIME`] of work, so that a runtime
-/// descheduled for a few ms on a shared machine does not leave the threads without work (a
-/// Java consumer with enough queues would not be either).
+/// Messages cached and not yet consumed at least, as `pullThresholdForQueue` (1000) bounds
+/// one queue's; `--backlog` may ask for more.
 const BACKLOG: u64 = 1000;
-const BACKLOG_TIME: Duration = Duration::from_millis(200);
 /// Messages per consume request handed out at once, as a pull of 32 is.
 const PULL: usize = 32;
 
@@ -46,6 +43,15 @@ pub struct ProcessingBenchArgs {
     pub duration: humantime::Duration,
     #[arg(long, value_enum, default_value = "deadline")]
     pub timing: Timing,
+    /// Work kept waiting for the threads, as time at N/T (at least 1000 messages): what the
+    /// pulls keep cached. A runtime descheduled for longer than this on a shared machine
+    /// leaves the threads without work.
+    #[arg(long, default_value = "200ms")]
+    pub backlog: humantime::Duration,
+    /// Runs per time: the median is shown, and the trial furthest from N/T (a shared machine
+    /// that deschedules the runtime at the very end of a run makes one trial late).
+    #[arg(long, default_value_t = 3)]
+    pub trials: u32,
 }
 
 /// One measured processing time.
@@ -65,23 +71,33 @@ impl BenchRow {
 
 /// Runs every time of `args` and returns the table.
 pub fn run_bench(args: &ProcessingBenchArgs) -> Result<String, String> {
-    if args.threads == 0 || args.times.iter().any(|t| t.is_zero()) {
-        return Err("--threads and every --times value must be above 0".into());
+    if args.threads == 0 || args.trials == 0 || args.times.iter().any(|t| t.is_zero()) {
+        return Err("--threads, --trials and every --times value must be above 0".into());
     }
     let mut out = format!(
-        "{:>8} {:>9} {:>12} {:>12} {:>8} {:>8}\n",
-        "threads", "T", "N/T per s", "measured/s", "error", "cpu"
+        "{:>8} {:>9} {:>12} {:>12} {:>8} {:>8} {:>8}\n",
+        "threads", "T", "N/T per s", "median/s", "error", "worst", "cpu"
     );
     for t in &args.times {
-        let row = measure(args.threads, (*t).into(), args.duration.into(), args.timing)?;
+        let mut rows = (0..args.trials)
+            .map(|_| measure(args, (*t).into()))
+            .collect::<Result<Vec<_>, _>>()?;
+        rows.sort_by(|a, b| a.measured.total_cmp(&b.measured));
+        let row = rows[rows.len() / 2];
+        let worst = rows
+            .iter()
+            .map(BenchRow::error_percent)
+            .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+            .unwrap_or(0.0);
         let _ = writeln!(
             out,
-            "{:>8} {:>9} {:>12.1} {:>12.1} {:>7.2}% {:>8}",
+            "{:>8} {:>9} {:>12.1} {:>12.1} {:>7.2}% {:>7.2}% {:>8}",
             args.threads,
             humantime::format_duration(row.time).to_string(),
             row.expected,
             row.measured,
             row.error_percent(),
+            worst,
             row.cpu_percent
                 .map_or_else(|| "-".into(), |c| format!("{c:.1}%"))
         );
@@ -89,14 +105,10 @@ pub fn run_bench(args: &ProcessingBenchArgs) -> Result<String, String> {
     Ok(out)
 }
 
-/// `threads` consume threads at a constant `time` until `threads × duration / time` messages
-/// (at least one per thread) were consumed.
-pub fn measure(
-    threads: u32,
-    time: Duration,
-    duration: Duration,
-    timing: Timing,
-) -> Result<BenchRow, String> {
+/// `args.threads` consume threads at a constant `time` until `threads × duration / time`
+/// messages (at least one per thread) were consumed.
+pub fn measure(args: &ProcessingBenchArgs, time: Duration) -> Result<BenchRow, String> {
+    let (threads, duration) = (args.threads, Duration::from(args.duration));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("harness-consumer")
@@ -107,7 +119,9 @@ pub fn measure(
         .max(u64::from(threads));
     let cpu = || crate::proc_cpu::process_cpu_seconds(std::process::id());
     let cpu0 = cpu();
-    let elapsed = rt.block_on(feed(threads, time, total, timing));
+    let per_second = f64::from(threads) / time.as_secs_f64();
+    let backlog = ((per_second * args.backlog.as_secs_f64()) as u64).max(BACKLOG);
+    let elapsed = rt.block_on(feed(threads, time, total, backlog, args.timing));
     let cpu_percent = cpu()
         .zip(cpu0)
         .map(|(b, a)| (b - a) / elapsed.as_secs_f64() * 100.0);
@@ -122,7 +136,7 @@ pub fn measure(
 
 /// Submits `total` messages in requests of [`PULL`], at most a backlog waiting, and returns
 /// the time from the first start to the last message's end.
-async fn feed(threads: u32, time: Duration, total: u64, timing: Timing) -> Duration {
+async fn feed(threads: u32, time: Duration, total: u64, backlog: u64, timing: Timing) -> Duration {
     let cfg = Consumer {
         processing_time: Secs(time.as_secs_f64()),
         ..Consumer::default()
@@ -130,9 +144,7 @@ async fn feed(threads: u32, time: Duration, total: u64, timing: Timing) -> Durat
     let model = Arc::new(ProcessingModel::new(&cfg, std::time::Instant::now()));
     let start = Instant::now();
     let pool = Arc::new(ConsumeThreads::new(threads as usize, start));
-    let per_second = f64::from(threads) / time.as_secs_f64();
-    let backlog = (per_second * BACKLOG_TIME.as_secs_f64()) as u64;
-    let backlog = Arc::new(Semaphore::new(backlog.max(BACKLOG) as usize));
+    let backlog = Arc::new(Semaphore::new(backlog as usize));
     let done = Arc::new(AtomicU64::new(0));
     let finished = CancellationToken::new();
     let cancel = CancellationToken::new();
@@ -196,6 +208,8 @@ mod tests {
             times: vec![],
             duration: Duration::from_secs(1).into(),
             timing: Timing::Deadline,
+            backlog: Duration::from_millis(50).into(),
+            trials: 1,
         };
         assert!(run_bench(&args).is_err());
     }

@@ -8,7 +8,7 @@
 //! 90/s, at 1 ms 480/s. Here each thread keeps the instant it became free (`free_at`); work
 //! that was already waiting starts at that instant, not when the task happens to run, and
 //! ends at `start + busy`. The task sleeps until that deadline only when it lies ahead; a
-//! deadline already past (sub-millisecond times, a late wake-up) is caught up without sleeping.
+//! deadline already past (sub-millisecond times, a late wake-up) is caught up without a timer.
 //! So N threads at a constant T consume N/T per second, each message at most one timer tick
 //! late, and the cost is a timer per tick per thread, not a spinning CPU per thread.
 
@@ -28,7 +28,9 @@ pub fn start_of(free_at: Instant, ready: Instant) -> Instant {
 pub enum Wait {
     /// The deadline lies ahead: sleep until it.
     Until(Instant),
-    /// The deadline has passed (the thread is catching up): only yield, so other tasks run.
+    /// The deadline has passed (the thread is catching up): no timer. The next message is
+    /// another task, or waits on the threads' semaphore, which counts against tokio's
+    /// cooperative budget: a long catch-up still lets other tasks run.
     CatchUp,
 }
 
@@ -96,7 +98,7 @@ impl ConsumeThread<'_> {
                     _ = tokio::time::sleep_until(at) => {}
                 }
             }
-            Wait::CatchUp => tokio::task::yield_now().await,
+            Wait::CatchUp => {}
         }
         self.free_at = deadline;
         deadline
