@@ -61,11 +61,9 @@ fn consumers_recover_from_a_broker_restart_and_consume_every_acknowledged_messag
         assert!(c.drained, "{c:?}");
         let recovery = c.recovery.expect("consumed again after the restart");
         assert!(c.restart_duplicates.is_some(), "{c:?}");
-        let log = std::fs::read_to_string(
-            dir.path()
-                .join(format!("{}-r1/consumer.log", row.cell_id)),
-        )
-        .unwrap();
+        let log =
+            std::fs::read_to_string(dir.path().join(format!("{}-r1/consumer.log", row.cell_id)))
+                .unwrap();
         assert!(log.contains("reconnects)"), "{log}");
         if row.params.iter().any(|p| p.contains("5.3")) {
             // The heartbeat on the new connection registers the group at once.
