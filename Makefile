@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability processing-bench report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -93,6 +93,9 @@ durability: build ## kill -9 + restart per flush mode x transient store pool (pr
 	$(HARNESS) run profiles/durability.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(DURABILITY_OUT)
 	python3 scripts/fault-table.py $(DURABILITY_OUT)
 	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
+
+processing-bench: build ## The consumers' processing-time model: 1, 4 and 20 consume threads at 100us, 1ms, 10ms, 100ms, 1s against N/T (~2 min)
+	for n in 1 4 20; do $(HARNESS) processing-bench --threads $$n --duration 5s || exit 1; done
 
 ci: lint docs test smoke gate ci-gate-perf interop-cpp ## What CI runs: lint, the book and its links, tests, the smoke profile, the regression gate, the A/B perf gate against the parent commit and the C++ client interop
 

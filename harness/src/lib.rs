@@ -64,6 +64,8 @@ pub enum Command {
     /// Paired A/B runs of two broker builds (binaries or git revisions), ABBA order, with a
     /// paired-statistics gate (exit 0 pass, 1 regression, 2 inconclusive, 3 invalid input).
     Ab(ab::AbArgs),
+    /// The processing-time model's consume rate: N threads at a constant T against N/T.
+    ProcessingBench(consumer::ProcessingBenchArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -140,6 +142,13 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         // Every way a report fails is about its input folder.
         Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
         Command::Ab(a) => ab::run_ab(&a),
+        Command::ProcessingBench(a) => {
+            print!(
+                "{}",
+                consumer::run_bench(&a).map_err(|e| exit::invalid(anyhow::anyhow!(e)))?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

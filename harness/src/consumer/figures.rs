@@ -51,6 +51,11 @@ pub struct ConsumerFigures {
     pub drained: bool,
     /// Lag when the drain ended.
     pub lag_at_end: i64,
+    /// The longest time from a restarted broker being ready to the first consume of a message
+    /// pulled from it; None without a restart (or if nothing was consumed after one).
+    pub recovery: Option<std::time::Duration>,
+    /// Duplicates consumed after the first restart; None without a restart.
+    pub restart_duplicates: Option<u64>,
     /// Failures, retries and the DLQ.
     pub retry: RetryFigures,
 }

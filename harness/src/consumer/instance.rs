@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use remoting::headers::{
     ConsumerGroupHeader, GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader,
@@ -16,13 +16,12 @@ use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
 use crate::consumer::gate::{per_queue, Thresholds};
+use crate::consumer::link::Link;
+use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance, Balance};
 use crate::consumer::pull::{publish_committed, pull_loop};
 use crate::consumer::state::{Instance, QueueState, BROKER_NAME};
-use crate::consumer::wire::Wire;
 use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
 
-/// RebalanceService's period (`rocketmq.client.rebalance.waitInterval`).
-const REBALANCE_EVERY: Duration = Duration::from_secs(20);
 /// `persistConsumerOffsetInterval`.
 const PERSIST_EVERY: Duration = Duration::from_secs(5);
 /// `heartbeatBrokerInterval`.
@@ -80,6 +79,28 @@ pub async fn run_instance(inst: Arc<Instance>) {
         // The retry topic's subscription; an orderly consumer retries in place (B7).
         tracker.spawn(crate::consumer::retry_pull::retry_loop(inst.clone()));
     }
+    if inst.shared.cfg.client_version == ClientVersion::V53 {
+        // 5.x `onChannelActive` (enableHeartbeatChannelEventListener): a new connection to
+        // the broker sends a heartbeat at once and, if it succeeds, rebalances at once. 4.x
+        // waits for its next 30 s heartbeat; its pulls get 24 until then.
+        let inst = inst.clone();
+        tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = inst.stop.cancelled() => break,
+                    _ = inst.wire.reconnected.notified() => {}
+                }
+                let v = inst.sub_version.load(Ordering::Acquire);
+                match heartbeat(&inst, v).await {
+                    Ok(()) => inst.rebalance_now.notify_one(),
+                    Err(e) => inst.log(
+                        "WARN",
+                        &format!("heartbeat on a new connection failed: {e}"),
+                    ),
+                }
+            }
+        });
+    }
     if inst.shared.cfg.mode == ConsumeMode::Orderly {
         let inst = inst.clone();
         tracker.spawn(async move {
@@ -95,13 +116,14 @@ pub async fn run_instance(inst: Arc<Instance>) {
         });
     }
     loop {
-        rebalance(&inst).await;
+        let balance = rebalance(&inst).await;
+        let wait = next_rebalance(inst.shared.cfg.client_version, balance);
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = inst.rebalance_now.notified() => {
                 inst.log("INFO", &format!("receive broker's notification[{}], the consumer group: {} changed, rebalance immediately", inst.shared.addr, inst.shared.cfg.group));
             }
-            _ = tokio::time::sleep(REBALANCE_EVERY) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
     shutdown(&inst).await;
@@ -139,7 +161,10 @@ async fn shutdown(inst: &Arc<Instance>) {
     inst.queues.lock().clear();
     inst.log(
         "INFO",
-        "the consumer shut down: offsets persisted, client unregistered",
+        &format!(
+            "the consumer shut down: offsets persisted, client unregistered ({} reconnects)",
+            inst.wire.reconnects()
+        ),
     );
     inst.wire.close();
 }
@@ -179,7 +204,7 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP, allocation, and the assigned set brought in line with it.
-async fn rebalance(inst: &Arc<Instance>) {
+async fn rebalance(inst: &Arc<Instance>) -> Balance {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
     let header = ConsumerGroupHeader {
@@ -214,7 +239,7 @@ async fn rebalance(inst: &Arc<Instance>) {
                     r.remark.unwrap_or_default()
                 ),
             );
-            return;
+            return Balance::Balanced;
         }
         Err(e) => {
             inst.log(
@@ -224,7 +249,7 @@ async fn rebalance(inst: &Arc<Instance>) {
                     cfg.group
                 ),
             );
-            return;
+            return Balance::Balanced;
         }
     };
     let mine: BTreeSet<i32> = allocate_averagely(&shared.queues, &ids, &inst.client_id)
@@ -273,11 +298,13 @@ async fn rebalance(inst: &Arc<Instance>) {
         changed = true;
     }
     let mut added = Vec::new();
+    let mut balance = Balance::Balanced;
     for &qid in mine.difference(&current) {
         let mut locked = false;
         if cfg.mode == ConsumeMode::Orderly {
-            let granted = lock_call(inst, &[qid]).await;
-            if !granted.contains(&qid) {
+            let granted = lock_batch(inst, &[qid]).await;
+            if !granted.is_ok_and(|g| g.contains(&qid)) {
+                balance = Balance::LockRefused;
                 inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}], because lock failed", cfg.group, shared.topic));
                 continue;
             }
@@ -340,6 +367,7 @@ async fn rebalance(inst: &Arc<Instance>) {
     for q in added {
         shared.tracker.spawn(pull_loop(inst.clone(), q));
     }
+    balance
 }
 
 /// `computePullFromWhere` (consumer §8.6) for a queue without a process queue.
@@ -374,7 +402,7 @@ async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
 }
 
 /// GET_MAX_OFFSET of one queue.
-pub async fn max_offset(wire: &Wire, topic: &str, qid: i32) -> Option<i64> {
+pub async fn max_offset(wire: &Link, topic: &str, qid: i32) -> Option<i64> {
     let header = GetQueueOffsetRequestHeader {
         topic: topic.to_owned(),
         queue_id: qid,
@@ -427,60 +455,5 @@ async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
                     .with_header(&header),
             )
             .await;
-    }
-}
-
-fn lock_request(inst: &Instance, code: RequestCode, ids: &[i32]) -> RemotingCommand {
-    let mqs: Vec<serde_json::Value> = ids
-        .iter()
-        .map(|q| serde_json::json!({"brokerName": BROKER_NAME, "queueId": q, "topic": inst.shared.topic}))
-        .collect();
-    let body = serde_json::json!({"clientId": inst.client_id, "consumerGroup": inst.shared.cfg.group, "mqSet": mqs});
-    RemotingCommand::request(code, 0).with_body(body.to_string().into_bytes())
-}
-
-/// LOCK_BATCH_MQ: the queue ids granted.
-async fn lock_call(inst: &Instance, ids: &[i32]) -> Vec<i32> {
-    let Ok(r) = inst
-        .wire
-        .call(
-            lock_request(inst, RequestCode::LOCK_BATCH_MQ, ids),
-            Duration::from_secs(1),
-        )
-        .await
-    else {
-        return Vec::new();
-    };
-    serde_json::from_slice::<serde_json::Value>(&r.body)
-        .ok()
-        .and_then(|v| {
-            v["lockOKMQSet"].as_array().map(|a| {
-                a.iter()
-                    .filter_map(|m| m["queueId"].as_i64().map(|q| q as i32))
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
-}
-
-/// `lockAll`: every assigned queue in one LOCK_BATCH_MQ; refused ones become unlocked.
-async fn lock_all(inst: &Instance) {
-    let queues = inst.assigned();
-    if queues.is_empty() {
-        return;
-    }
-    let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
-    let granted = lock_call(inst, &ids).await;
-    for q in &queues {
-        let ok = granted.contains(&q.queue_id);
-        let was = q.locked.swap(ok, Ordering::AcqRel);
-        if ok {
-            *q.last_lock.lock() = Instant::now();
-            if !was {
-                q.offset_fixed.store(false, Ordering::Release);
-            }
-        } else if was {
-            inst.log("WARN", &format!("the message queue locked Failed, Group: {} MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={}]", inst.shared.cfg.group, inst.shared.topic, q.queue_id));
-        }
     }
 }

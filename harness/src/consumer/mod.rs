@@ -7,36 +7,47 @@
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop and the consume tasks
 //! * gate.rs          — the decision order before each pull, and its log texts
+//! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
 //! * allocate.rs      — AllocateMessageQueueAveragely
+//! * bench.rs         — `harness processing-bench`: the model's consume rate against N/T
 //! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
 //! * failure.rs       — which deliveries fail, and the retry accounting (retries, DLQ, delays)
 //! * send_back.rs     — CONSUMER_SEND_MSG_BACK for a failed message; the broker's retry counters
 //! * retry_pull.rs    — the `%RETRY%<group>` subscription: its rebalance, offset and pull loop
+//! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
+//! * link.rs          — a connection that reconnects after a broker restart
+//! * restart.rs       — a restart's recovery time and duplicates
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
+mod bench;
 mod body;
 mod failure;
 mod figures;
 mod gate;
 mod instance;
+mod link;
+mod locks;
 mod log;
 mod metrics;
 mod process_queue;
 mod processing;
 mod pull;
 mod retry_pull;
+mod restart;
 mod run;
 mod send_back;
 mod seqset;
 mod state;
+mod threads;
 mod tracking;
 mod wire;
 
 pub use allocate::allocate_averagely;
+pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};
 pub use gate::{decide, FlowControl, Gate, QueueView, Thresholds};

@@ -12,10 +12,12 @@ use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
+use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::send_back;
 use crate::consumer::state::{Instance, QueueState};
+use crate::consumer::threads::ConsumeThread;
 use crate::profile::{ClientVersion, ConsumeMode};
 use crate::recorder::{classify, Outcome};
 
@@ -174,6 +176,9 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                     msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
                 );
             }
+            shared
+                .restart
+                .pulled(q.queue_id, msgs[0].queue_offset, inst.wire.opened_at());
             let added = q.pq.lock().put(msgs);
             dispatch(inst, q, added);
             Duration::ZERO
@@ -254,12 +259,16 @@ fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
     let shared = &inst.shared;
     match shared.cfg.mode {
         ConsumeMode::Concurrently => {
+            // The consume requests are submitted now: a thread free earlier starts them now.
+            let ready = tokio::time::Instant::now();
             let chunk = shared.cfg.consume_batch_max_size as usize;
             let mut added = added.into_iter().peekable();
             while added.peek().is_some() {
                 let batch: Vec<Msg> = added.by_ref().take(chunk).collect();
                 let (inst, q) = (inst.clone(), q.clone());
-                shared.tracker.spawn(consume_concurrently(inst, q, batch));
+                shared
+                    .tracker
+                    .spawn(consume_concurrently(inst, q, batch, ready));
             }
         }
         ConsumeMode::Orderly => {
@@ -276,32 +285,40 @@ fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
     }
 }
 
-/// Processing `msgs` as the model says (pauses first), unless the run is cancelled.
-async fn process(inst: &Instance, msgs: &[Msg]) {
+/// Processing `msgs` as the model says (pauses first) on `thread`, for work ready at `ready`,
+/// unless the run is cancelled; returns the instant the thread is free again.
+async fn process(
+    inst: &Instance,
+    thread: &mut ConsumeThread<'_>,
+    ready: tokio::time::Instant,
+    msgs: &[Msg],
+) -> tokio::time::Instant {
     let shared = &inst.shared;
     shared.metrics.consume_start(msgs);
     let n = shared
         .started
         .fetch_add(msgs.len() as u64, Ordering::Relaxed);
     let mut rng = fastrand::Rng::new();
-    let mut t = shared.model.pause_left(std::time::Instant::now());
+    let start = thread.start(ready);
+    let mut t = shared.model.pause_left(start.into_std());
     for i in 0..msgs.len() as u64 {
         t += shared.model.service_time(n + i, &mut rng);
     }
-    if !t.is_zero() {
-        tokio::select! {
-            _ = shared.cancel.cancelled() => {}
-            _ = tokio::time::sleep(t) => {}
-        }
-    }
+    thread.busy_until(start + t, &shared.cancel).await
 }
 
 /// ConsumeMessageConcurrentlyService's ConsumeRequest: one chunk on one consume thread.
-/// A failed chunk is sent back (`send_back.rs`); what could not be sent back stays in the
-/// process queue and is consumed again here after 5 s, without holding a consume thread.
-async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, mut msgs: Vec<Msg>) {
+/// A failed chunk is sent back (`send_back.rs`) from the consume thread, as Java's
+/// `processConsumeResult` does; what could not be sent back stays in the process queue and is
+/// consumed again here after 5 s, without holding a consume thread.
+async fn consume_concurrently(
+    inst: Arc<Instance>,
+    q: Arc<QueueState>,
+    mut msgs: Vec<Msg>,
+    mut ready: tokio::time::Instant,
+) {
     loop {
-        let Ok(permit) = inst.threads.clone().acquire_owned().await else {
+        let Some(mut thread) = inst.threads.acquire().await else {
             return;
         };
         if q.is_dropped() {
@@ -309,12 +326,16 @@ async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, mut msgs:
             return;
         }
         inst.shared.failures.delivered(&msgs);
-        process(&inst, &msgs).await;
+        inst.shared
+            .restart
+            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+        process(&inst, &mut thread, ready, &msgs).await;
         let kept = if inst.shared.failures.batch_fails(&msgs) {
             send_back::send_back_failed(&inst, &msgs).await
         } else {
             Vec::new()
         };
+        drop(thread);
         let offsets: Vec<i64> = msgs
             .iter()
             .map(|m| m.queue_offset)
@@ -325,7 +346,6 @@ async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, mut msgs:
             q.advance(commit);
             publish_committed(&inst, &q);
         }
-        drop(permit);
         if kept.is_empty() {
             return;
         }
@@ -333,36 +353,49 @@ async fn consume_concurrently(inst: Arc<Instance>, q: Arc<QueueState>, mut msgs:
             _ = inst.shared.cancel.cancelled() => return,
             _ = tokio::time::sleep(send_back::LOCAL_RETRY_DELAY) => {}
         }
-        msgs = kept;
+        // A new ConsumeRequest, submitted now.
+        (msgs, ready) = (kept, tokio::time::Instant::now());
     }
 }
 
 /// ConsumeMessageOrderlyService's ConsumeRequest: this queue's messages in order, one batch
 /// at a time, while the lock holds.
 async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
-    /// Client-side lock lifetime (`rocketmq.client.rebalance.lockMaxLiveTime`).
-    const LOCK_LIFE: Duration = Duration::from_secs(30);
     let batch = inst.shared.cfg.consume_batch_max_size as usize;
+    let mut ready = tokio::time::Instant::now();
+    // The request was just submitted: its lock check is the one before the loop.
+    let mut submitted = true;
     loop {
         if q.is_dropped() || inst.shared.cancel.is_cancelled() {
             break;
         }
         let locked = q.locked.load(Ordering::Acquire);
-        if !locked || q.last_lock.lock().elapsed() > LOCK_LIFE {
-            let what = if locked { "lock expired" } else { "not locked" };
-            inst.log(
-                "WARN",
-                &format!(
-                    "the message queue {what}, so consume later, {}",
-                    inst.pull_request(&q)
-                ),
-            );
-            tokio::select! {
-                _ = inst.shared.cancel.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+        let since_lock = q.last_lock.lock().elapsed();
+        if let OrderlyGate::Relock { after, expired } = orderly_gate(locked, since_lock, submitted)
+        {
+            if !submitted {
+                let what = if expired {
+                    "lock expired"
+                } else {
+                    "not locked"
+                };
+                inst.log(
+                    "WARN",
+                    &format!(
+                        "the message queue {what}, so consume later, {}",
+                        inst.pull_request(&q)
+                    ),
+                );
             }
+            if !try_lock_later(after, || lock_one(&inst, &q), &inst.shared.cancel).await {
+                break;
+            }
+            // Submitted again: a new request, whose busy time starts now.
+            (submitted, ready) = (true, tokio::time::Instant::now());
+            continue;
         }
-        let Ok(permit) = inst.threads.clone().acquire_owned().await else {
+        submitted = false;
+        let Some(mut thread) = inst.threads.acquire().await else {
             break;
         };
         let msgs = q.pq.lock().take(batch);
@@ -376,14 +409,22 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
             continue;
         }
         inst.shared.failures.delivered(&msgs);
-        process(&inst, &msgs).await;
-        drop(permit);
+        inst.shared
+            .restart
+            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+        // The loop takes the next batch the moment this one is done (`continueConsume`).
+        ready = process(&inst, &mut thread, ready, &msgs).await;
+        drop(thread);
         if inst.shared.failures.batch_fails(&msgs) {
             if let Some(suspend) = orderly_failed(&inst, msgs).await {
                 q.pq.lock().consume_again(suspend);
                 tokio::select! {
                     _ = inst.shared.cancel.cancelled() => break,
-                    _ = tokio::time::sleep(inst.shared.cfg.suspend_time()) => continue,
+                    _ = tokio::time::sleep(inst.shared.cfg.suspend_time()) => {
+                        // Submitted again after the suspend: its busy time starts now.
+                        ready = tokio::time::Instant::now();
+                        continue;
+                    }
                 }
             }
         }

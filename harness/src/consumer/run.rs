@@ -12,18 +12,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
 use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::{max_offset, run_instance};
+use crate::consumer::link::Link;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::send_back::broker_retry_counters;
 use crate::consumer::state::{Instance, Shared};
+use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
 use crate::profile::{Consumer, Workload};
@@ -49,6 +51,7 @@ pub struct ConsumerRun {
     drained: Option<(bool, i64)>,
     /// The broker's retry counters when the job started (`send_back::BROKER_RETRY_KEYS`).
     broker_retry_start: Option<[u64; 4]>,
+    restarts_seen: usize,
 }
 
 impl ConsumerRun {
@@ -85,6 +88,7 @@ impl ConsumerRun {
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
             failures: Failures::new(cfg),
+            restart: Default::default(),
         });
         if cfg.prefill > 0 {
             let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
@@ -136,6 +140,7 @@ impl ConsumerRun {
             cached_max: (0, 0.0),
             drained: None,
             broker_retry_start,
+            restarts_seen: 0,
         };
         let deadline = Instant::now() + Duration::from_secs(5);
         let joining_now = (0..cfg.instances).any(|i| cfg.schedule_of(i).0.is_zero());
@@ -151,6 +156,24 @@ impl ConsumerRun {
     /// Hands the job's order accounting to the pulls and consume tasks (`harness::order`).
     pub fn watch_order(&self, ledger: Arc<crate::order::ledger::OrderLedger>) {
         let _ = self.shared.metrics.order.set(ledger);
+    }
+
+    /// The broker was killed and restarted: `restarts` holds (kill, ready again) of every
+    /// restart so far; the ones not seen yet are noted.
+    pub fn follow_restarts(&mut self, restarts: &[(Instant, Instant)]) {
+        for &(killed, ready) in restarts.iter().skip(self.restarts_seen) {
+            let dups = Metrics::count(&self.shared.metrics.duplicates);
+            self.shared.restart.restarted(killed, ready, dups);
+            self.shared.log.line(
+                "fault",
+                "INFO",
+                &format!(
+                    "the broker was killed and is back after {:?}",
+                    ready.saturating_duration_since(killed)
+                ),
+            );
+        }
+        self.restarts_seen = self.restarts_seen.max(restarts.len());
     }
 
     /// The load's acknowledgements go here (`LoadConfig::tracking`).
@@ -311,6 +334,8 @@ impl ConsumerRun {
             }
             _ => 0.0,
         };
+        let (recovery, restart_duplicates) =
+            self.shared.restart.figures(Metrics::count(&m.duplicates));
         let (drained, lag_at_end) = self
             .drained
             .unwrap_or((false, m.lag.load(Ordering::Relaxed)));
@@ -335,6 +360,8 @@ impl ConsumerRun {
             foreign: Metrics::count(&m.foreign),
             drained,
             lag_at_end,
+            recovery,
+            restart_duplicates,
             retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
         }
     }
@@ -353,7 +380,8 @@ impl Drop for ConsumerRun {
 async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, String> {
     let notify = Arc::new(Notify::new());
     let stop = shared.cancel.child_token();
-    let wire = Wire::connect(shared.addr, notify.clone(), &shared.tracker, stop.clone())
+    // The link outlives the instance's stop: shutdown still persists and unregisters on it.
+    let wire = Link::connect(shared.addr, notify.clone(), &shared.tracker, &shared.cancel)
         .await
         .map_err(|e| format!("consumer {i}: {e}"))?;
     let nanos = std::time::SystemTime::now()
@@ -370,7 +398,10 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
         ),
-        threads: Arc::new(Semaphore::new(shared.cfg.consume_threads as usize)),
+        threads: ConsumeThreads::new(
+            shared.cfg.consume_threads as usize,
+            tokio::time::Instant::now(),
+        ),
         rebalance_now: notify,
         stop,
         fc_times: AtomicU64::new(0),
@@ -381,25 +412,30 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
 
 /// Every second: broker max offset − committed offset, summed over the topic's queues.
 async fn sample_lag(shared: Arc<Shared>) {
-    let Ok(wire) = Wire::connect(
+    let Ok(wire) = Link::connect(
         shared.addr,
         Arc::new(Notify::new()),
         &shared.tracker,
-        shared.cancel.clone(),
+        &shared.cancel,
     )
     .await
     else {
         return;
     };
     loop {
-        let mut lag = 0i64;
+        let mut lag = Some(0i64);
         for (i, q) in shared.queues.iter().enumerate() {
-            if let Some(max) = max_offset(&wire, &shared.topic, *q).await {
-                let committed = shared.committed[i].load(Ordering::Acquire).max(0);
-                lag += (max - committed).max(0);
-            }
+            // A broker down (killed, restarting) has no lag to read: the last one stands.
+            let Some(max) = max_offset(&wire, &shared.topic, *q).await else {
+                lag = None;
+                break;
+            };
+            let committed = shared.committed[i].load(Ordering::Acquire).max(0);
+            lag = lag.map(|l| l + (max - committed).max(0));
         }
-        shared.metrics.set_lag(lag);
+        if let Some(lag) = lag {
+            shared.metrics.set_lag(lag);
+        }
         tokio::select! {
             _ = shared.cancel.cancelled() => break,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}

@@ -8,17 +8,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
 use crate::consumer::gate::{QueueView, Thresholds};
+use crate::consumer::link::Link;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
-use crate::consumer::wire::Wire;
+use crate::consumer::restart::RestartWatch;
+use crate::consumer::threads::ConsumeThreads;
 use crate::profile::Consumer;
 
 /// The broker name in MessageQueue bodies (locks): equality is all the broker needs.
@@ -42,6 +44,8 @@ pub struct Shared {
     pub committed: Vec<AtomicI64>,
     /// The listener's failures and the retry accounting.
     pub failures: Failures,
+    /// Broker restarts: the consumers' recovery and the duplicates they cause.
+    pub restart: RestartWatch,
 }
 
 impl Shared {
@@ -131,12 +135,13 @@ pub struct Instance {
     pub index: u32,
     pub client_id: String,
     pub shared: Arc<Shared>,
-    pub wire: Wire,
+    /// Reconnects after a broker restart.
+    pub wire: Link,
     pub queues: Mutex<BTreeMap<i32, Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,
-    /// `consumeThreadMin` permits; the wait for one is bounded by the cached messages.
-    pub threads: Arc<Semaphore>,
+    /// `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
+    pub threads: ConsumeThreads,
     /// Woken by NOTIFY_CONSUMER_IDS_CHANGED.
     pub rebalance_now: Arc<Notify>,
     /// This instance's stop (leave_at or the end of the run).

@@ -49,6 +49,8 @@ pub struct Injector {
     pub kills: u32,
     pub pauses: u32,
     recoveries: Vec<Duration>,
+    /// (kill, restarted broker ready) of each restart, for the consumers' recovery.
+    restarts: Vec<(Instant, Instant)>,
     /// The load's UNIQ_KEY space, set when the load starts.
     pub keys: Option<KeySpace>,
 }
@@ -73,6 +75,7 @@ impl Injector {
             kills: 0,
             pauses: 0,
             recoveries: Vec::new(),
+            restarts: Vec::new(),
             keys: None,
         }
     }
@@ -118,6 +121,11 @@ impl Injector {
 
     /// Whether the broker was killed and not restarted: then its exit is the experiment, not
     /// a crash.
+    /// (kill, restarted broker ready) of each restart so far.
+    pub fn restarts(&self) -> &[(Instant, Instant)] {
+        &self.restarts
+    }
+
     pub fn broker_dead(&self) -> bool {
         self.dead
     }
@@ -190,6 +198,7 @@ impl Injector {
         if self.plan.restart {
             *p = self.restart(p.addr.port())?;
             self.dead = false;
+            self.restarts.push((at, Instant::now()));
         }
         Ok(())
     }

@@ -51,6 +51,8 @@ pub struct SummaryConsumer {
     broker_sndbck2dlq_times: Option<u64>,
     broker_schedule_put_nums: Option<u64>,
     broker_schedule_deliver_nums: Option<u64>,
+    consumer_recovery_ms: Option<Fixed<1>>,
+    consumer_restart_duplicates: Option<u64>,
 }
 
 impl SummaryConsumer {
@@ -102,6 +104,8 @@ impl SummaryConsumer {
             broker_sndbck2dlq_times: f.retry.broker.map(|b| b[1]),
             broker_schedule_put_nums: f.retry.broker.map(|b| b[2]),
             broker_schedule_deliver_nums: f.retry.broker.map(|b| b[3]),
+            consumer_recovery_ms: f.recovery.map(|d| Fixed(d.as_secs_f64() * 1000.0)),
+            consumer_restart_duplicates: f.restart_duplicates,
         }
     }
 }

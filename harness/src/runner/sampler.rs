@@ -229,6 +229,9 @@ pub fn drive(
                     crashed.get_or_insert(e);
                     load.stop();
                 }
+                if let Some(c) = consumers.as_mut() {
+                    c.follow_restarts(f.restarts());
+                }
             }
             if let Some(p) = process.as_deref() {
                 brokers.follow(p.pid);

@@ -1,0 +1,125 @@
+//! A consumer's link to the broker that reconnects, as the Java client's
+//! `NettyRemotingClient.getAndCreateChannel` does: a call finds its connection closed (the
+//! broker was killed or restarted), opens a new one and goes on. While the broker is down the
+//! connect fails at once and the call fails as a transport error: pulls wait their exception
+//! delay, heartbeats and rebalances their period, and the next call tries again.
+//!
+//! Each new connection after the first is counted, so the instance can do what 5.3 does on
+//! `onChannelActive` (a heartbeat, then a rebalance at once).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use remoting::RemotingCommand;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::wire::{Wire, WireError};
+
+/// `connectTimeoutMillis`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub struct Link {
+    addr: SocketAddr,
+    /// Woken by the broker's NOTIFY_CONSUMER_IDS_CHANGED on any connection.
+    notify: Arc<Notify>,
+    tracker: TaskTracker,
+    /// Closed for good: no new connection.
+    closed: CancellationToken,
+    /// Held across a connect so that concurrent callers open one connection, not several.
+    current: tokio::sync::Mutex<Option<Arc<Wire>>>,
+    /// When the newest connection was opened.
+    opened: parking_lot::Mutex<Option<Instant>>,
+    /// Connections opened after the first.
+    reconnects: AtomicU64,
+    /// Woken after each reconnect.
+    pub reconnected: Notify,
+}
+
+impl Link {
+    /// Opens the first connection; an error if the broker does not accept it.
+    pub async fn connect(
+        addr: SocketAddr,
+        notify: Arc<Notify>,
+        tracker: &TaskTracker,
+        stop: &CancellationToken,
+    ) -> Result<Link, WireError> {
+        let link = Link {
+            addr,
+            notify,
+            tracker: tracker.clone(),
+            closed: stop.child_token(),
+            current: tokio::sync::Mutex::new(None),
+            opened: parking_lot::Mutex::new(None),
+            reconnects: AtomicU64::new(0),
+            reconnected: Notify::new(),
+        };
+        link.wire().await?;
+        Ok(link)
+    }
+
+    /// The open connection, or a new one if it closed.
+    async fn wire(&self) -> Result<Arc<Wire>, WireError> {
+        if self.closed.is_cancelled() {
+            return Err(WireError::Closed);
+        }
+        let mut current = self.current.lock().await;
+        if let Some(w) = current.as_ref().filter(|w| !w.is_closed()) {
+            return Ok(w.clone());
+        }
+        let first = current.is_none();
+        let connect = Wire::connect(
+            self.addr,
+            self.notify.clone(),
+            &self.tracker,
+            self.closed.clone(),
+        );
+        let wire = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+            Ok(w) => Arc::new(w?),
+            Err(_) => return Err(WireError::Timeout(CONNECT_TIMEOUT)),
+        };
+        *current = Some(wire.clone());
+        *self.opened.lock() = Some(Instant::now());
+        drop(current);
+        if !first {
+            self.reconnects.fetch_add(1, Ordering::Relaxed);
+            self.reconnected.notify_one();
+        }
+        Ok(wire)
+    }
+
+    /// Sends `cmd` on the current (or a new) connection and waits up to `timeout`.
+    pub async fn call(
+        &self,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, WireError> {
+        self.wire().await?.call(cmd, timeout).await
+    }
+
+    /// Sends `cmd` as oneway on the current (or a new) connection.
+    pub async fn oneway(&self, cmd: RemotingCommand) -> Result<(), WireError> {
+        self.wire().await?.oneway(cmd).await
+    }
+
+    /// When the newest connection was opened.
+    pub fn opened_at(&self) -> Option<Instant> {
+        *self.opened.lock()
+    }
+
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Closes the link for good: calls in flight fail as closed, no connection is opened again.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}
