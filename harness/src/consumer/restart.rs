@@ -129,6 +129,7 @@ mod tests {
             born_ms: 0,
             stored_ms: 0,
             uniq_key: None,
+            ..Msg::default()
         }
     }
 
