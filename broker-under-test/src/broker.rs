@@ -11,8 +11,8 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
-    schedule::{ScheduleService, SCHEDULE_TOPIC},
     namesrv::hook::RegisterHook,
+    schedule::{ScheduleService, SCHEDULE_TOPIC},
     store::MessageStore,
     task::ExecutorKind,
 };

@@ -60,6 +60,8 @@ async fn send_one(c: &mut Client, topic: &str, body: &[u8]) -> MessageRecord {
     let o = c.opaque();
     let r = c.call(send_v2(o, topic, 0, body)).await;
     assert_eq!(r.code, 0, "send: {:?}", r.remark);
+    // The answer comes before ReputMessageService has written the consume-queue entry.
+    c.dispatched().await;
     c.pull_all(topic, 0)
         .await
         .pop()

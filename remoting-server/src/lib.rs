@@ -66,21 +66,38 @@ pub async fn accept_loop<S, F>(
 }
 
 /// Completes on SIGINT or SIGTERM (RocketMQ's `mqshutdown` sends SIGTERM). `what` names the
-/// server in the one message this can print: when SIGTERM cannot be listened for, only Ctrl-C
-/// stops it.
-pub async fn shutdown_signal(what: &str) {
+/// server in the one message this can print: when a signal cannot be listened for, the other
+/// one still stops it.
+///
+/// Both handlers are installed when this is called, not when the future is first polled: the
+/// caller announces "listening on …" before it polls, and a SIGINT sent in between would
+/// otherwise meet the default action and kill the process instead of stopping it cleanly.
+/// Must be called inside a tokio runtime.
+pub fn shutdown_signal(what: &str) -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+    let streams = [SignalKind::interrupt(), SignalKind::terminate()].map(|kind| {
+        signal(kind)
+            .map_err(|e| {
+                eprintln!("cannot listen for signal {kind:?} ({e}); the other one stops the {what}")
+            })
+            .ok()
+    });
+    async move {
+        let [int, term] = streams;
+        tokio::select! {
+            _ = next_signal(int) => {}
+            _ = next_signal(term) => {}
         }
-        Err(e) => {
-            eprintln!("cannot listen for SIGTERM ({e}); only Ctrl-C stops the {what}");
-            let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The next delivery of `signal`; never, for a signal that could not be listened for.
+async fn next_signal(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
         }
+        None => std::future::pending().await,
     }
 }
 

@@ -169,3 +169,19 @@ fn one_of(values: &[&str]) -> String {
         [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
+
+/// `a` then `b`, in a const (a slice literal cannot be spliced).
+pub(super) const fn concat<const N: usize>(a: &[KeySpec], b: &[KeySpec]) -> [KeySpec; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        out[a.len() + j] = b[j];
+        j += 1;
+    }
+    out
+}

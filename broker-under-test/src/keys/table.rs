@@ -6,7 +6,7 @@
 use super::{
     retention::RETENTION,
     spec::{
-        DefaultEnv, DefaultRule,
+        concat, DefaultEnv, DefaultRule,
         DefaultRule::{Computed, Fixed, PerProfile},
         KeySpec, KeyType,
         KeyType::{Bool, Enum, Ip, Path, Str},
@@ -139,22 +139,6 @@ fn profile_name(env: &DefaultEnv) -> String {
 pub const KEYS: &[KeySpec] = &ALL;
 
 const ALL: [KeySpec; SEND_PATH.len() + RETENTION.len()] = concat(SEND_PATH, &RETENTION);
-
-/// `a` then `b`, in a const (a slice literal cannot be spliced).
-const fn concat<const N: usize>(a: &[KeySpec], b: &[KeySpec]) -> [KeySpec; N] {
-    let mut out = [a[0]; N];
-    let mut i = 0;
-    while i < a.len() {
-        out[i] = a[i];
-        i += 1;
-    }
-    let mut j = 0;
-    while j < b.len() {
-        out[a.len() + j] = b[j];
-        j += 1;
-    }
-    out
-}
 
 const SEND_PATH: &[KeySpec] = &[
     ours(

@@ -4,6 +4,7 @@
 //! second (`sampler.rs`) while the open- or closed-loop load (`load.rs`, `plan.rs`,
 //! `pacer.rs`, `conn.rs`, `retry.rs`) runs against the broker.
 
+mod broker_sampler;
 pub mod client;
 mod combination;
 mod common;

@@ -7,17 +7,17 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::broker::{self, BrokerProcess, ProcSampler};
+use crate::broker::{self, BrokerProcess};
 use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::matrix::Cell;
 use crate::order::hook::JobOrder;
-use crate::proc_cpu::process_cpu_seconds;
 use crate::profile::Model;
 use crate::recorder::{quantile, BusyClass, Interval, NotAvailableClass, Recorder};
 use crate::report::cells::Fixed;
 use crate::report::{OrderColumns, Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::client::AdminConn;
 use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
@@ -43,63 +43,6 @@ pub struct Sample {
     pub store_disk_mb: Option<f64>,
     /// When the second ended, Unix seconds.
     pub end_unix_s: f64,
-}
-
-/// The broker processes a job samples every second: its one broker, or every broker of a
-/// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
-struct BrokerSampler {
-    procs: Vec<SampledProcess>,
-}
-
-struct SampledProcess {
-    pid: u32,
-    sampler: ProcSampler,
-    /// CPU-seconds at the previous sample, from /proc.
-    last_cpu_s: Option<f64>,
-}
-
-impl SampledProcess {
-    fn new(pid: u32) -> Self {
-        SampledProcess {
-            pid,
-            sampler: ProcSampler::new(pid),
-            last_cpu_s: process_cpu_seconds(pid),
-        }
-    }
-}
-
-impl BrokerSampler {
-    fn new(pids: &[u32]) -> Self {
-        BrokerSampler {
-            procs: pids.iter().map(|&p| SampledProcess::new(p)).collect(),
-        }
-    }
-
-    /// A lone broker restarted by a fault: sample the new process from now on.
-    fn follow(&mut self, pid: u32) {
-        if self.procs.len() <= 1 && self.procs.first().map(|p| p.pid) != Some(pid) {
-            self.procs = vec![SampledProcess::new(pid)];
-        }
-    }
-
-    /// `(cpu %, rss MiB)` summed over the processes that are alive, and their CPU-seconds
-    /// since the previous call; None when no process answered.
-    fn sample(&mut self) -> (Option<(f64, f64)>, Option<f64>) {
-        let (mut usage, mut cpu_s) = (None, None);
-        for p in &mut self.procs {
-            if let Some((cpu, rss)) = p.sampler.sample() {
-                let sum: &mut (f64, f64) = usage.get_or_insert((0.0, 0.0));
-                sum.0 += cpu;
-                sum.1 += rss;
-            }
-            let now = process_cpu_seconds(p.pid);
-            if let Some(spent) = now.zip(p.last_cpu_s).map(|(n, l)| (n - l).max(0.0)) {
-                *cpu_s.get_or_insert(0.0) += spent;
-            }
-            p.last_cpu_s = now.or(p.last_cpu_s);
-        }
-        (usage, cpu_s)
-    }
 }
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
@@ -577,36 +520,5 @@ pub fn timeseries_row(
         },
         consumer: Default::default(),
         order: Default::default(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Sampling this process once and "twice" (as two brokers of a cluster) must give twice the
-    /// memory and at least twice the CPU burnt in between: a cluster's figures are sums.
-    #[test]
-    fn a_cluster_is_sampled_as_the_sum_of_its_brokers() {
-        assert_eq!(BrokerSampler::new(&[]).sample(), (None, None));
-        let me = std::process::id();
-        let mut one = BrokerSampler::new(&[me]);
-        let mut two = BrokerSampler::new(&[me, me]);
-        let burn = Duration::from_millis(300);
-        let begin = broker::self_cpu_time();
-        while broker::self_cpu_time().saturating_sub(begin) < burn {
-            std::hint::black_box((0..1000u64).sum::<u64>());
-        }
-        let (usage_one, cpu_one) = one.sample();
-        let (usage_two, cpu_two) = two.sample();
-        let (rss_one, rss_two) = (usage_one.unwrap().1, usage_two.unwrap().1);
-        assert!(
-            (rss_two / rss_one - 2.0).abs() < 0.2,
-            "{rss_one} MiB vs {rss_two} MiB"
-        );
-        // /proc counts in clock ticks: allow one tick (10 ms) per process.
-        let (cpu_one, cpu_two) = (cpu_one.unwrap(), cpu_two.unwrap());
-        assert!(cpu_one >= 0.29, "{cpu_one}");
-        assert!(cpu_two >= 0.58, "{cpu_two}");
     }
 }

@@ -1,0 +1,95 @@
+//! The broker processes one job samples every second (CPU and RSS from /proc), kept apart from
+//! the sampling loop (`sampler.rs`) that reads them.
+
+use crate::broker::ProcSampler;
+use crate::proc_cpu::process_cpu_seconds;
+
+/// The broker processes a job samples every second: its one broker, or every broker of a
+/// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
+pub struct BrokerSampler {
+    procs: Vec<SampledProcess>,
+}
+
+struct SampledProcess {
+    pid: u32,
+    sampler: ProcSampler,
+    /// CPU-seconds at the previous sample, from /proc.
+    last_cpu_s: Option<f64>,
+}
+
+impl SampledProcess {
+    fn new(pid: u32) -> Self {
+        SampledProcess {
+            pid,
+            sampler: ProcSampler::new(pid),
+            last_cpu_s: process_cpu_seconds(pid),
+        }
+    }
+}
+
+impl BrokerSampler {
+    pub fn new(pids: &[u32]) -> Self {
+        BrokerSampler {
+            procs: pids.iter().map(|&p| SampledProcess::new(p)).collect(),
+        }
+    }
+
+    /// A lone broker restarted by a fault: sample the new process from now on.
+    pub fn follow(&mut self, pid: u32) {
+        if self.procs.len() <= 1 && self.procs.first().map(|p| p.pid) != Some(pid) {
+            self.procs = vec![SampledProcess::new(pid)];
+        }
+    }
+
+    /// `(cpu %, rss MiB)` summed over the processes that are alive, and their CPU-seconds
+    /// since the previous call; None when no process answered.
+    pub fn sample(&mut self) -> (Option<(f64, f64)>, Option<f64>) {
+        let (mut usage, mut cpu_s) = (None, None);
+        for p in &mut self.procs {
+            if let Some((cpu, rss)) = p.sampler.sample() {
+                let sum: &mut (f64, f64) = usage.get_or_insert((0.0, 0.0));
+                sum.0 += cpu;
+                sum.1 += rss;
+            }
+            let now = process_cpu_seconds(p.pid);
+            if let Some(spent) = now.zip(p.last_cpu_s).map(|(n, l)| (n - l).max(0.0)) {
+                *cpu_s.get_or_insert(0.0) += spent;
+            }
+            p.last_cpu_s = now.or(p.last_cpu_s);
+        }
+        (usage, cpu_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker;
+    use std::time::Duration;
+
+    /// Sampling this process once and "twice" (as two brokers of a cluster) must give twice the
+    /// memory and at least twice the CPU burnt in between: a cluster's figures are sums.
+    #[test]
+    fn a_cluster_is_sampled_as_the_sum_of_its_brokers() {
+        assert_eq!(BrokerSampler::new(&[]).sample(), (None, None));
+        let me = std::process::id();
+        let mut one = BrokerSampler::new(&[me]);
+        let mut two = BrokerSampler::new(&[me, me]);
+        let burn = Duration::from_millis(300);
+        let begin = broker::self_cpu_time();
+        while broker::self_cpu_time().saturating_sub(begin) < burn {
+            std::hint::black_box((0..1000u64).sum::<u64>());
+        }
+        let (usage_one, cpu_one) = one.sample();
+        let (usage_two, cpu_two) = two.sample();
+        let (rss_one, rss_two) = (usage_one.unwrap().1, usage_two.unwrap().1);
+        assert!(
+            (rss_two / rss_one - 2.0).abs() < 0.2,
+            "{rss_one} MiB vs {rss_two} MiB"
+        );
+        // /proc counts in clock ticks: allow one tick (10 ms) per process.
+        let (cpu_one, cpu_two) = (cpu_one.unwrap(), cpu_two.unwrap());
+        assert!(cpu_one >= 0.29, "{cpu_one}");
+        assert!(cpu_two >= 0.58, "{cpu_two}");
+    }
+}
