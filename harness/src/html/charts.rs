@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use super::error::ReportError;
 
 const WIDTH: u32 = 880;
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 
 /// Distinct colours for cells and busy classes (ColorBrewer Set1/Dark2).
 pub const PALETTE: [RGBColor; 10] = [
@@ -26,12 +26,12 @@ pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn chart_err<E: std::fmt::Debug>(e: E) -> ReportError {
+pub(super) fn chart_err<E: std::fmt::Debug>(e: E) -> ReportError {
     ReportError::Chart(format!("{e:?}"))
 }
 
 /// Draws into a fresh SVG string of `height` pixels.
-fn svg(
+pub(super) fn svg(
     height: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
 ) -> Result<String, ReportError> {
@@ -66,7 +66,7 @@ fn draw_lines<'a, DB: DrawingBackend + 'a>(
 }
 
 /// The legend box, in the upper left corner of every chart.
-fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
 ) -> Result<(), ReportError> {
     chart
@@ -79,7 +79,7 @@ fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
         .map_err(chart_err)
 }
 
-fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
+pub(super) fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
     values.fold(floor, f64::max) * 1.08
 }
 

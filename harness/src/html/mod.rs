@@ -6,15 +6,19 @@
 //! * hlog.rs   — latency spectra from latency.hlog
 //! * view.rs   — one result folder: CSVs, run.json labels and `[slo]`, spectra per job
 //! * charts.rs — the plotters charts
+//! * consumer.rs — a consumer job's chart: rates, lag, cache against thresholds, flow control
+//! * words.rs  — column names in words with units (titles, axes)
 //! * page.rs   — the HTML template and tables
 //! * error.rs  — why a report could not be written
 
 mod charts;
+mod consumer;
 mod error;
 mod hlog;
 mod page;
 mod table;
 mod view;
+mod words;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
