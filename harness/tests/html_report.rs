@@ -11,7 +11,9 @@
 //! `harness run profiles/slow-consumer.toml --set workload.rate=200 --set workload.duration=10s
 //! --set workload.warmup=2s --set consumer.consume_threads=1 --set consumer.processing_time=10ms
 //! --set consumer.drain_timeout=30s --set consumer.pull_threshold_for_queue=100` (its CSVs,
-//! run.json and latency.hlog kept).
+//! run.json and latency.hlog kept). `fault` is profiles/durability.toml with one cell
+//! (ASYNC_FLUSH, no pool), one repetition, 500 sends/s for 6 s after 1 s of warm-up, `kill =
+//! "2s"` with restart and `pause = "4s for 500ms"`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -377,6 +379,61 @@ fn the_probe_sees_an_empty_chart_and_a_wide_table() {
     let (empty, wide, _) = probe_findings(&dom);
     assert_eq!(empty, "flat");
     assert!(wide.starts_with("wide:"), "{wide}");
+}
+
+/// The fault run (profiles/durability.toml cut down, see the module comment): kill + restart
+/// in second 3, SIGSTOP in second 5, SIGCONT in second 6.
+#[test]
+fn the_report_of_a_fault_run_marks_its_moments_and_reconciles() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("fault.html");
+    let html = report("fault", None, &page);
+    for (kind, n) in [
+        ("timeline", 1),
+        ("matrix", 1),
+        ("spectrum", 1),
+        ("consumer", 0),
+        ("series", 0),
+    ] {
+        assert_eq!(
+            count(&html, &format!("data-chart=\"{kind}\"")),
+            n,
+            "{kind} charts"
+        );
+    }
+    // No consumers: no consumer chart and no line about their missing latency either.
+    assert!(
+        !html.contains("data-empty="),
+        "nothing to collapse without consumers"
+    );
+    let timeline = &html[html.find("data-chart=\"timeline\"").unwrap()..];
+    for moment in ["kill restart", "pause", "resume"] {
+        assert!(
+            timeline.contains(&format!(">\n{moment}\n</text>")),
+            "the timeline names `{moment}`"
+        );
+    }
+    assert!(
+        timeline.contains(
+            "Reconciliation: acknowledged but lost 0 (acked_lost), stored but never acknowledged 0 (phantom), stored twice 0 (duplicates), recovery (ms) 103.0 (recovery_ms)"
+        ),
+        "the reconciliation figures are under the timeline"
+    );
+}
+
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_report_of_a_fault_run_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("fault.html");
+    report("fault", None, &page);
+    let (dom, console) = browse_probed(&chromium(), &page);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("data-charts=\"3\""));
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
+    check_table_equals_csv(&dom, "fault");
 }
 
 #[test]

@@ -91,8 +91,10 @@ pub struct Second {
     /// Busy answers per class, in the order of [`Timeline::classes`].
     pub busy: Vec<f64>,
     pub p99_ms: Option<f64>,
-    /// A known stall or fault in this second (put lock held ≥ 100 ms, a fault event).
+    /// A known stall in this second (put lock held ≥ 100 ms).
     pub stall: bool,
+    /// What a fault injector did in this second (`kill restart`, `pause`); empty if nothing.
+    pub event: String,
     /// The first second of a new step or probe.
     pub boundary: bool,
 }
@@ -134,7 +136,7 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
             .map_err(chart_err)?;
         chart
             .configure_secondary_axes()
-            .y_desc("p99 ms")
+            .y_desc("send latency p99 (ms)")
             .draw()
             .map_err(chart_err)?;
         // Stacks: ok first, then each busy class.
@@ -183,6 +185,23 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
                     )))
                     .map_err(chart_err)?;
             }
+            if !s.event.is_empty() {
+                // A fault moment: a red line through its second's bar, named at the top.
+                let x = x + 0.5;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, 0.0), (x, ymax)],
+                        RED.stroke_width(2),
+                    )))
+                    .map_err(chart_err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        s.event.clone(),
+                        (x + 0.05, ymax * 0.9),
+                        (FONT, 11).into_font().color(&RED),
+                    )))
+                    .map_err(chart_err)?;
+            }
             if s.stall {
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
@@ -214,7 +233,7 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
         chart
             .draw_secondary_series(LineSeries::new(p99, BLACK.stroke_width(1)))
             .map_err(chart_err)?
-            .label("p99 ms (right axis)")
+            .label("send latency p99 (right axis)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK));
         legend(&mut chart)
     })
@@ -246,7 +265,7 @@ pub fn spectrum(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<Str
         chart
             .configure_mesh()
             .x_desc("percentile")
-            .y_desc("latency ms (from intended send time)")
+            .y_desc("send latency (ms, from the intended send time)")
             .x_label_formatter(&|x| percentile_label(*x))
             .draw()
             .map_err(chart_err)?;

@@ -114,7 +114,8 @@ fn event_marks<
     ymax: f64,
 ) -> Result<(), ReportError> {
     for (x, _) in events {
-        let x = *x as f64;
+        // In the middle of its second, where that second's points are.
+        let x = *x as f64 + 0.5;
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(x, 0.0), (x, ymax)],

@@ -8,7 +8,8 @@
 //! * charts.rs — the plotters charts
 //! * consumer.rs — a consumer job's chart: rates, lag, cache against thresholds, flow control
 //! * words.rs  — column names in words with units (titles, axes)
-//! * page.rs   — the HTML template and tables
+//! * page.rs   — the HTML template, the charts in their figures
+//! * tables.rs — the tables, made to fit the page
 //! * error.rs  — why a report could not be written
 
 mod charts;
@@ -17,6 +18,7 @@ mod error;
 mod hlog;
 mod page;
 mod table;
+mod tables;
 mod view;
 mod words;
 

@@ -5,34 +5,9 @@ use std::fmt::Write as _;
 use super::charts::{self, KneePlot, Second, Timeline};
 use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
+use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
 use super::words::words;
-
-/// summary.csv columns shown in the table, when the run has them (cells copied as written).
-const TABLE_COLUMNS: &[&str] = &[
-    "step",
-    "target_rate",
-    "achieved_rate",
-    "ok_rate",
-    "busy_rate",
-    "p50_ms",
-    "p99_ms",
-    "p999_ms",
-    "max_ms",
-    "timeouts",
-    "dropped",
-    "broker_cpu_avg",
-    "valid",
-    "slo_met",
-    "slo_failed",
-    "knee_rate",
-    "knee_limited_by",
-    "consume_rate",
-    "consumer_lag_max",
-    "e2e_p99_ms",
-    "consumer_lost",
-    "consumer_duplicates",
-];
 
 /// Per-second columns charted across jobs, one line per job, once a run has them (the
 /// consumer's own seconds are in its per-job chart).
@@ -57,13 +32,6 @@ th{white-space:normal}td.cell{white-space:normal;min-width:8em}td[data-col=slo_f
 /// The script only counts the charts (the browser test reads it back).
 const SCRIPT: &str =
     "document.body.dataset.charts = document.querySelectorAll('figure.chart svg').length;";
-
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The whole page for one run, or two runs side by side with `compare`'s verdicts (CSV).
 pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, ReportError> {
@@ -164,7 +132,13 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
         }
     };
 
-    if run.series.has("consumer_lag") {
+    // The column is there in every run; a run with consumers fills it.
+    let consumers = run
+        .series
+        .rows
+        .iter()
+        .any(|r| run.series.num(r, "consumer_lag").is_some());
+    if consumers {
         h.push_str(&consumer_section(run, idx, &jobs, &job_label)?);
     }
 
@@ -295,7 +269,11 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 (job_label(j), pts)
             })
             .collect();
-        // Zero or absent throughout: one line of text, not a flat chart.
+        // Zero or absent throughout: one line of text, not a flat chart (nothing at all in a
+        // run without consumers, where these columns are empty by design).
+        if !consumers && series.iter().all(|s| s.1.is_empty()) {
+            continue;
+        }
         if series.iter().all(|s| s.1.iter().all(|p| p.1 == 0.0)) {
             h.push_str(&empty(
                 "series",
@@ -323,7 +301,18 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 continue;
             }
             let svg = charts::timeline(&t)?;
-            h.push_str(&figure("timeline", idx, Some(j), (&svg, "target_rate, ok, busy_*, p99_ms, page_cache_lock_ms, event"), "bars: ok and busy answers by class; red marks: put lock held ≥ 100 ms or a fault; grey lines: a new step or probe"));
+            let mut caption = String::from("bars: ok and busy answers by class; red marks at the top: put lock held ≥ 100 ms; red lines: a fault (kill, restart, pause, resume); grey lines: a new step or probe");
+            caption.push_str(&reconciliation(run, j));
+            h.push_str(&figure(
+                "timeline",
+                idx,
+                Some(j),
+                (
+                    &svg,
+                    "target_rate, ok, busy_*, p99_ms, page_cache_lock_ms, event",
+                ),
+                &caption,
+            ));
         }
     }
     h.push_str("</section>\n");
@@ -363,6 +352,14 @@ fn consumer_section(
                 )
             })
             .collect();
+        if !plot.events.is_empty() {
+            let moments: Vec<String> = plot
+                .events
+                .iter()
+                .map(|(i, what)| format!("{what} in second {}", i + 1))
+                .collect();
+            caption.push(format!("red lines: {}", moments.join(", ")));
+        }
         let quiet = plot.quiet_gates();
         if !quiet.is_empty() {
             caption.push(format!("no {} flow control in this run", or_list(&quiet)));
@@ -382,20 +379,54 @@ fn consumer_section(
     Ok(h)
 }
 
+/// summary.csv columns that reconcile a fault job's answers with its store, in words.
+const RECONCILIATION: &[(&str, &str)] = &[
+    ("acked_lost", "acknowledged but lost"),
+    ("phantom", "stored but never acknowledged"),
+    ("duplicates", "stored twice"),
+    ("recovery_ms", "recovery (ms)"),
+];
+
+/// A fault job's reconciliation figures for the timeline's caption; empty for other jobs.
+fn reconciliation(run: &RunView, job: &Job) -> String {
+    let rows = run.job_rows(job);
+    let Some(r) = rows.first() else {
+        return String::new();
+    };
+    let figures: Vec<String> = RECONCILIATION
+        .iter()
+        .filter_map(|(col, what)| {
+            let v = run.summary.text(r, col);
+            (!v.is_empty()).then(|| format!("{what} {v} ({col})"))
+        })
+        .collect();
+    if figures.is_empty() {
+        String::new()
+    } else {
+        format!(". Reconciliation: {}", figures.join(", "))
+    }
+}
+
 /// The job's seconds (0-based, in order) with a fault moment, and what happened.
 fn events(run: &RunView, seconds: &[&Vec<String>]) -> Vec<(usize, String)> {
     seconds
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let what: Vec<&str> = EVENT_COLUMNS
-                .iter()
-                .map(|c| run.series.text(r, c).trim())
-                .filter(|t| !t.is_empty())
-                .collect();
-            (!what.is_empty()).then(|| (i, what.join("; ")))
+            let what = event_text(&run.series, r);
+            (!what.is_empty()).then_some((i, what))
         })
         .collect()
+}
+
+/// The second's fault moments as written (`kill restart`), from every event column.
+fn event_text(s: &super::table::Table, row: &[String]) -> String {
+    EVENT_COLUMNS
+        .iter()
+        .map(|c| s.text(row, c).trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
@@ -424,10 +455,8 @@ fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
                 p99_ms: s.num(r, "p99_ms"),
                 stall: s
                     .num(r, "page_cache_lock_ms")
-                    .is_some_and(|v| v >= STALL_LOCK_MS)
-                    || EVENT_COLUMNS
-                        .iter()
-                        .any(|c| !s.text(r, c).trim().is_empty()),
+                    .is_some_and(|v| v >= STALL_LOCK_MS),
+                event: event_text(s, r),
                 boundary,
             }
         })
@@ -437,113 +466,4 @@ fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
         classes,
         seconds,
     }
-}
-
-fn summary_table(run: &RunView, idx: usize) -> String {
-    let s = &run.summary;
-    // A column empty in every row (a knee column in a consumer run) has nothing to show.
-    let cols: Vec<&str> = TABLE_COLUMNS
-        .iter()
-        .copied()
-        .filter(|c| s.rows.iter().any(|r| !s.text(r, c).is_empty()))
-        .collect();
-    let mut h = format!(
-        "<div class=\"scroll\"><table class=\"summary\" data-run=\"{idx}\"><tr><th>cell</th><th>rep</th>"
-    );
-    for c in &cols {
-        h.push_str(&header_cell(c));
-    }
-    h.push_str("</tr>\n");
-    for r in &s.rows {
-        let id = s.text(r, "cell_id");
-        let _ = write!(
-            h,
-            "<tr data-cell-id=\"{}\" data-repetition=\"{}\" data-step=\"{}\"><td class=\"cell\">{}</td><td>{}</td>",
-            esc(id),
-            esc(s.text(r, "repetition")),
-            esc(s.text(r, "step")),
-            label_cell(&run.label(id)),
-            esc(s.text(r, "repetition"))
-        );
-        for c in &cols {
-            let _ = write!(h, "<td data-col=\"{}\">{}</td>", esc(c), esc(s.text(r, c)));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
-}
-
-/// One line per job of a knee run: its knee and the figures of the probe at the knee.
-fn capacity_table(run: &RunView, jobs: &[Job]) -> String {
-    let s = &run.summary;
-    let cols = [
-        "knee_rate",
-        "p99_ms",
-        "busy_rate",
-        "broker_cpu_avg",
-        "knee_limited_by",
-    ];
-    let mut h = String::from(
-        "<div class=\"scroll\"><table class=\"capacity\"><tr><th>cell</th><th>rep</th><th>probes</th>",
-    );
-    for c in cols {
-        h.push_str(&header_cell(c));
-    }
-    h.push_str("</tr>\n");
-    for j in jobs {
-        let rows = run.job_rows(j);
-        let step = run.spectrum_step(j);
-        let at = rows
-            .iter()
-            .find(|r| step.as_deref() == Some(s.text(r, "step")))
-            .or(rows.first());
-        let _ = write!(
-            h,
-            "<tr><td class=\"cell\">{}</td><td>{}</td><td>{}</td>",
-            label_cell(&run.label(&j.0)),
-            esc(&j.1),
-            rows.len()
-        );
-        for c in cols {
-            let v = at.map_or("", |r| s.text(r, c));
-            let _ = write!(h, "<td data-col=\"{c}\">{}</td>", esc(v));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
-}
-
-/// A cell's label, breakable after each parameter (`a=1,b=2`): a long label wraps in its
-/// column instead of widening the table.
-fn label_cell(label: &str) -> String {
-    esc(label).replace(',', ",<wbr>")
-}
-
-/// A column's header: its name, breakable after each `_` so a narrow column's header wraps
-/// instead of widening the table, with the name in words as the tooltip.
-fn header_cell(column: &str) -> String {
-    format!(
-        "<th title=\"{}\">{}</th>",
-        esc(words(column)),
-        esc(column).replace('_', "_<wbr>")
-    )
-}
-
-fn csv_table(csv: &str, class: &str) -> String {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(csv.as_bytes());
-    let mut h = format!("<div class=\"scroll\"><table class=\"{class}\">");
-    for (i, rec) in reader.records().filter_map(Result::ok).enumerate() {
-        h.push_str("<tr>");
-        for cell in rec.iter() {
-            let tag = if i == 0 { "th" } else { "td" };
-            let _ = write!(h, "<{tag}>{}</{tag}>", esc(cell));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
 }
