@@ -236,10 +236,11 @@ fn the_report_of_a_knee_run_has_its_charts() {
     let page = dir.path().join("knee.html");
     let html = report("knee", None, &page);
     let jobs = 2;
-    // The charts are in the file whatever the browser: the matrix, the two knee plots, the
-    // spectrum at the knee and one timeline per job.
+    // The charts are in the file whatever the browser: the matrix, the probe ladder, the two
+    // knee plots, the spectrum at the knee and one timeline per job.
     for (kind, n) in [
         ("matrix", 1),
+        ("ladder", 1),
         ("knee", 2),
         ("spectrum", 1),
         ("timeline", jobs),
@@ -266,18 +267,25 @@ fn the_report_of_a_knee_run_in_a_browser_has_its_charts_and_the_csvs_numbers() {
     // The capacity table's long reasons wrap instead of running off the page.
     assert_eq!(wide, "", "tables wider than the page at 1,280 px");
     assert!(
-        dom.contains(&format!("data-charts=\"{}\"", 4 + jobs)),
+        dom.contains(&format!("data-charts=\"{}\"", 5 + jobs)),
         "the page's script counted every chart"
     );
     assert_eq!(
         count(&dom, "<svg"),
-        4 + jobs,
+        5 + jobs,
         "every chart is an inline SVG in the DOM"
     );
     assert!(
         dom.contains("SLO: p99_ms &lt;= 50"),
         "the SLO line is labelled"
     );
+    // The ladder names the failed terms, shortened: `valid (lag p99 …)` as `valid`.
+    for term in ["busy_rate &lt;= 0.1%", "p99_ms &lt;= 50", "valid"] {
+        assert!(
+            dom.contains(&format!(">\n{term}\n</text>")),
+            "the ladder names `{term}`"
+        );
+    }
     check_table_equals_csv(&dom, "knee");
 }
 

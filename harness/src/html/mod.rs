@@ -7,6 +7,7 @@
 //! * view.rs   — one result folder: CSVs, run.json labels and `[slo]`, spectra per job
 //! * charts.rs — the plotters charts
 //! * consumer.rs — a consumer job's chart: rates, lag, cache against thresholds, flow control
+//! * ladder.rs — a knee run's probes in order, met or failed and why
 //! * words.rs  — column names in words with units (titles, axes)
 //! * page.rs   — the HTML template, the charts in their figures
 //! * tables.rs — the tables, made to fit the page
@@ -16,6 +17,7 @@ mod charts;
 mod consumer;
 mod error;
 mod hlog;
+mod ladder;
 mod page;
 mod table;
 mod tables;

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::charts::{self, KneePlot, Second, Timeline};
 use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
+use super::ladder::{self, Rung};
 use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
 use super::words::words;
@@ -183,6 +184,7 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
     }
 
     if knee {
+        h.push_str(&probe_ladder(run, idx, &jobs, &job_label)?);
         for (col, title, scale, floor) in [
             ("p99_ms", "knee search: p99 by offered rate", 1.0, 0.05),
             (
@@ -317,6 +319,43 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
     }
     h.push_str("</section>\n");
     Ok(h)
+}
+
+/// The knee search's probes in order, one line per job, the failing term named.
+fn probe_ladder(
+    run: &RunView,
+    idx: usize,
+    jobs: &[Job],
+    job_label: &dyn Fn(&Job) -> String,
+) -> Result<String, ReportError> {
+    let s = &run.summary;
+    let cells: Vec<(String, Vec<Rung>)> = jobs
+        .iter()
+        .map(|j| {
+            let rungs = run
+                .job_rows(j)
+                .into_iter()
+                .filter_map(|r| {
+                    let failed = s.text(r, "slo_failed");
+                    let met = s.text(r, "slo_met") == "true";
+                    Some((
+                        s.num(r, "step")?,
+                        s.num(r, "target_rate")?,
+                        (!met).then(|| failed.to_owned()),
+                    ))
+                })
+                .collect();
+            (job_label(j), rungs)
+        })
+        .collect();
+    let svg = ladder::ladder(&cells)?;
+    Ok(figure(
+        "ladder",
+        idx,
+        None,
+        (&svg, "step, target_rate, slo_met, slo_failed"),
+        "each cell's probes in the order tried: filled met the SLO, hollow did not; a label names the first failed term where it changes",
+    ))
 }
 
 /// A consumer run opens with its story, one chart per job: produce vs consume, lag, cache
