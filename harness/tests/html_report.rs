@@ -444,6 +444,32 @@ fn the_report_of_a_fault_run_in_a_browser() {
     check_table_equals_csv(&dom, "fault");
 }
 
+/// A matrix run (smoke: two cells, producers only).
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_report_of_a_matrix_run_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("smoke.html");
+    let html = report("smoke", None, &page);
+    assert_eq!(count(&html, "data-chart=\"timeline\""), 2, "one per cell");
+    let (dom, console) = browse_probed(&chromium(), &page);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("data-charts=\"4\""));
+    for title in [
+        "busy answers (share of sends) per cell",
+        "latency by percentile, over the measured seconds",
+    ] {
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "no chart titled `{title}`"
+        );
+    }
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
+    check_table_equals_csv(&dom, "smoke");
+}
+
 #[test]
 fn two_runs_side_by_side_with_the_compare_verdicts() {
     let dir = tempfile::tempdir().unwrap();
