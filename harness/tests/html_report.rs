@@ -470,6 +470,26 @@ fn the_report_of_a_matrix_run_in_a_browser() {
     check_table_equals_csv(&dom, "smoke");
 }
 
+/// Consumer and fault runs side by side get their own charts on both sides, under the verdicts.
+#[test]
+fn two_consumer_or_fault_runs_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report("consumer", Some("consumer"), &dir.path().join("c.html"));
+    assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, "data-chart=\"consumer\""), 2);
+    assert_eq!(
+        count(
+            &html,
+            "no size, span or not-locked flow control in this run"
+        ),
+        2
+    );
+    let html = report("fault", Some("fault"), &dir.path().join("f.html"));
+    assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, ">\nkill restart\n</text>"), 2);
+    assert_eq!(count(&html, "Reconciliation: "), 2);
+}
+
 #[test]
 fn two_runs_side_by_side_with_the_compare_verdicts() {
     let dir = tempfile::tempdir().unwrap();
