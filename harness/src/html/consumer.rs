@@ -24,7 +24,7 @@ pub const GATES: [(&str, &str, RGBColor); 4] = [
 
 /// A threshold drawn only when it is within this factor of the data: a limit far above the
 /// cache would flatten the series it bounds, so it is named in the legend instead.
-const OFF_SCALE: f64 = 10.0;
+const OFF_SCALE: f64 = 3.0;
 
 /// One job's consumer seconds, columns by name (None: the column is absent or empty).
 pub struct ConsumerPlot {
