@@ -193,12 +193,16 @@ pause = "1s for 1500ms"
     let mut lines = series.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (second, busy) = (col("second"), col("busy"));
+    let (second, busy, event) = (col("second"), col("busy"), col("event"));
     let mut before = 0u64;
     let mut after = 0u64;
+    let mut events = Vec::new();
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         let s: u64 = cells[second].parse().unwrap();
+        if !cells[event].is_empty() {
+            events.push((s, cells[event].to_owned()));
+        }
         let b: u64 = cells[busy].parse().unwrap();
         if s <= 2 {
             before += b;
@@ -211,6 +215,14 @@ pause = "1s for 1500ms"
     assert!(
         after > 0 && before * 10 <= after,
         "busy before the pause {before}, after SIGCONT {after}:\n{series}"
+    );
+    // The injector's moments are in the `event` column of their seconds: SIGSTOP at 1.5 s in
+    // second 2, SIGCONT at 3.0 s at the end of second 3 or early in second 4.
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0], (2, "pause".to_owned()), "{events:?}");
+    assert!(
+        events[1].1 == "resume" && (3..=4).contains(&events[1].0),
+        "{events:?}"
     );
 }
 

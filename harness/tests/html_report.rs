@@ -6,7 +6,14 @@
 //! passed; run with `--ignored` they fail with the hint. The file checks run everywhere.
 //!
 //! The committed runs in tests/data/report/ are real (short) runs: `knee` is
-//! profiles/capacity.toml with two cells and 1 s probes, `smoke` is profiles/smoke.toml.
+//! profiles/capacity.toml with two cells and 1 s probes, `smoke` is profiles/smoke.toml,
+//! `consumer` is profiles/slow-consumer.toml cut down to one cell in which the count gate fires:
+//! `harness run profiles/slow-consumer.toml --set workload.rate=200 --set workload.duration=10s
+//! --set workload.warmup=2s --set consumer.consume_threads=1 --set consumer.processing_time=10ms
+//! --set consumer.drain_timeout=30s --set consumer.pull_threshold_for_queue=100` (its CSVs,
+//! run.json and latency.hlog kept). `fault` is profiles/durability.toml with one cell
+//! (ASYNC_FLUSH, no pool), one repetition, 500 sends/s for 6 s after 1 s of warm-up, `kill =
+//! "2s"` with restart and `pause = "4s for 500ms"`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +55,7 @@ fn browse(bin: &Path, page: &Path) -> (String, Vec<String>) {
             "--enable-logging=stderr",
             "--v=0",
             "--dump-dom",
+            "--window-size=1280,1000",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("file://{}", page.display()))
@@ -83,6 +91,63 @@ fn report(run: &str, run2: Option<&str>, out: &Path) -> String {
         );
     }
     html
+}
+
+/// Measures the laid-out page at 1,280 px (the window `browse` opens): appended to a copy of
+/// the page, it writes into the body's data attributes the charts that draw no data (no
+/// coloured line that moves, no dot, no bar) and the tables wider than the page.
+const PROBE: &str = r#"<script>
+const page = document.documentElement.clientWidth;
+const empty = [...document.querySelectorAll('figure.chart')].filter(f => {
+  const moving = [...f.querySelectorAll('polyline')].some(l => {
+    if ((l.getAttribute('stroke') || '').toUpperCase() === '#000000') return false;
+    const ys = new Set(l.getAttribute('points').trim().split(/\s+/).map(p => p.split(',')[1]));
+    return ys.size > 1;
+  });
+  const bars = [...f.querySelectorAll('rect')].some(r => {
+    const fill = (r.getAttribute('fill') || '').toUpperCase();
+    return fill !== '#FFFFFF' && fill !== '#000000'
+      && r.getAttribute('width') * r.getAttribute('height') > 120;
+  });
+  return !(moving || bars || f.querySelector('circle'));
+}).map(f => f.dataset.chart);
+const wide = [...document.querySelectorAll('table')]
+  .filter(t => t.getBoundingClientRect().right > page + 0.5)
+  .map(t => t.className + ':' + Math.round(t.getBoundingClientRect().right));
+document.body.dataset.page = page;
+document.body.dataset.emptyCharts = empty.join(' ');
+document.body.dataset.wideTables = wide.join(' ');
+</script>"#;
+
+/// `page` with [`PROBE`] run after the page's own script: the DOM and console lines.
+fn browse_probed(bin: &Path, page: &Path) -> (String, Vec<String>) {
+    let html = std::fs::read_to_string(page).unwrap();
+    let probed = page.with_extension("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let (dom, console) = browse(bin, &probed);
+    let (_, _, page_px) = probe_findings(&dom);
+    // 1,280 px less a scroll bar, if the window draws one.
+    assert!(
+        (1200..=1280).contains(&page_px),
+        "the probe ran at 1,280 px, not {page_px}"
+    );
+    (dom, console)
+}
+
+/// What the probe found: (charts drawing nothing, tables wider than the page, page width).
+fn probe_findings(dom: &str) -> (String, String, u32) {
+    let attr = |name: &str| {
+        let key = format!("{name}=\"");
+        dom.find(&key).map_or(String::from("<missing>"), |i| {
+            let rest = &dom[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+    };
+    (
+        attr("data-empty-charts"),
+        attr("data-wide-tables"),
+        attr("data-page").parse().unwrap_or(0),
+    )
 }
 
 fn count(dom: &str, needle: &str) -> usize {
@@ -171,10 +236,11 @@ fn the_report_of_a_knee_run_has_its_charts() {
     let page = dir.path().join("knee.html");
     let html = report("knee", None, &page);
     let jobs = 2;
-    // The charts are in the file whatever the browser: the matrix, the two knee plots, the
-    // spectrum at the knee and one timeline per job.
+    // The charts are in the file whatever the browser: the matrix, the probe ladder, the two
+    // knee plots, the spectrum at the knee and one timeline per job.
     for (kind, n) in [
         ("matrix", 1),
+        ("ladder", 1),
         ("knee", 2),
         ("spectrum", 1),
         ("timeline", jobs),
@@ -194,22 +260,234 @@ fn the_report_of_a_knee_run_in_a_browser_has_its_charts_and_the_csvs_numbers() {
     let page = dir.path().join("knee.html");
     report("knee", None, &page);
     let jobs = 2;
-    let (dom, console) = browse(&chromium(), &page);
+    let (dom, console) = browse_probed(&chromium(), &page);
     assert!(console.is_empty(), "console messages: {console:#?}");
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    // The capacity table's long reasons wrap instead of running off the page.
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
     assert!(
-        dom.contains(&format!("data-charts=\"{}\"", 4 + jobs)),
+        dom.contains(&format!("data-charts=\"{}\"", 5 + jobs)),
         "the page's script counted every chart"
     );
     assert_eq!(
         count(&dom, "<svg"),
-        4 + jobs,
+        5 + jobs,
         "every chart is an inline SVG in the DOM"
     );
     assert!(
         dom.contains("SLO: p99_ms &lt;= 50"),
         "the SLO line is labelled"
     );
+    // The ladder names the failed terms, shortened: `valid (lag p99 …)` as `valid`.
+    for term in ["busy_rate &lt;= 0.1%", "p99_ms &lt;= 50", "valid"] {
+        assert!(
+            dom.contains(&format!(">\n{term}\n</text>")),
+            "the ladder names `{term}`"
+        );
+    }
     check_table_equals_csv(&dom, "knee");
+}
+
+/// The consumer run's chart kinds, as `(data-chart, count)`: its one story chart per job,
+/// the matrix bar, the spectrum, the end-to-end latency and the timeline.
+const CONSUMER_CHARTS: [(&str, usize); 6] = [
+    ("consumer", 1),
+    ("matrix", 1),
+    ("spectrum", 1),
+    ("series", 1),
+    ("timeline", 1),
+    ("knee", 0),
+];
+
+#[test]
+fn the_report_of_a_consumer_run_tells_its_story_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("consumer.html");
+    let html = report("consumer", None, &page);
+    for (kind, n) in CONSUMER_CHARTS {
+        assert_eq!(
+            count(&html, &format!("data-chart=\"{kind}\"")),
+            n,
+            "{kind} charts"
+        );
+    }
+    // The story chart comes first, before the matrix.
+    assert!(html.find("data-chart=\"consumer\"") < html.find("data-chart=\"matrix\""));
+    // The count gate fired (pullThresholdForQueue 100 × 2 queues): marks and a threshold line;
+    // the three quiet gates are one line of text, not three flat charts.
+    for needle in [
+        "flow control, count gate: ",
+        "count threshold 200\n<",
+        "no size, span or not-locked flow control in this run",
+        "messages behind\n<",
+        "cached messages\n<",
+        "end-to-end latency p99 (ms)\n<",
+        "title=\"columns: e2e_p99_ms\"",
+    ] {
+        assert!(html.contains(needle), "missing `{needle}`");
+    }
+    // Axes and titles in words: no raw column name is drawn as chart text.
+    for raw in [
+        "e2e_p99_ms",
+        "consumer_lag",
+        "consumer_fc_",
+        "p99_ms per cell",
+    ] {
+        assert!(
+            !html
+                .split("<text")
+                .skip(1)
+                .any(|t| t[..t.find("</text>").unwrap()].contains(raw)),
+            "`{raw}` drawn as chart text"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_report_of_a_consumer_run_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("consumer.html");
+    report("consumer", None, &page);
+    let (dom, console) = browse_probed(&chromium(), &page);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let charts: usize = CONSUMER_CHARTS.iter().map(|c| c.1).sum();
+    assert!(dom.contains(&format!("data-charts=\"{charts}\"")));
+    for title in [
+        "(base): produce vs consume, lag, consumer cache",
+        "end-to-end latency p99 (ms)",
+        "send latency p99 (ms) per cell",
+    ] {
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "no chart titled `{title}`"
+        );
+    }
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
+    check_table_equals_csv(&dom, "consumer");
+}
+
+/// The probe can fail: a flat line and a table wider than the page are both seen.
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_probe_sees_an_empty_chart_and_a_wide_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("bad.html");
+    std::fs::write(
+        &page,
+        "<html><body><figure class=\"chart\" data-chart=\"flat\"><svg width=\"200\" height=\"100\">\
+         <polyline stroke=\"#FF0000\" points=\"0,50 100,50 200,50 \"/></svg></figure>\
+         <table class=\"wide\"><tr><td><div style=\"width:2000px\">x</div></td></tr></table></body></html>",
+    )
+    .unwrap();
+    let (dom, _) = browse_probed(&chromium(), &page);
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "flat");
+    assert!(wide.starts_with("wide:"), "{wide}");
+}
+
+/// The fault run (profiles/durability.toml cut down, see the module comment): kill + restart
+/// in second 3, SIGSTOP in second 5, SIGCONT in second 6.
+#[test]
+fn the_report_of_a_fault_run_marks_its_moments_and_reconciles() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("fault.html");
+    let html = report("fault", None, &page);
+    for (kind, n) in [
+        ("timeline", 1),
+        ("matrix", 1),
+        ("spectrum", 1),
+        ("consumer", 0),
+        ("series", 0),
+    ] {
+        assert_eq!(
+            count(&html, &format!("data-chart=\"{kind}\"")),
+            n,
+            "{kind} charts"
+        );
+    }
+    // No consumers: no consumer chart and no line about their missing latency either.
+    assert!(
+        !html.contains("data-empty="),
+        "nothing to collapse without consumers"
+    );
+    let timeline = &html[html.find("data-chart=\"timeline\"").unwrap()..];
+    for moment in ["kill restart", "pause", "resume"] {
+        assert!(
+            timeline.contains(&format!(">\n{moment}\n</text>")),
+            "the timeline names `{moment}`"
+        );
+    }
+    assert!(
+        timeline.contains(
+            "Reconciliation: acknowledged but lost 0 (acked_lost), stored but never acknowledged 0 (phantom), stored twice 0 (duplicates), recovery (ms) 103.0 (recovery_ms)"
+        ),
+        "the reconciliation figures are under the timeline"
+    );
+}
+
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_report_of_a_fault_run_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("fault.html");
+    report("fault", None, &page);
+    let (dom, console) = browse_probed(&chromium(), &page);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("data-charts=\"3\""));
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
+    check_table_equals_csv(&dom, "fault");
+}
+
+/// A matrix run (smoke: two cells, producers only).
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_report_of_a_matrix_run_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("smoke.html");
+    let html = report("smoke", None, &page);
+    assert_eq!(count(&html, "data-chart=\"timeline\""), 2, "one per cell");
+    let (dom, console) = browse_probed(&chromium(), &page);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("data-charts=\"4\""));
+    for title in [
+        "busy answers (share of sends) per cell",
+        "latency by percentile, over the measured seconds",
+    ] {
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "no chart titled `{title}`"
+        );
+    }
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
+    check_table_equals_csv(&dom, "smoke");
+}
+
+/// Consumer and fault runs side by side get their own charts on both sides, under the verdicts.
+#[test]
+fn two_consumer_or_fault_runs_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report("consumer", Some("consumer"), &dir.path().join("c.html"));
+    assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, "data-chart=\"consumer\""), 2);
+    assert_eq!(
+        count(
+            &html,
+            "no size, span or not-locked flow control in this run"
+        ),
+        2
+    );
+    let html = report("fault", Some("fault"), &dir.path().join("f.html"));
+    assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, ">\nkill restart\n</text>"), 2);
+    assert_eq!(count(&html, "Reconciliation: "), 2);
 }
 
 #[test]

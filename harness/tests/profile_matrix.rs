@@ -368,6 +368,6 @@ busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,b
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
 harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,store_disk_mb,\
 end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms,order_inversions,\
-consume_order_violations"
+consume_order_violations,event"
     );
 }

@@ -14,6 +14,8 @@ const TEXT_COLUMNS: &[&str] = &[
     "phase",
     "slo_failed",
     "knee_limited_by",
+    // What a fault injector did in the second (timeseries.csv).
+    "event",
     // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
     "broker_ok",
     "broker_busy",

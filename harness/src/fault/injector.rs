@@ -53,6 +53,8 @@ pub struct Injector {
     restarts: Vec<(Instant, Instant)>,
     /// The load's UNIQ_KEY space, set when the load starts.
     pub keys: Option<KeySpace>,
+    /// What was done since the last [`Injector::take_events`] (timeseries.csv's `event`).
+    done: Vec<&'static str>,
 }
 
 impl Injector {
@@ -77,7 +79,16 @@ impl Injector {
             recoveries: Vec::new(),
             restarts: Vec::new(),
             keys: None,
+            done: Vec::new(),
         }
+    }
+
+    /// The actions done since the last call, space-separated (`kill restart`), for the
+    /// second's `event` cell; empty when nothing happened.
+    pub fn take_events(&mut self) -> String {
+        let text = self.done.join(" ");
+        self.done.clear();
+        text
     }
 
     /// Lays out the schedule once the load has started: offsets count from `measured_start`,
@@ -157,6 +168,7 @@ impl Injector {
                             .map_err(|e| format!("fault: SIGSTOP to {pid}: {e}"))?;
                         self.stopped = Some(pid);
                         self.pauses += 1;
+                        self.done.push("pause");
                     }
                 }
                 Action::Cont => self.resume()?,
@@ -175,6 +187,7 @@ impl Injector {
         if let Some(pid) = self.stopped.take() {
             broker::send_signal(pid, libc::SIGCONT)
                 .map_err(|e| format!("fault: SIGCONT to {pid}: {e}"))?;
+            self.done.push("resume");
         }
         Ok(())
     }
@@ -195,10 +208,12 @@ impl Injector {
         }
         self.kills += 1;
         self.dead = true;
+        self.done.push("kill");
         if self.plan.restart {
             *p = self.restart(p.addr.port())?;
             self.dead = false;
             self.restarts.push((at, Instant::now()));
+            self.done.push("restart");
         }
         Ok(())
     }

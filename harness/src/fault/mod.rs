@@ -13,4 +13,12 @@ pub mod job;
 mod outcomes;
 
 pub use injector::{Injector, Restarter};
+
+/// The second's `event` cell: what the job's injector did since the last row (none without
+/// `[fault]`).
+pub fn event_of(injector: Option<&mut Injector>) -> crate::report::TimeseriesEvent {
+    crate::report::TimeseriesEvent {
+        event: injector.map_or_else(String::new, Injector::take_events),
+    }
+}
 pub use outcomes::{OutcomeLog, SendState};

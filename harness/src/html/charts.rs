@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use super::error::ReportError;
 
 const WIDTH: u32 = 880;
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 
 /// Distinct colours for cells and busy classes (ColorBrewer Set1/Dark2).
 pub const PALETTE: [RGBColor; 10] = [
@@ -26,12 +26,12 @@ pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn chart_err<E: std::fmt::Debug>(e: E) -> ReportError {
+pub(super) fn chart_err<E: std::fmt::Debug>(e: E) -> ReportError {
     ReportError::Chart(format!("{e:?}"))
 }
 
 /// Draws into a fresh SVG string of `height` pixels.
-fn svg(
+pub(super) fn svg(
     height: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
 ) -> Result<String, ReportError> {
@@ -66,7 +66,7 @@ fn draw_lines<'a, DB: DrawingBackend + 'a>(
 }
 
 /// The legend box, in the upper left corner of every chart.
-fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
 ) -> Result<(), ReportError> {
     chart
@@ -79,7 +79,7 @@ fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
         .map_err(chart_err)
 }
 
-fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
+pub(super) fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
     values.fold(floor, f64::max) * 1.08
 }
 
@@ -91,8 +91,10 @@ pub struct Second {
     /// Busy answers per class, in the order of [`Timeline::classes`].
     pub busy: Vec<f64>,
     pub p99_ms: Option<f64>,
-    /// A known stall or fault in this second (put lock held ≥ 100 ms, a fault event).
+    /// A known stall in this second (put lock held ≥ 100 ms).
     pub stall: bool,
+    /// What a fault injector did in this second (`kill restart`, `pause`); empty if nothing.
+    pub event: String,
     /// The first second of a new step or probe.
     pub boundary: bool,
 }
@@ -134,7 +136,7 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
             .map_err(chart_err)?;
         chart
             .configure_secondary_axes()
-            .y_desc("p99 ms")
+            .y_desc("send latency p99 (ms)")
             .draw()
             .map_err(chart_err)?;
         // Stacks: ok first, then each busy class.
@@ -183,6 +185,23 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
                     )))
                     .map_err(chart_err)?;
             }
+            if !s.event.is_empty() {
+                // A fault moment: a red line through its second's bar, named at the top.
+                let x = x + 0.5;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, 0.0), (x, ymax)],
+                        RED.stroke_width(2),
+                    )))
+                    .map_err(chart_err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        s.event.clone(),
+                        (x + 0.05, ymax * 0.9),
+                        (FONT, 11).into_font().color(&RED),
+                    )))
+                    .map_err(chart_err)?;
+            }
             if s.stall {
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
@@ -214,7 +233,7 @@ pub fn timeline(t: &Timeline) -> Result<String, ReportError> {
         chart
             .draw_secondary_series(LineSeries::new(p99, BLACK.stroke_width(1)))
             .map_err(chart_err)?
-            .label("p99 ms (right axis)")
+            .label("send latency p99 (right axis)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK));
         legend(&mut chart)
     })
@@ -246,7 +265,7 @@ pub fn spectrum(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<Str
         chart
             .configure_mesh()
             .x_desc("percentile")
-            .y_desc("latency ms (from intended send time)")
+            .y_desc("send latency (ms, from the intended send time)")
             .x_label_formatter(&|x| percentile_label(*x))
             .draw()
             .map_err(chart_err)?;

@@ -6,15 +6,23 @@
 //! * hlog.rs   — latency spectra from latency.hlog
 //! * view.rs   — one result folder: CSVs, run.json labels and `[slo]`, spectra per job
 //! * charts.rs — the plotters charts
-//! * page.rs   — the HTML template and tables
+//! * consumer.rs — a consumer job's chart: rates, lag, cache against thresholds, flow control
+//! * ladder.rs — a knee run's probes in order, met or failed and why
+//! * words.rs  — column names in words with units (titles, axes)
+//! * page.rs   — the HTML template, the charts in their figures
+//! * tables.rs — the tables, made to fit the page
 //! * error.rs  — why a report could not be written
 
 mod charts;
+mod consumer;
 mod error;
 mod hlog;
+mod ladder;
 mod page;
 mod table;
+mod tables;
 mod view;
+mod words;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

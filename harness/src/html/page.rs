@@ -3,48 +3,16 @@
 use std::fmt::Write as _;
 
 use super::charts::{self, KneePlot, Second, Timeline};
+use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
+use super::ladder::{self, Rung};
+use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
+use super::words::words;
 
-/// summary.csv columns shown in the table, when the run has them (cells copied as written).
-const TABLE_COLUMNS: &[&str] = &[
-    "step",
-    "target_rate",
-    "achieved_rate",
-    "ok_rate",
-    "busy_rate",
-    "p50_ms",
-    "p99_ms",
-    "p999_ms",
-    "max_ms",
-    "timeouts",
-    "dropped",
-    "broker_cpu_avg",
-    "valid",
-    "slo_met",
-    "slo_failed",
-    "knee_rate",
-    "knee_limited_by",
-    "consume_rate",
-    "consumer_lag_max",
-    "e2e_p99_ms",
-    "consumer_lost",
-    "consumer_duplicates",
-];
-
-/// Per-second columns charted across jobs once a run has them (the consumer side).
-const EXTRA_SERIES: &[(&str, &str)] = &[
-    ("consume_rate", "consumed / s"),
-    ("consumer_lag_max", "consumer lag (messages)"),
-    ("e2e_p99_ms", "end-to-end p99 ms (born → consumed)"),
-    ("consumer_fc_count", "consumer flow control: count"),
-    ("consumer_fc_size", "consumer flow control: size"),
-    ("consumer_fc_span", "consumer flow control: span"),
-    (
-        "consumer_fc_not_locked",
-        "consumer flow control: not locked",
-    ),
-];
+/// Per-second columns charted across jobs, one line per job, once a run has them (the
+/// consumer's own seconds are in its per-job chart).
+const EXTRA_SERIES: &[&str] = &["e2e_p99_ms"];
 
 /// Per-second text columns that mark a fault moment when not empty.
 const EVENT_COLUMNS: &[&str] = &["fault", "event"];
@@ -54,22 +22,17 @@ const STALL_LOCK_MS: f64 = 100.0;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc}h3{font-size:1em}\
-.runs{display:grid;gap:1.5em}.runs.two{grid-template-columns:1fr 1fr}\
+.runs{display:grid;gap:1.5em;grid-template-columns:minmax(0,1fr)}\
+.runs.two{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}\
 figure{margin:.5em 0}svg{max-width:100%;height:auto}\
 div.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:11px;margin:.5em 0;white-space:nowrap}\
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}\
+td,th{border:1px solid #ddd;padding:2px 4px;text-align:right}td:first-child,th:first-child{text-align:left}\
+th{white-space:normal}td.cell{white-space:normal;min-width:8em}td[data-col=slo_failed],td[data-col=knee_limited_by],td[data-col=invalid_reason]{white-space:normal;text-align:left;min-width:7em;max-width:24em;overflow-wrap:anywhere}\
 .note{color:#555;font-size:13px}";
 
 /// The script only counts the charts (the browser test reads it back).
 const SCRIPT: &str =
     "document.body.dataset.charts = document.querySelectorAll('figure.chart svg').length;";
-
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The whole page for one run, or two runs side by side with `compare`'s verdicts (CSV).
 pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, ReportError> {
@@ -102,14 +65,40 @@ pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, Rep
     Ok(h)
 }
 
-fn figure(kind: &str, run: usize, job: Option<&Job>, svg: &str, caption: &str) -> String {
+/// A chart in its figure; `columns` (the CSV columns drawn) are the figure's tooltip.
+fn figure(
+    kind: &str,
+    run: usize,
+    job: Option<&Job>,
+    (svg, columns): (&str, &str),
+    caption: &str,
+) -> String {
     let job = job.map_or(String::new(), |j| {
         format!(" data-job=\"{}/r{}\"", esc(&j.0), esc(&j.1))
     });
     format!(
-        "<figure class=\"chart\" data-chart=\"{kind}\" data-run=\"{run}\"{job}>{svg}<figcaption class=\"note\">{}</figcaption></figure>\n",
+        "<figure class=\"chart\" data-chart=\"{kind}\" data-run=\"{run}\"{job} title=\"columns: {}\">{svg}<figcaption class=\"note\">{}</figcaption></figure>\n",
+        esc(columns),
         esc(caption)
     )
+}
+
+/// The one line that stands for a chart with nothing to show.
+fn empty(kind: &str, run: usize, columns: &str, text: &str) -> String {
+    format!(
+        "<p class=\"empty note\" data-empty=\"{kind}\" data-run=\"{run}\" title=\"columns: {}\">{}</p>\n",
+        esc(columns),
+        esc(text)
+    )
+}
+
+/// "a, b or c".
+fn or_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
@@ -144,6 +133,16 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
         }
     };
 
+    // The column is there in every run; a run with consumers fills it.
+    let consumers = run
+        .series
+        .rows
+        .iter()
+        .any(|r| run.series.num(r, "consumer_lag").is_some());
+    if consumers {
+        h.push_str(&consumer_section(run, idx, &jobs, &job_label)?);
+    }
+
     // Across the matrix: the key metric (the knee in a knee run) per cell.
     let knee = run.is_knee();
     let metric = if knee {
@@ -170,17 +169,22 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
         }
     }
     if cells.iter().any(|c| !c.1.is_empty()) {
-        let svg = charts::bars(&format!("{metric} per cell"), metric, &cells)?;
+        let svg = charts::bars(
+            &format!("{} per cell", words(metric)),
+            words(metric),
+            &cells,
+        )?;
         h.push_str(&figure(
             "matrix",
             idx,
             None,
-            &svg,
+            (&svg, metric),
             "bar: median over repetitions; black line: min–max of the repetitions",
         ));
     }
 
     if knee {
+        h.push_str(&probe_ladder(run, idx, &jobs, &job_label)?);
         for (col, title, scale, floor) in [
             ("p99_ms", "knee search: p99 by offered rate", 1.0, 0.05),
             (
@@ -216,9 +220,9 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
             let svg = charts::knee(&KneePlot {
                 title,
                 y_desc: if col == "p99_ms" {
-                    "p99 ms (log)"
+                    "send latency p99 (ms, log scale)"
                 } else {
-                    "busy % (log)"
+                    "busy answers (% of sends, log scale)"
                 },
                 cells: probes,
                 limit,
@@ -228,7 +232,7 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 "knee",
                 idx,
                 None,
-                &svg,
+                (&svg, &format!("target_rate, {col}, slo_met")),
                 "filled: the probe met the SLO; hollow: it did not",
             ));
         }
@@ -249,12 +253,12 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
             "spectrum",
             idx,
             None,
-            &svg,
+            (&svg, "latency.hlog"),
             "from latency.hlog; x: percentile on HdrHistogram's log axis",
         ));
     }
 
-    for (col, desc) in EXTRA_SERIES.iter().filter(|(c, _)| run.series.has(c)) {
+    for col in EXTRA_SERIES.iter().filter(|c| run.series.has(c)) {
         let series: Vec<(String, Vec<(f64, f64)>)> = jobs
             .iter()
             .map(|j| {
@@ -262,13 +266,33 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                     .job_seconds(j)
                     .into_iter()
                     .enumerate()
-                    .filter_map(|(i, r)| Some((i as f64, run.series.num(r, col)?)))
+                    .filter_map(|(i, r)| Some((i as f64 + 0.5, run.series.num(r, col)?)))
                     .collect();
                 (job_label(j), pts)
             })
             .collect();
-        let svg = charts::lines(desc, col, &series)?;
-        h.push_str(&figure("consumer", idx, None, &svg, col));
+        // Zero or absent throughout: one line of text, not a flat chart (nothing at all in a
+        // run without consumers, where these columns are empty by design).
+        if !consumers && series.iter().all(|s| s.1.is_empty()) {
+            continue;
+        }
+        if series.iter().all(|s| s.1.iter().all(|p| p.1 == 0.0)) {
+            h.push_str(&empty(
+                "series",
+                idx,
+                col,
+                &format!("no {} in this run", words(col)),
+            ));
+            continue;
+        }
+        let svg = charts::lines(words(col), words(col), &series)?;
+        h.push_str(&figure(
+            "series",
+            idx,
+            None,
+            (&svg, col),
+            "one line per cell",
+        ));
     }
 
     if run.series.has("second") {
@@ -279,11 +303,169 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 continue;
             }
             let svg = charts::timeline(&t)?;
-            h.push_str(&figure("timeline", idx, Some(j), &svg, "bars: ok and busy answers by class; red marks: put lock held ≥ 100 ms or a fault; grey lines: a new step or probe"));
+            let mut caption = String::from("bars: ok and busy answers by class; red marks at the top: put lock held ≥ 100 ms; red lines: a fault (kill, restart, pause, resume); grey lines: a new step or probe");
+            caption.push_str(&reconciliation(run, j));
+            h.push_str(&figure(
+                "timeline",
+                idx,
+                Some(j),
+                (
+                    &svg,
+                    "target_rate, ok, busy_*, p99_ms, page_cache_lock_ms, event",
+                ),
+                &caption,
+            ));
         }
     }
     h.push_str("</section>\n");
     Ok(h)
+}
+
+/// The knee search's probes in order, one line per job, the failing term named.
+fn probe_ladder(
+    run: &RunView,
+    idx: usize,
+    jobs: &[Job],
+    job_label: &dyn Fn(&Job) -> String,
+) -> Result<String, ReportError> {
+    let s = &run.summary;
+    let cells: Vec<(String, Vec<Rung>)> = jobs
+        .iter()
+        .map(|j| {
+            let rungs = run
+                .job_rows(j)
+                .into_iter()
+                .filter_map(|r| {
+                    let failed = s.text(r, "slo_failed");
+                    let met = s.text(r, "slo_met") == "true";
+                    Some((
+                        s.num(r, "step")?,
+                        s.num(r, "target_rate")?,
+                        (!met).then(|| failed.to_owned()),
+                    ))
+                })
+                .collect();
+            (job_label(j), rungs)
+        })
+        .collect();
+    let svg = ladder::ladder(&cells)?;
+    Ok(figure(
+        "ladder",
+        idx,
+        None,
+        (&svg, "step, target_rate, slo_met, slo_failed"),
+        "each cell's probes in the order tried: filled met the SLO, hollow did not; a label names the first failed term where it changes",
+    ))
+}
+
+/// A consumer run opens with its story, one chart per job: produce vs consume, lag, cache
+/// against the thresholds with the flow-control marks; the gates that never fired are named in
+/// one line instead of being drawn.
+fn consumer_section(
+    run: &RunView,
+    idx: usize,
+    jobs: &[Job],
+    job_label: &dyn Fn(&Job) -> String,
+) -> Result<String, ReportError> {
+    let mut h = String::from("<h3>consumers, second by second</h3>\n");
+    for j in jobs {
+        let seconds = run.job_seconds(j);
+        if seconds.is_empty() {
+            continue;
+        }
+        let events = events(run, &seconds);
+        let plot = ConsumerPlot::new(
+            format!("{}: produce vs consume, lag, consumer cache", job_label(j)),
+            &run.series,
+            &seconds,
+            run.thresholds.get(&j.0).copied(),
+            events,
+        );
+        let mut caption: Vec<String> = plot
+            .active_gates()
+            .iter()
+            .map(|(gate, total, first)| {
+                format!(
+                    "flow control, {gate} gate: {total} pulls delayed, the first in second {}",
+                    first + 1
+                )
+            })
+            .collect();
+        if !plot.events.is_empty() {
+            let moments: Vec<String> = plot
+                .events
+                .iter()
+                .map(|(i, what)| format!("{what} in second {}", i + 1))
+                .collect();
+            caption.push(format!("red lines: {}", moments.join(", ")));
+        }
+        let quiet = plot.quiet_gates();
+        if !quiet.is_empty() {
+            caption.push(format!("no {} flow control in this run", or_list(&quiet)));
+        }
+        let svg = consumer_chart::chart(&plot)?;
+        h.push_str(&figure(
+            "consumer",
+            idx,
+            Some(j),
+            (
+                &svg,
+                "ok, consumed, consumer_lag, consumer_cached, consumer_cached_mib, consumer_fc_*",
+            ),
+            &caption.join("; "),
+        ));
+    }
+    Ok(h)
+}
+
+/// summary.csv columns that reconcile a fault job's answers with its store, in words.
+const RECONCILIATION: &[(&str, &str)] = &[
+    ("acked_lost", "acknowledged but lost"),
+    ("phantom", "stored but never acknowledged"),
+    ("duplicates", "stored twice"),
+    ("recovery_ms", "recovery (ms)"),
+];
+
+/// A fault job's reconciliation figures for the timeline's caption; empty for other jobs.
+fn reconciliation(run: &RunView, job: &Job) -> String {
+    let rows = run.job_rows(job);
+    let Some(r) = rows.first() else {
+        return String::new();
+    };
+    let figures: Vec<String> = RECONCILIATION
+        .iter()
+        .filter_map(|(col, what)| {
+            let v = run.summary.text(r, col);
+            (!v.is_empty()).then(|| format!("{what} {v} ({col})"))
+        })
+        .collect();
+    if figures.is_empty() {
+        String::new()
+    } else {
+        format!(". Reconciliation: {}", figures.join(", "))
+    }
+}
+
+/// The job's seconds (0-based, in order) with a fault moment, and what happened.
+fn events(run: &RunView, seconds: &[&Vec<String>]) -> Vec<(usize, String)> {
+    seconds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let what = event_text(&run.series, r);
+            (!what.is_empty()).then_some((i, what))
+        })
+        .collect()
+}
+
+/// The second's fault moments as written (`kill restart`), from every event column.
+fn event_text(s: &super::table::Table, row: &[String]) -> String {
+    EVENT_COLUMNS
+        .iter()
+        .map(|c| s.text(row, c).trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
@@ -312,10 +494,8 @@ fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
                 p99_ms: s.num(r, "p99_ms"),
                 stall: s
                     .num(r, "page_cache_lock_ms")
-                    .is_some_and(|v| v >= STALL_LOCK_MS)
-                    || EVENT_COLUMNS
-                        .iter()
-                        .any(|c| !s.text(r, c).trim().is_empty()),
+                    .is_some_and(|v| v >= STALL_LOCK_MS),
+                event: event_text(s, r),
                 boundary,
             }
         })
@@ -325,92 +505,4 @@ fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {
         classes,
         seconds,
     }
-}
-
-fn summary_table(run: &RunView, idx: usize) -> String {
-    let s = &run.summary;
-    let cols: Vec<&str> = TABLE_COLUMNS.iter().copied().filter(|c| s.has(c)).collect();
-    let mut h = format!(
-        "<div class=\"scroll\"><table class=\"summary\" data-run=\"{idx}\"><tr><th>cell</th><th>rep</th>"
-    );
-    for c in &cols {
-        let _ = write!(h, "<th>{}</th>", esc(c));
-    }
-    h.push_str("</tr>\n");
-    for r in &s.rows {
-        let id = s.text(r, "cell_id");
-        let _ = write!(
-            h,
-            "<tr data-cell-id=\"{}\" data-repetition=\"{}\" data-step=\"{}\"><td>{}</td><td>{}</td>",
-            esc(id),
-            esc(s.text(r, "repetition")),
-            esc(s.text(r, "step")),
-            esc(&run.label(id)),
-            esc(s.text(r, "repetition"))
-        );
-        for c in &cols {
-            let _ = write!(h, "<td data-col=\"{}\">{}</td>", esc(c), esc(s.text(r, c)));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
-}
-
-/// One line per job of a knee run: its knee and the figures of the probe at the knee.
-fn capacity_table(run: &RunView, jobs: &[Job]) -> String {
-    let s = &run.summary;
-    let cols = [
-        "knee_rate",
-        "p99_ms",
-        "busy_rate",
-        "broker_cpu_avg",
-        "knee_limited_by",
-    ];
-    let mut h = String::from(
-        "<div class=\"scroll\"><table class=\"capacity\"><tr><th>cell</th><th>rep</th><th>probes</th>",
-    );
-    for c in cols {
-        let _ = write!(h, "<th>{c}</th>");
-    }
-    h.push_str("</tr>\n");
-    for j in jobs {
-        let rows = run.job_rows(j);
-        let step = run.spectrum_step(j);
-        let at = rows
-            .iter()
-            .find(|r| step.as_deref() == Some(s.text(r, "step")))
-            .or(rows.first());
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>",
-            esc(&run.label(&j.0)),
-            esc(&j.1),
-            rows.len()
-        );
-        for c in cols {
-            let v = at.map_or("", |r| s.text(r, c));
-            let _ = write!(h, "<td>{}</td>", esc(v));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
-}
-
-fn csv_table(csv: &str, class: &str) -> String {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(csv.as_bytes());
-    let mut h = format!("<div class=\"scroll\"><table class=\"{class}\">");
-    for (i, rec) in reader.records().filter_map(Result::ok).enumerate() {
-        h.push_str("<tr>");
-        for cell in rec.iter() {
-            let tag = if i == 0 { "th" } else { "td" };
-            let _ = write!(h, "<{tag}>{}</{tag}>", esc(cell));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
-    h
 }

@@ -21,6 +21,43 @@ pub struct RunView {
     pub labels: BTreeMap<String, String>,
     /// `(column, limit, term)` of every `[slo]` term of the form `column CMP number`.
     pub slo_limits: Vec<(String, f64, String)>,
+    /// cell_id → the consumers' flow-control thresholds (cells with a `[consumer]` table).
+    pub thresholds: BTreeMap<String, Thresholds>,
+}
+
+/// A cell's push-consumer pull thresholds as run.json records them, over all its queues.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// Cached messages at which the count gate starts delaying pulls (all queues together).
+    pub messages: Option<f64>,
+    /// Cached body MiB at which the size gate starts (all queues together).
+    pub mib: Option<f64>,
+}
+
+impl Thresholds {
+    /// RocketMQ applies pullThresholdForQueue / pullThresholdSizeForQueue per process queue;
+    /// the report's cache is the sum over queues, so the line is the per-queue limit × queues.
+    /// A topic-wide limit (not -1) replaces it: the client divides it over its queues, so
+    /// every instance holds at most the topic limit.
+    fn from_json(consumer: &serde_json::Value, queues: f64) -> Thresholds {
+        let limit = |queue: &str, topic: &str| {
+            let instances = consumer["instances"].as_f64().unwrap_or(1.0).max(1.0);
+            match consumer[topic].as_f64() {
+                Some(t) if t >= 0.0 => Some(t * instances),
+                _ => consumer[queue]
+                    .as_f64()
+                    .filter(|q| *q >= 0.0)
+                    .map(|q| q * queues),
+            }
+        };
+        Thresholds {
+            messages: limit("pull_threshold_for_queue", "pull_threshold_for_topic"),
+            mib: limit(
+                "pull_threshold_size_for_queue",
+                "pull_threshold_size_for_topic",
+            ),
+        }
+    }
 }
 
 /// A job: one cell and repetition.
@@ -58,6 +95,19 @@ impl RunView {
                 ))
             })
             .collect();
+        let thresholds = run_json["cells"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["consumer"].is_object())
+            .filter_map(|c| {
+                let queues = c["workload"]["queues"].as_f64().unwrap_or(1.0).max(1.0);
+                Some((
+                    c["cell_id"].as_str()?.to_owned(),
+                    Thresholds::from_json(&c["consumer"], queues),
+                ))
+            })
+            .collect();
         let slo_limits = profile_json["text"]
             .as_str()
             .and_then(|text| {
@@ -90,6 +140,7 @@ impl RunView {
             intervals,
             labels,
             slo_limits,
+            thresholds,
         })
     }
 

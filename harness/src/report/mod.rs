@@ -26,6 +26,6 @@ pub use summary::{
 };
 pub use table::table;
 pub use timeseries::{
-    timeseries_csv, TimeseriesKey, TimeseriesRow, TimeseriesTail, TimeseriesWriter,
-    TIMESERIES_COLUMNS,
+    timeseries_csv, TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail,
+    TimeseriesWriter, TIMESERIES_COLUMNS,
 };

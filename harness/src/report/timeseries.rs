@@ -20,6 +20,7 @@ pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<TimeseriesTail>());
     cols.extend(field_names::<TimeseriesConsumer>());
     cols.extend(field_names::<TimeseriesOrder>());
+    cols.extend(field_names::<TimeseriesEvent>());
     cols
 });
 
@@ -33,6 +34,16 @@ pub struct TimeseriesRow {
     pub consumer: TimeseriesConsumer,
     /// Empty cells without order accounting.
     pub order: TimeseriesOrder,
+    /// Empty but in the seconds a fault happened.
+    pub event: TimeseriesEvent,
+}
+
+/// What the fault injector did in the second, so the report needs no side channel.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TimeseriesEvent {
+    /// The injector's actions in the second, in order, space-separated: `kill`, `restart`,
+    /// `pause`, `resume` (e.g. `kill restart`); empty in every other second.
+    pub event: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -183,13 +194,16 @@ mod tests {
                 order_inversions: Some(3),
                 consume_order_violations: None,
             },
+            event: TimeseriesEvent {
+                event: "kill restart".into(),
+            },
         };
         let text = String::from_utf8(timeseries_csv(std::slice::from_ref(&row)).unwrap()).unwrap();
         let mut lines = text.lines();
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,,3,"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,,3,,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.

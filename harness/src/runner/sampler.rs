@@ -266,6 +266,7 @@ pub fn drive(
             &interval,
             info.as_ref(),
         );
+        row.event = crate::fault::event_of(fault.as_deref_mut());
         let start = wall_clock
             .duration_since(ctx.run_start_wall)
             .unwrap_or_default()
@@ -518,7 +519,6 @@ pub fn timeseries_row(
             store_disk_mb: s.store_disk_mb.map(Fixed),
             end_unix_s: Fixed(s.end_unix_s),
         },
-        consumer: Default::default(),
-        order: Default::default(),
+        ..TimeseriesRow::default()
     }
 }
