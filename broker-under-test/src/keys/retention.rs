@@ -2,7 +2,8 @@
 //! test keys for them; spliced into [`KEYS`](super::KEYS) after the send path's keys.
 
 use super::spec::{
-    DefaultRule::{self, Fixed},
+    int, key, ours,
+    DefaultRule::Fixed,
     KeySpec,
     KeyType::{self, Bool, Str},
     Unit,
@@ -11,34 +12,6 @@ use super::spec::{
 const MILLIS: KeyType = int(Unit::Millis, 0, 86_400_000);
 const INTERVAL: KeyType = int(Unit::Millis, 1, 86_400_000);
 const PERCENT: KeyType = int(Unit::Percent, 0, 100);
-
-const fn int(unit: Unit, min: i64, max: i64) -> KeyType {
-    KeyType::Int {
-        unit: Some(unit),
-        min,
-        max,
-    }
-}
-
-const fn key(name: &'static str, ty: KeyType, default: DefaultRule, doc: &'static str) -> KeySpec {
-    KeySpec {
-        name,
-        ty,
-        default,
-        ours: false,
-        doc,
-    }
-}
-
-const fn ours(name: &'static str, ty: KeyType, default: DefaultRule, doc: &'static str) -> KeySpec {
-    KeySpec {
-        name,
-        ty,
-        default,
-        ours: true,
-        doc,
-    }
-}
 
 pub(super) const RETENTION: [KeySpec; 15] = [
     key(

@@ -185,3 +185,44 @@ pub(super) const fn concat<const N: usize>(a: &[KeySpec], b: &[KeySpec]) -> [Key
     }
     out
 }
+
+/// An integer key in `unit`, bounded to `min..=max`.
+pub(super) const fn int(unit: Unit, min: i64, max: i64) -> KeyType {
+    KeyType::Int {
+        unit: Some(unit),
+        min,
+        max,
+    }
+}
+
+/// One of RocketMQ's keys.
+pub(super) const fn key(
+    name: &'static str,
+    ty: KeyType,
+    default: DefaultRule,
+    doc: &'static str,
+) -> KeySpec {
+    KeySpec {
+        name,
+        ty,
+        default,
+        ours: false,
+        doc,
+    }
+}
+
+/// A key of ours (a test or injection key), never RocketMQ's.
+pub(super) const fn ours(
+    name: &'static str,
+    ty: KeyType,
+    default: DefaultRule,
+    doc: &'static str,
+) -> KeySpec {
+    KeySpec {
+        name,
+        ty,
+        default,
+        ours: true,
+        doc,
+    }
+}

@@ -6,7 +6,7 @@
 use super::{
     retention::RETENTION,
     spec::{
-        concat, DefaultEnv, DefaultRule,
+        concat, int, key, ours, DefaultEnv,
         DefaultRule::{Computed, Fixed, PerProfile},
         KeySpec, KeyType,
         KeyType::{Bool, Enum, Ip, Path, Str},
@@ -24,34 +24,6 @@ const INTERVAL: KeyType = int(Unit::Millis, 1, 86_400_000);
 const PAGES: KeyType = int(Unit::Count, 0, 1_000_000);
 /// The store's own bound: sizes travel as Java ints.
 const I32_BYTES_MAX: i64 = i32::MAX as i64;
-
-const fn int(unit: Unit, min: i64, max: i64) -> KeyType {
-    KeyType::Int {
-        unit: Some(unit),
-        min,
-        max,
-    }
-}
-
-const fn key(name: &'static str, ty: KeyType, default: DefaultRule, doc: &'static str) -> KeySpec {
-    KeySpec {
-        name,
-        ty,
-        default,
-        ours: false,
-        doc,
-    }
-}
-
-const fn ours(name: &'static str, ty: KeyType, default: DefaultRule, doc: &'static str) -> KeySpec {
-    KeySpec {
-        name,
-        ty,
-        default,
-        ours: true,
-        doc,
-    }
-}
 
 /// The key names of one executor, from [`ExecutorKind`].
 const fn threads_key(kind: ExecutorKind) -> &'static str {
