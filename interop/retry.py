@@ -3,6 +3,8 @@ first delivery of each message. The client sends each failure back (CONSUMER_SEN
 36); the broker answers 0 and stores it in `%RETRY%<group>` through its delay level; the
 message comes back no earlier than that level's delay after the send-back.
 """
+import os
+import sys
 import threading
 import time
 
@@ -90,6 +92,12 @@ def retry_after_delay(client, cluster, n=40):
     seen = ledger.snapshot()
     backs = [w for w in cluster.broker_proxy.watched_requests()
              if w["code"] == CONSUMER_SEND_MSG_BACK]
+    if os.environ.get("INTEROP_RETRY_DUMP"):
+        # The raw timeline (INTEROP_RETRY_DUMP=1): each send-back and each delivery.
+        for w in backs:
+            print(f"36 at={w['at']:.3f} answer={w['answer']} ext={w['ext']}", file=sys.stderr)
+        for b, d in sorted(seen.items()):
+            print(b, [(round(t, 3), rt, off, f) for t, rt, off, f in d], file=sys.stderr)
     failed = {b for b, d in seen.items() if any(f for _, _, _, f in d)}
     first_failed = {b for b, d in seen.items() if d[0][3]}
     again = {b for b, d in seen.items() if len(d) >= 2}
@@ -106,15 +114,18 @@ def retry_after_delay(client, cluster, n=40):
             unmatched += 1
             continue
         d = seen[b]
-        times = next((rt for t, rt, off, f in d if off == int(w["ext"]["offset"])), 0)
+        # The failed delivery the send-back names; the delivery after it is the message
+        # coming back. (Its time on our side can trail the send-back on the wire: the Rust
+        # adapter's line is read after the client already sent 36.)
+        i = next(i for i, (_, _, off, _) in enumerate(d) if off == int(w["ext"]["offset"]))
+        times = d[i][1]
         level = expected_level(w["ext"], times)
         levels[level] = levels.get(level, 0) + 1
         hd = w["ext"].get("delayLevel", "absent")
         header_delay[hd] = header_delay.get(hd, 0) + 1
-        nxt = next((t for t, _, _, _ in d if t > w["at"]), None)
-        if nxt is None:
+        if i + 1 >= len(d):
             continue
-        took = nxt - w["at"]
+        took = d[i + 1][0] - w["at"]
         delays.append(took)
         if took < level_delay(level):
             early.append((b, round(took, 2), level))
