@@ -216,7 +216,10 @@ impl MessageListenerConcurrently for FailFirst {
         // RECONSUME_LATER sends the whole batch back: fail it when any message in it is new
         // (the default batch size, consumeMessageBatchMaxSize 1, makes that one message).
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let bodies: Vec<Vec<u8>> = msgs.iter().map(|m| m.body().unwrap_or_default().to_vec()).collect();
+        let bodies: Vec<Vec<u8>> = msgs
+            .iter()
+            .map(|m| m.body().unwrap_or_default().to_vec())
+            .collect();
         let fail = bodies.iter().any(|b| !seen.contains(b));
         seen.extend(bodies.iter().cloned());
         drop(seen);
