@@ -92,7 +92,7 @@ class Process:
 class Cluster:
     """A name server and one broker (`broker-a`), each behind a recording proxy."""
 
-    def __init__(self, bin_dir, work_dir=None, broker_sets=(), capture=()):
+    def __init__(self, bin_dir, work_dir=None, broker_sets=(), capture=(), watch=()):
         self.bin_dir = bin_dir
         self.dir = work_dir or tempfile.mkdtemp(prefix="interop-")
         self.own_dir = work_dir is None
@@ -107,7 +107,7 @@ class Cluster:
         self.broker_sets = list(broker_sets)
         self.broker = None
         self.broker_proxy = Proxy(
-            "broker", ("127.0.0.1", self.broker_port), capture=capture
+            "broker", ("127.0.0.1", self.broker_port), capture=capture, watch=watch
         )
         real = f"127.0.0.1:{self.broker_port}".encode()
         via = self.broker_proxy.addr().encode()

@@ -3,7 +3,8 @@
 consumer (distinct instance names), all in this process."""
 import itertools
 
-from rocketmq.client import Message, Producer, PushConsumer, SendStatus
+from rocketmq.client import Message, Producer, PushConsumer, SendStatus, _CConsumeStatus
+from rocketmq.client import RecvMessage, _to_bytes, dll, ffi_check
 
 _instances = itertools.count(1)
 
@@ -39,13 +40,32 @@ class CppProducer:
 
 
 class CppConsumer:
-    def __init__(self, cluster, group, topic, ledger, orderly):
+    def __init__(self, cluster, group, topic, ledger, orderly, fail_first):
         self.c = PushConsumer(group, orderly=orderly)
         self.c.set_namesrv_addr(cluster.namesrv_addr())
         self.c.set_thread_count(4)
         self.c.set_instance_name(f"interop-{next(_instances)}")
-        self.c.subscribe(topic, lambda m: ledger.record(m.body))
+        if fail_first:
+            self._subscribe_failing(topic, ledger)
+        else:
+            self.c.subscribe(topic, lambda m: ledger.record(m.body))
         self.c.start()
+
+    def _subscribe_failing(self, topic, ledger):
+        """A listener that answers RECONSUME_LATER to the first delivery of each message.
+        PushConsumer.subscribe (0.4.4) cannot: it ignores the callback's return value and
+        re-raises a callback's exception out of the ctypes callback, so the C++ client gets
+        no status from Python. Its own two calls are made here with a callback that returns
+        the C status itself."""
+
+        def on_message(_consumer, handle):
+            m = RecvMessage(handle)
+            fail = ledger.deliver(m.body, m.reconsume_times, m.commit_log_offset)
+            status = _CConsumeStatus.RECONSUME_LATER if fail else _CConsumeStatus.CONSUME_SUCCESS
+            return status.value
+
+        ffi_check(dll.Subscribe(self.c._handle, _to_bytes(topic), _to_bytes("*")))
+        self.c._register_callback(on_message)
 
     def shutdown(self):
         self.c.shutdown()
@@ -57,5 +77,5 @@ class CppClient:
     def producer(self, cluster, group):
         return CppProducer(cluster, group)
 
-    def consumer(self, cluster, group, topic, ledger, orderly=False):
-        return CppConsumer(cluster, group, topic, ledger, orderly)
+    def consumer(self, cluster, group, topic, ledger, orderly=False, fail_first=False):
+        return CppConsumer(cluster, group, topic, ledger, orderly, fail_first)

@@ -57,8 +57,10 @@ class RustProducer(_Process):
 
 
 class RustConsumer(_Process):
-    def __init__(self, binary, cluster, group, topic, ledger, orderly):
-        mode = "orderly" if orderly else "concurrently"
+    def __init__(self, binary, cluster, group, topic, ledger, orderly, fail_first):
+        # `retry`: concurrently, the listener answering RECONSUME_LATER to each message's
+        # first delivery (the binary decides and says so).
+        mode = "retry" if fail_first else "orderly" if orderly else "concurrently"
         super().__init__([binary, "consume", cluster.namesrv_addr(), group, topic, mode],
                          f"consumer-{group}")
         self.ledger = ledger
@@ -69,6 +71,10 @@ class RustConsumer(_Process):
         for line in self.proc.stdout:
             if line.startswith("msg "):
                 self.ledger.record(line[4:].rstrip("\n"))
+            elif line.startswith("got "):
+                # got RECONSUME_TIMES COMMITLOG_OFFSET fail|ok BODY
+                _, times, offset, status, text = line.rstrip("\n").split(" ", 4)
+                self.ledger.reported(text, int(times), int(offset), status == "fail")
 
     def shutdown(self):
         self.stop()
@@ -86,5 +92,5 @@ class RustClient:
     def producer(self, cluster, group):
         return RustProducer(self.binary, cluster, group)
 
-    def consumer(self, cluster, group, topic, ledger, orderly=False):
-        return RustConsumer(self.binary, cluster, group, topic, ledger, orderly)
+    def consumer(self, cluster, group, topic, ledger, orderly=False, fail_first=False):
+        return RustConsumer(self.binary, cluster, group, topic, ledger, orderly, fail_first)

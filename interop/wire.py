@@ -11,6 +11,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections import Counter
 
 FLAG_RESPONSE = 1
@@ -96,7 +97,7 @@ class Proxy:
     `rewrite(body) -> body` is applied to response bodies; `capture` is a set of request codes
     whose bodies are kept (the first `capture_max` distinct bodies of each code)."""
 
-    def __init__(self, name, upstream, rewrite=None, capture=(), capture_max=4):
+    def __init__(self, name, upstream, rewrite=None, capture=(), capture_max=4, watch=()):
         self.name = name
         self.upstream = upstream
         self.rewrite = rewrite
@@ -107,6 +108,10 @@ class Proxy:
         self.responses = Counter()  # (request code, response code)
         self.captured = {}  # code -> [(frame, body)]
         self.remarks = Counter()  # remarks of non-zero answers
+        # Every request of a code in `watch`, in order: {code, at, ext, answer, answered_at}
+        # (times are time.monotonic(), so a scenario can time what follows a request).
+        self.watch = set(watch)
+        self.watched = []
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -120,6 +125,11 @@ class Proxy:
 
     def addr(self):
         return f"127.0.0.1:{self.port}"
+
+    def watched_requests(self):
+        """Copies of the records of the watched requests (see `watch`)."""
+        with self.lock:
+            return [dict(w) for w in self.watched]
 
     def snapshot(self):
         with self.lock:
@@ -163,6 +173,11 @@ class Proxy:
                     if upstream_bound and not f.is_response:
                         self.requests[f.code] += 1
                         pending[f.opaque] = f.code
+                        if f.code in self.watch:
+                            w = {"code": f.code, "at": time.monotonic(), "ext": f.ext,
+                                 "answer": None, "answered_at": None}
+                            self.watched.append(w)
+                            pending[("watch", f.opaque)] = w
                         kept = self.captured.setdefault(f.code, [])
                         if f.code in self.capture and len(kept) < self.capture_max:
                             if all(b != f.body for _, b in kept):
@@ -170,6 +185,9 @@ class Proxy:
                     elif f.is_response:
                         req = pending.pop(f.opaque, None)
                         self.responses[(req, f.code)] += 1
+                        w = pending.pop(("watch", f.opaque), None)
+                        if w is not None:
+                            w["answer"], w["answered_at"] = f.code, time.monotonic()
                         if f.code != 0 and f.remark:
                             self.remarks[f.remark[:80]] += 1
                 if f.is_response and self.rewrite and f.body:

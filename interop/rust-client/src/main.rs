@@ -6,10 +6,14 @@
 //!   `err REASON`; shuts the producer down at end of input.
 //! - `consume NAMESRV GROUP TOPIC concurrently|orderly`: prints `msg BODY` for every message
 //!   consumed; shuts the consumer down at end of input.
+//! - `consume NAMESRV GROUP TOPIC retry`: concurrently, answering RECONSUME_LATER to the first
+//!   delivery of each message (by body) and CONSUME_SUCCESS afterwards; prints
+//!   `got RECONSUME_TIMES COMMITLOG_OFFSET fail|ok BODY` for every delivery.
 
 use std::{
+    collections::HashSet,
     io::{BufRead, Write},
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
 
 use rocketmq_client_rust::{
@@ -42,13 +46,13 @@ fn main() {
         }),
         ["consume", namesrv, group, topic, mode] => runtime.block_on(async {
             let rt = Runtime::start("consume")?;
-            let r = consume(rt.client.clone(), namesrv, group, topic, mode == "orderly").await;
+            let r = consume(rt.client.clone(), namesrv, group, topic, mode).await;
             rt.shutdown().await;
             r
         }),
         _ => {
             eprintln!(
-                "usage: produce NAMESRV GROUP | consume NAMESRV GROUP TOPIC concurrently|orderly"
+                "usage: produce NAMESRV GROUP | consume NAMESRV GROUP TOPIC concurrently|orderly|retry"
             );
             std::process::exit(2);
         }
@@ -197,6 +201,48 @@ impl MessageListenerConcurrently for Concurrently {
     }
 }
 
+/// Fails each message's first delivery: the bodies seen so far decide.
+#[derive(Default)]
+struct FailFirst {
+    seen: Mutex<HashSet<Vec<u8>>>,
+}
+
+impl MessageListenerConcurrently for FailFirst {
+    fn consume_message(
+        &self,
+        msgs: &[&MessageExt],
+        _context: &ConsumeConcurrentlyContext,
+    ) -> ClientResult<ConsumeConcurrentlyStatus> {
+        // RECONSUME_LATER sends the whole batch back: fail it when any message in it is new
+        // (the default batch size, consumeMessageBatchMaxSize 1, makes that one message).
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let bodies: Vec<Vec<u8>> = msgs
+            .iter()
+            .map(|m| m.body().unwrap_or_default().to_vec())
+            .collect();
+        let fail = bodies.iter().any(|b| !seen.contains(b));
+        seen.extend(bodies.iter().cloned());
+        drop(seen);
+        let mut out = std::io::stdout().lock();
+        for (m, b) in msgs.iter().zip(&bodies) {
+            let _ = writeln!(
+                out,
+                "got {} {} {} {}",
+                m.reconsume_times(),
+                m.commit_log_offset(),
+                if fail { "fail" } else { "ok" },
+                String::from_utf8_lossy(b)
+            );
+        }
+        let _ = out.flush();
+        Ok(if fail {
+            ConsumeConcurrentlyStatus::ReconsumeLater
+        } else {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+    }
+}
+
 struct Orderly;
 
 impl MessageListenerOrderly for Orderly {
@@ -216,7 +262,7 @@ async fn consume(
     namesrv: &str,
     group: &str,
     topic: &str,
-    orderly: bool,
+    mode: &str,
 ) -> ClientResult<()> {
     let mut consumer = DefaultMQPushConsumer::builder(client)
         .consumer_group(group.to_string())
@@ -224,10 +270,10 @@ async fn consume(
         .build();
     consumer.set_consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset);
     consumer.subscribe(topic, "*").await?;
-    if orderly {
-        consumer.register_message_listener_orderly(Orderly);
-    } else {
-        consumer.register_message_listener_concurrently(Concurrently);
+    match mode {
+        "orderly" => consumer.register_message_listener_orderly(Orderly),
+        "retry" => consumer.register_message_listener_concurrently(FailFirst::default()),
+        _ => consumer.register_message_listener_concurrently(Concurrently),
     }
     consumer.start().await?;
     answer("ready");
