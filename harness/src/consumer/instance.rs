@@ -9,7 +9,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use remoting::headers::{
     ConsumerGroupHeader, GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use remoting::{RemotingCommand, RequestCode};
@@ -373,25 +372,12 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
 /// `computePullFromWhere` (consumer §8.6) for a queue without a process queue.
 async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
     let cfg = &inst.shared.cfg;
-    let header = QueryConsumerOffsetRequestHeader {
-        consumer_group: cfg.group.clone(),
-        topic: inst.shared.topic.clone(),
-        queue_id: qid,
-        set_zero_if_not_found: None,
-    };
-    let r = inst
+    let (code, offset) = inst
         .wire
-        .call(
-            RemotingCommand::request(RequestCode::QUERY_CONSUMER_OFFSET, 0).with_header(&header),
-            API_TIMEOUT,
-        )
-        .await
-        .ok()?;
-    match r.code {
-        0 => r
-            .header::<QueryConsumerOffsetResponseHeader>()
-            .ok()
-            .map(|h| h.offset),
+        .query_consumer_offset(&cfg.group, &inst.shared.topic, qid, API_TIMEOUT)
+        .await?;
+    match code {
+        0 => offset,
         // 5.3 skips the queue on any error other than "not found"; 4.x reads it as none.
         c if c != 22 && cfg.client_version == ClientVersion::V53 => None,
         _ => match cfg.consume_from {

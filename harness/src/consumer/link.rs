@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use remoting::RemotingCommand;
+use remoting::headers::{QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader};
+use remoting::{RemotingCommand, RequestCode};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -98,6 +99,32 @@ impl Link {
         timeout: Duration,
     ) -> Result<RemotingCommand, WireError> {
         self.wire().await?.call(cmd, timeout).await
+    }
+
+    /// QUERY_CONSUMER_OFFSET (14) of one queue: the answer's code and, on 0, the stored offset;
+    /// None when no answer came. What a code other than 0 means is the caller's (4.x and 5.3
+    /// differ, and a retry queue starts at 0).
+    pub async fn query_consumer_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        timeout: Duration,
+    ) -> Option<(i32, Option<i64>)> {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+            set_zero_if_not_found: None,
+        };
+        let cmd =
+            RemotingCommand::request(RequestCode::QUERY_CONSUMER_OFFSET, 0).with_header(&header);
+        let r = self.call(cmd, timeout).await.ok()?;
+        let offset = (r.code == 0)
+            .then(|| r.header::<QueryConsumerOffsetResponseHeader>().ok())
+            .flatten()
+            .map(|h| h.offset);
+        Some((r.code, offset))
     }
 
     /// Sends `cmd` as oneway on the current (or a new) connection.

@@ -14,10 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use remoting::headers::{
-    ConsumerGroupHeader, QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
-};
+use remoting::headers::{ConsumerGroupHeader, UpdateConsumerOffsetRequestHeader};
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
@@ -129,25 +126,12 @@ async fn consumer_ids(inst: &Instance) -> Option<Vec<String>> {
 
 /// The committed offset, else 0 (a retry queue without one starts at its beginning).
 async fn start_offset(inst: &Instance, topic: &str) -> Option<i64> {
-    let header = QueryConsumerOffsetRequestHeader {
-        consumer_group: inst.shared.cfg.group.clone(),
-        topic: topic.to_owned(),
-        queue_id: 0,
-        set_zero_if_not_found: None,
-    };
-    let r = inst
+    let (code, offset) = inst
         .wire
-        .call(
-            RemotingCommand::request(RequestCode::QUERY_CONSUMER_OFFSET, 0).with_header(&header),
-            API_TIMEOUT,
-        )
-        .await
-        .ok()?;
-    match r.code {
-        0 => r
-            .header::<QueryConsumerOffsetResponseHeader>()
-            .ok()
-            .map(|h| h.offset),
+        .query_consumer_offset(&inst.shared.cfg.group, topic, 0, API_TIMEOUT)
+        .await?;
+    match code {
+        0 => offset,
         _ => Some(0),
     }
 }
