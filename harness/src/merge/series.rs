@@ -6,7 +6,9 @@
 //! row by the end instant both were stamped with; the broker's gauges, which every shard
 //! sampled from the same broker, are combined (CPU averaged, queue and lag figures the
 //! largest, free pool buffers the smallest); the harness's own figures are the worst shard's.
-//! `phase`, `step` and `second` come from the lowest shard present in that second.
+//! `phase`, `step` and `second` come from the lowest shard present in that second. The
+//! `event` column keeps every shard's fault moments: each shard's text once, in shard order (a
+//! moment that several shards wrote in the same second is one moment of the one broker).
 
 use std::collections::BTreeMap;
 
@@ -18,7 +20,7 @@ use crate::merge::rates::{phase_rates, rate_of};
 use crate::recorder::{histogram, BusyClass};
 use crate::report::cells::Fixed;
 use crate::report::hlog_totals::{parse_tag, TagKind};
-use crate::report::{TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use crate::report::{TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 
 /// (job ordinal, wall-clock second): where a row or a second's histogram goes.
 type Key = (usize, i64);
@@ -78,6 +80,18 @@ fn max_opt<const D: usize>(a: Option<Fixed<D>>, b: Option<f64>) -> Option<Fixed<
     }
 }
 
+/// `merged` with a shard's `event` text joined on, unless the second already has that text.
+fn join_event(merged: &mut TimeseriesEvent, shard: &str) {
+    let shard = shard.trim();
+    if shard.is_empty() || merged.event.split(" / ").any(|e| e == shard) {
+        return;
+    }
+    if !merged.event.is_empty() {
+        merged.event.push_str(" / ");
+    }
+    merged.event.push_str(shard);
+}
+
 /// Adds `row` (of shard `f`) into `g`.
 fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     let s = &f.series;
@@ -120,6 +134,7 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     for class in BusyClass::ALL {
         m.busy[class.index()] += n(&format!("busy_{}", class.column()));
     }
+    join_event(&mut m.event, field("event"));
     let t = &mut m.tail;
     t.errors += n("errors");
     t.timeouts += n("timeouts");
@@ -255,4 +270,18 @@ pub fn merge_series(folders: &[ShardFolder]) -> Result<MergedSeries, MergeError>
         });
     }
     Ok(MergedSeries { rows, seconds })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_events_join_once_each_in_shard_order() {
+        let mut e = TimeseriesEvent::default();
+        for shard in ["", "kill restart", " kill restart ", "pause", ""] {
+            join_event(&mut e, shard);
+        }
+        assert_eq!(e.event, "kill restart / pause");
+    }
 }

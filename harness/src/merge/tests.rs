@@ -37,6 +37,16 @@ fn hist_of(values: &[u64]) -> Histogram<u64> {
 
 const START: u64 = 1_796_040_000;
 
+/// The fault moments a shard wrote in its second `i`: shards 1 and 2 both saw the kill of
+/// the second second, only shard 2 a pause in the first.
+fn shard_event(shard: u32, i: usize) -> &'static str {
+    match (shard, i) {
+        (1 | 2, 1) => "kill restart",
+        (2, 0) => "pause",
+        _ => "",
+    }
+}
+
 /// Writes one shard's folder: one cell, one repetition, two measured seconds.
 fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], lag: &[u64]) {
     std::fs::create_dir_all(dir).unwrap();
@@ -86,7 +96,9 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
                 },
                 consumer: Default::default(),
                 order: Default::default(),
-                event: Default::default(),
+                event: crate::report::TimeseriesEvent {
+                    event: shard_event(shard, i).into(),
+                },
             })
             .unwrap();
     }
@@ -220,6 +232,14 @@ fn merged_percentiles_are_those_of_the_concatenated_samples() {
         assert!(line.contains(",100.0,"), "target rates summed: {line}");
         assert!(line.contains(",20.0,"), "broker CPU averaged: {line}");
     }
+    // The shards' fault moments are carried, a moment two shards wrote once.
+    let mut csv = csv::Reader::from_reader(series.as_bytes());
+    let col = csv.headers().unwrap().iter().position(|h| h == "event");
+    let events: Vec<String> = csv
+        .records()
+        .map(|r| r.unwrap()[col.expect("an event column")].to_owned())
+        .collect();
+    assert_eq!(events, ["pause", "kill restart"]);
 
     // compare reads the merged folder like any run.
     let data = crate::compare::load::load(&out).unwrap();
