@@ -19,6 +19,8 @@ const TEXT_COLUMNS: &[&str] = &[
     // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
     "broker_ok",
     "broker_busy",
+    // Where a job's order was checked: `pull` or `store` (summary.csv).
+    "order_source",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];
@@ -457,6 +459,19 @@ mod tests {
         s.values.insert("target_rate".into(), Some(target));
         s.values.insert("achieved_rate".into(), Some(achieved));
         s
+    }
+
+    #[test]
+    fn a_consumer_runs_order_source_is_text_not_a_bad_number() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("summary.csv"),
+            "cell_id,repetition,order_source,ok_rate\nc1,1,pull,5\n",
+        )
+        .unwrap();
+        let run = load(dir.path()).expect("a run with consumers loads");
+        assert_eq!(run.rows.len(), 1);
+        assert_eq!(run.rows[0].get("ok_rate"), Ok(Some(5.0)));
     }
 
     #[test]
