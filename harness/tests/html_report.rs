@@ -13,7 +13,10 @@
 //! --set consumer.drain_timeout=30s --set consumer.pull_threshold_for_queue=100` (its CSVs,
 //! run.json and latency.hlog kept). `fault` is profiles/durability.toml with one cell
 //! (ASYNC_FLUSH, no pool), one repetition, 500 sends/s for 6 s after 1 s of warm-up, `kill =
-//! "2s"` with restart and `pause = "4s for 500ms"`.
+//! "2s"` with restart and `pause = "4s for 500ms"`. `dlq` is profiles/dlq.toml cut down, a
+//! listener failing one message in 10: `harness run profiles/dlq.toml --set workload.duration=8s
+//! --set workload.rate=100 --set consumer.max_reconsume_times=3 --set
+//! consumer.drain_timeout=30s`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -470,24 +473,97 @@ fn the_report_of_a_matrix_run_in_a_browser() {
     check_table_equals_csv(&dom, "smoke");
 }
 
-/// Consumer and fault runs side by side get their own charts on both sides, under the verdicts.
+/// Consumer and fault runs side by side: each cell once with both runs overlaid and its
+/// verdicts beside it (the consumer and fault figures among them), then each run's own charts.
 #[test]
 fn two_consumer_or_fault_runs_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let html = report("consumer", Some("consumer"), &dir.path().join("c.html"));
+    let html = report("consumer", Some("dlq"), &dir.path().join("c.html"));
     assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, "data-chart=\"overlay\""), 1);
     assert_eq!(count(&html, "data-chart=\"consumer\""), 2);
+    let overlay = &html[html.find("data-chart=\"overlay\"").unwrap()..];
+    let overlay = &overlay[..overlay.find("</figure>").unwrap()];
+    for needle in [
+        ">\nA against B, consumers\n</text>",
+        ">\nA consumed (messages/s)\n</text>",
+        ">\nB messages behind\n</text>",
+        ">\nB cached in the consumers (messages)\n</text>",
+    ] {
+        assert!(overlay.contains(needle), "the overlay lacks `{needle}`");
+    }
+    // The cell's verdicts, next to the chart, include the consumers' and the DLQ's.
+    let verdicts = &html[html.find("<table class=\"verdicts\">").unwrap()..];
+    let verdicts = &verdicts[..verdicts.find("</table>").unwrap()];
+    for metric in ["p99_ms", "consume_rate", "consumer_lag_max", "consumer_dlq"] {
+        assert!(
+            verdicts.contains(&format!("data-metric=\"{metric}\"")),
+            "no verdict on {metric}: {verdicts}"
+        );
+    }
+    // B's listener failed: its figures join its consumer picture; A's did not.
     assert_eq!(
         count(
             &html,
-            "no size, span or not-locked flow control in this run"
+            "Failures: listener failures 360 (consumer_failures), redelivered from the retry topic 270 (consumer_retries), sent to the DLQ 90 (consumer_dlq)"
         ),
-        2
+        1
     );
+
     let html = report("fault", Some("fault"), &dir.path().join("f.html"));
     assert!(html.contains("<table class=\"compare\">"));
+    assert_eq!(count(&html, "data-chart=\"overlay\""), 1);
     assert_eq!(count(&html, ">\nkill restart\n</text>"), 2);
     assert_eq!(count(&html, "Reconciliation: "), 2);
+    for moment in [
+        "A: kill restart",
+        "B: kill restart",
+        "A: pause",
+        "B: resume",
+    ] {
+        assert_eq!(
+            count(&html, &format!(">\n{moment}\n</text>")),
+            1,
+            "{moment}"
+        );
+    }
+    assert!(html.contains(
+        "Reconciliation, A | B: acknowledged but lost 0 | 0 (acked_lost), stored but never acknowledged 0 | 0 (phantom), stored twice 0 | 0 (duplicates), recovery (ms) 103.0 | 103.0 (recovery_ms)"
+    ));
+    assert!(html.contains("data-metric=\"recovery_ms\""));
+}
+
+/// The side-by-side pages of a consumer pair and a fault pair, laid out at 1,280 px.
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn two_consumer_or_fault_runs_side_by_side_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    for (a, b, title, charts) in [
+        ("consumer", "dlq", "A against B, consumers", 1 + 2 * 5),
+        ("fault", "fault", "A against B, producers", 1 + 2 * 3),
+    ] {
+        let page = dir.path().join(format!("{a}-{b}.html"));
+        report(a, Some(b), &page);
+        let (dom, console) = browse_probed(&chromium(), &page);
+        assert!(
+            console.is_empty(),
+            "{a} vs {b}: console messages: {console:#?}"
+        );
+        assert!(
+            dom.contains(&format!("data-charts=\"{charts}\"")),
+            "{a} vs {b}: {charts} charts"
+        );
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "{a} vs {b}: no chart titled `{title}`"
+        );
+        let (empty, wide, _) = probe_findings(&dom);
+        assert_eq!(empty, "", "{a} vs {b}: charts that draw nothing");
+        assert_eq!(
+            wide, "",
+            "{a} vs {b}: tables wider than the page at 1,280 px"
+        );
+    }
 }
 
 #[test]
@@ -497,7 +573,13 @@ fn two_runs_side_by_side_with_the_compare_verdicts() {
     let html = report("smoke", Some("smoke"), &page);
     assert_eq!(count(&html, "<section class=\"run\""), 2);
     assert!(html.contains("<table class=\"compare\">"));
-    for (kind, n) in [("matrix", 2), ("spectrum", 2), ("timeline", 4), ("knee", 0)] {
+    for (kind, n) in [
+        ("matrix", 2),
+        ("spectrum", 2),
+        ("timeline", 4),
+        ("knee", 0),
+        ("overlay", 2),
+    ] {
         assert_eq!(
             count(&html, &format!("data-chart=\"{kind}\"")),
             n,
@@ -512,9 +594,13 @@ fn two_runs_side_by_side_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("two.html");
     report("smoke", Some("smoke"), &page);
-    let (dom, console) = browse(&chromium(), &page);
+    let (dom, console) = browse_probed(&chromium(), &page);
     assert!(console.is_empty(), "console messages: {console:#?}");
-    assert!(dom.contains("data-charts=\"8\""));
+    // Each run's four, and one overlay per cell.
+    assert!(dom.contains("data-charts=\"10\""));
+    let (empty, wide, _) = probe_findings(&dom);
+    assert_eq!(empty, "", "charts that draw nothing");
+    assert_eq!(wide, "", "tables wider than the page at 1,280 px");
     // The same run on both sides: every verdict is "no significant change".
     let verdicts = &dom[dom.find("<table class=\"compare\">").unwrap()..];
     let verdicts = &verdicts[..verdicts.find("</table>").unwrap()];

@@ -411,11 +411,12 @@ pub fn knee(k: &KneePlot) -> Result<String, ReportError> {
     })
 }
 
-/// Several per-second series overlaid (the consumer metrics).
+/// Several per-second series overlaid (the consumer metrics), with the jobs' fault moments.
 pub fn lines(
     title: &str,
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
+    marks: &[super::marks::Mark],
 ) -> Result<String, ReportError> {
     svg(260, |root| {
         let xmax = max_of(series.iter().flat_map(|s| s.1.iter().map(|p| p.0)), 1.0);
@@ -434,6 +435,7 @@ pub fn lines(
             .draw()
             .map_err(chart_err)?;
         draw_lines(&mut chart, series)?;
+        super::marks::draw(&mut chart, marks, ymax, true)?;
         legend(&mut chart)
     })
 }

@@ -6,6 +6,7 @@ use plotters::prelude::*;
 
 use super::charts::{chart_err, color, legend, max_of, svg, FONT};
 use super::error::ReportError;
+use super::marks::{self, Mark};
 use super::table::Table;
 use super::view::Thresholds;
 
@@ -102,33 +103,10 @@ fn peak(v: &[Option<f64>]) -> f64 {
     v.iter().flatten().copied().fold(0.0, f64::max)
 }
 
-/// A red vertical line at each fault moment.
-fn event_marks<
-    'a,
-    DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
->(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    events: &[(usize, String)],
-    ymax: f64,
-) -> Result<(), ReportError> {
-    for (x, _) in events {
-        // In the middle of its second, where that second's points are.
-        let x = *x as f64 + 0.5;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(x, 0.0), (x, ymax)],
-                RED.stroke_width(2),
-            )))
-            .map_err(chart_err)?;
-    }
-    Ok(())
-}
-
 /// The three panels stacked in one SVG, x = the job's seconds in order.
 pub fn chart(p: &ConsumerPlot) -> Result<String, ReportError> {
     let n = p.lag.len().max(1) as f64;
+    let marks: Vec<Mark> = p.events.iter().map(|(i, t)| Mark::new(*i, t)).collect();
     svg(600, |root| {
         let root = root.titled(&p.title, (FONT, 15)).map_err(chart_err)?;
         let (rates, rest) = root.split_vertically(180);
@@ -160,7 +138,7 @@ pub fn chart(p: &ConsumerPlot) -> Result<String, ReportError> {
                     PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
                 });
         }
-        event_marks(&mut chart, &p.events, ymax)?;
+        marks::draw(&mut chart, &marks, ymax, true)?;
         legend(&mut chart)?;
 
         // Lag.
@@ -183,10 +161,10 @@ pub fn chart(p: &ConsumerPlot) -> Result<String, ReportError> {
             .map_err(chart_err)?
             .label("consumer lag (broker max offset − committed offset, all queues)")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
-        event_marks(&mut chart, &p.events, ymax)?;
+        marks::draw(&mut chart, &marks, ymax, false)?;
         legend(&mut chart)?;
 
-        cache_panel(p, &cache, n)
+        cache_panel(p, &cache, n, &marks)
     })
 }
 
@@ -195,6 +173,7 @@ fn cache_panel<DB: DrawingBackend>(
     p: &ConsumerPlot,
     area: &DrawingArea<DB, plotters::coord::Shift>,
     n: f64,
+    marks: &[Mark],
 ) -> Result<(), ReportError> {
     let within = |limit: Option<f64>, data: f64| limit.filter(|l| *l <= data.max(1e-9) * OFF_SCALE);
     let t = p.thresholds.unwrap_or(Thresholds {
@@ -292,7 +271,7 @@ fn cache_panel<DB: DrawingBackend>(
             .label(format!("flow control, {name} gate: {total} pulls delayed"))
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 10, y + 4)], c.filled()));
     }
-    event_marks(&mut chart, &p.events, ymax)?;
+    marks::draw(&mut chart, marks, ymax, false)?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerMiddle)
@@ -301,4 +280,53 @@ fn cache_panel<DB: DrawingBackend>(
         .label_font((FONT, 11))
         .draw()
         .map_err(chart_err)
+}
+
+/// A failing listener's figures from summary.csv, `(column, words)`: timeseries.csv has no
+/// per-second retry columns, so they join the picture as its caption's last sentence.
+const FAILURES: [(&str, &str); 6] = [
+    ("consumer_failures", "listener failures"),
+    ("consumer_retries", "redelivered from the retry topic"),
+    ("consumer_dlq", "sent to the DLQ"),
+    ("consumer_retry_pending", "still waiting for a retry"),
+    ("retry_delay_p50_ms", "retry delay p50 (ms)"),
+    ("retry_delay_p99_ms", "retry delay p99 (ms)"),
+];
+
+/// "Failures: listener failures 360 (consumer_failures), …" for a job whose listener failed;
+/// None when it never did (or the run predates the columns).
+pub fn failures_line(s: &Table, row: &[String]) -> Option<String> {
+    if s.num(row, "consumer_failures").is_none_or(|n| n == 0.0) {
+        return None;
+    }
+    let figures: Vec<String> = FAILURES
+        .iter()
+        .filter_map(|(col, what)| {
+            let v = s.text(row, col);
+            (!v.is_empty()).then(|| format!("{what} {v} ({col})"))
+        })
+        .collect();
+    Some(format!("Failures: {}", figures.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_listener_is_named_and_a_healthy_one_is_not() {
+        let s = Table {
+            header: ["consumer_failures", "consumer_retries", "consumer_dlq"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![],
+        };
+        let row = |v: [&str; 3]| v.map(String::from).to_vec();
+        assert_eq!(
+            failures_line(&s, &row(["40", "30", "10"])).as_deref(),
+            Some("Failures: listener failures 40 (consumer_failures), redelivered from the retry topic 30 (consumer_retries), sent to the DLQ 10 (consumer_dlq)")
+        );
+        assert_eq!(failures_line(&s, &row(["0", "0", "0"])), None);
+        assert_eq!(failures_line(&s, &row(["", "", ""])), None);
+    }
 }

@@ -8,6 +8,8 @@
 //! * charts.rs — the plotters charts
 //! * consumer.rs — a consumer job's chart: rates, lag, cache against thresholds, flow control
 //! * ladder.rs — a knee run's probes in order, met or failed and why
+//! * marks.rs  — fault moments as vertical lines on every chart over a job's seconds
+//! * overlay.rs — two runs' jobs on shared axes, each pair's compare verdicts beside them
 //! * words.rs  — column names in words with units (titles, axes)
 //! * page.rs   — the HTML template, the charts in their figures
 //! * tables.rs — the tables, made to fit the page
@@ -18,6 +20,8 @@ mod consumer;
 mod error;
 mod hlog;
 mod ladder;
+mod marks;
+mod overlay;
 mod page;
 mod table;
 mod tables;
@@ -48,6 +52,51 @@ pub fn run_report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// summary.csv columns compared beyond `compare`'s defaults when either run has them filled:
+/// the consumers' story and, for a failing listener, its retries and DLQ.
+const CONSUMER_METRICS: &[&str] = &[
+    "consume_rate",
+    "consumer_lag_max",
+    "consumer_cached_max",
+    "e2e_p99_ms",
+    "consumer_lost",
+    "consumer_duplicates",
+    "consumer_retries",
+    "consumer_dlq",
+    "retry_delay_p99_ms",
+];
+
+/// A fault run's reconciliation, compared when either run has it.
+const FAULT_METRICS: &[&str] = &["acked_lost", "phantom", "duplicates", "recovery_ms"];
+
+/// `compare`'s default metrics, then the consumer and fault columns that both runs have and
+/// either filled (an empty list would mean the defaults alone, as `harness compare` has).
+fn verdict_metrics(runs: &[RunView]) -> Vec<String> {
+    let filled = |col: &str| {
+        runs.iter().all(|r| r.summary.has(col))
+            && runs.iter().any(|r| {
+                r.summary
+                    .rows
+                    .iter()
+                    .any(|row| !r.summary.text(row, col).is_empty())
+            })
+    };
+    let extra: Vec<String> = CONSUMER_METRICS
+        .iter()
+        .chain(FAULT_METRICS)
+        .filter(|c| filled(c))
+        .map(|c| (*c).to_owned())
+        .collect();
+    if extra.is_empty() {
+        return Vec::new();
+    }
+    crate::compare::model::METRICS
+        .iter()
+        .map(|m| m.name.to_string())
+        .chain(extra)
+        .collect()
+}
+
 /// Writes the report; returns its path.
 pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
     let mut runs = vec![RunView::load(&args.run)?];
@@ -59,7 +108,7 @@ pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
             candidate: Some(second.clone()),
             reference: None,
             format: crate::compare::Format::Csv,
-            metrics: Vec::new(),
+            metrics: verdict_metrics(&runs),
             all: false,
             stats: crate::compare::StatArgs {
                 threshold: None,
@@ -69,9 +118,10 @@ pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
                 seed: 0x5eed,
             },
         })?;
-        verdicts = Some(crate::compare::render::csv(&c)?);
+        let csv = crate::compare::render::csv(&c)?;
+        verdicts = Some((c, csv));
     }
-    let html = page::render(&runs, verdicts.as_deref())?;
+    let html = page::render(&runs, verdicts.as_ref().map(|(c, csv)| (c, csv.as_str())))?;
     let out = args
         .out
         .clone()

@@ -6,9 +6,11 @@ use super::charts::{self, KneePlot, Second, Timeline};
 use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
 use super::ladder::{self, Rung};
+use super::marks::Mark;
 use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
 use super::words::words;
+use crate::compare::Comparison;
 
 /// Per-second columns charted across jobs, one line per job, once a run has them (the
 /// consumer's own seconds are in its per-job chart).
@@ -23,19 +25,25 @@ const STALL_LOCK_MS: f64 = 100.0;
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc}h3{font-size:1em}\
 .runs{display:grid;gap:1.5em;grid-template-columns:minmax(0,1fr)}\
-.runs.two{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}\
 figure{margin:.5em 0}svg{max-width:100%;height:auto}\
 div.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:11px;margin:.5em 0;white-space:nowrap}\
 td,th{border:1px solid #ddd;padding:2px 4px;text-align:right}td:first-child,th:first-child{text-align:left}\
 th{white-space:normal}td.cell{white-space:normal;min-width:8em}td[data-col=slo_failed],td[data-col=knee_limited_by],td[data-col=invalid_reason]{white-space:normal;text-align:left;min-width:7em;max-width:24em;overflow-wrap:anywhere}\
-.note{color:#555;font-size:13px}";
+.note{color:#555;font-size:13px}\
+.pair{display:grid;gap:1em;grid-template-columns:minmax(0,2fr) minmax(0,1fr);align-items:start}\
+table.verdicts td:first-child{white-space:normal}\
+table.compare td[data-col=note],table.compare td[data-col=cell]{white-space:normal;text-align:left;min-width:10em;max-width:22em}";
 
 /// The script only counts the charts (the browser test reads it back).
 const SCRIPT: &str =
     "document.body.dataset.charts = document.querySelectorAll('figure.chart svg').length;";
 
-/// The whole page for one run, or two runs side by side with `compare`'s verdicts (CSV).
-pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, ReportError> {
+/// The whole page for one run, or two runs side by side with `compare`'s verdicts (the model
+/// and its CSV).
+pub fn render(
+    runs: &[RunView],
+    compare: Option<(&Comparison, &str)>,
+) -> Result<String, ReportError> {
     let title = runs
         .iter()
         .map(|r| {
@@ -49,10 +57,15 @@ pub fn render(runs: &[RunView], compare_csv: Option<&str>) -> Result<String, Rep
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head>\n<body>\n<h1>harness report: {t}</h1>\n",
         t = esc(&title)
     );
-    if let Some(csv) = compare_csv {
+    if let Some((c, csv)) = compare {
         h.push_str("<h2>compare: verdicts</h2>\n");
         h.push_str(&csv_table(csv, "compare"));
+        if let [a, b] = runs {
+            h.push_str(&super::overlay::section(a, b, c)?);
+        }
     }
+    // Two runs are side by side in the overlays above; their own sections follow one under
+    // the other, at full width, so that every table fits the page.
     let _ = writeln!(
         h,
         "<div class=\"runs{}\">",
@@ -285,14 +298,15 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
             ));
             continue;
         }
-        let svg = charts::lines(words(col), words(col), &series)?;
-        h.push_str(&figure(
-            "series",
-            idx,
-            None,
-            (&svg, col),
-            "one line per cell",
-        ));
+        let (marks, moments) = job_marks(run, &jobs, &job_label);
+        let svg = charts::lines(words(col), words(col), &series, &marks)?;
+        let mut caption = String::from("one line per cell");
+        let mut columns = (*col).to_owned();
+        if !moments.is_empty() {
+            caption.push_str(&format!("; red lines: {}", moments.join(", ")));
+            columns.push_str(", event");
+        }
+        h.push_str(&figure("series", idx, None, (&svg, &columns), &caption));
     }
 
     if run.series.has("second") {
@@ -403,6 +417,13 @@ fn consumer_section(
         if !quiet.is_empty() {
             caption.push(format!("no {} flow control in this run", or_list(&quiet)));
         }
+        if let Some(line) = run
+            .job_rows(j)
+            .first()
+            .and_then(|r| consumer_chart::failures_line(&run.summary, r))
+        {
+            caption.push(line);
+        }
         let svg = consumer_chart::chart(&plot)?;
         h.push_str(&figure(
             "consumer",
@@ -419,7 +440,7 @@ fn consumer_section(
 }
 
 /// summary.csv columns that reconcile a fault job's answers with its store, in words.
-const RECONCILIATION: &[(&str, &str)] = &[
+pub(super) const RECONCILIATION: &[(&str, &str)] = &[
     ("acked_lost", "acknowledged but lost"),
     ("phantom", "stored but never acknowledged"),
     ("duplicates", "stored twice"),
@@ -446,8 +467,37 @@ fn reconciliation(run: &RunView, job: &Job) -> String {
     }
 }
 
+/// Every job's fault moments for a chart that draws all jobs on one axis of seconds, and the
+/// caption's words for them; a mark names its job when more than one job has moments.
+fn job_marks(
+    run: &RunView,
+    jobs: &[Job],
+    job_label: &dyn Fn(&Job) -> String,
+) -> (Vec<Mark>, Vec<String>) {
+    let per_job: Vec<(String, Vec<(usize, String)>)> = jobs
+        .iter()
+        .map(|j| (job_label(j), events(run, &run.job_seconds(j))))
+        .filter(|(_, e)| !e.is_empty())
+        .collect();
+    let several = per_job.len() > 1;
+    let mut marks = Vec::new();
+    let mut moments = Vec::new();
+    for (label, evs) in per_job {
+        for (i, what) in evs {
+            moments.push(format!("{what} in second {} of {label}", i + 1));
+            let text = if several {
+                format!("{what} ({label})")
+            } else {
+                what
+            };
+            marks.push(Mark::new(i, text));
+        }
+    }
+    (marks, moments)
+}
+
 /// The job's seconds (0-based, in order) with a fault moment, and what happened.
-fn events(run: &RunView, seconds: &[&Vec<String>]) -> Vec<(usize, String)> {
+pub(super) fn events(run: &RunView, seconds: &[&Vec<String>]) -> Vec<(usize, String)> {
     seconds
         .iter()
         .enumerate()

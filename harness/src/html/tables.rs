@@ -132,19 +132,85 @@ fn header_cell(column: &str) -> String {
     )
 }
 
+/// A number short enough for a narrow column: four significant digits (integers whole).
+pub fn short(v: Option<f64>) -> String {
+    match v {
+        None => String::new(),
+        Some(x) if x == 0.0 || x.abs() >= 1000.0 => format!("{x:.0}"),
+        Some(x) => {
+            let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+            format!("{x:.digits$}")
+        }
+    }
+}
+
+/// compare's CSV as a table that fits the page: headers break after `_`, a number written with
+/// more than four significant digits is shown with four (the figure as written is its
+/// tooltip), and the `cell` and `note` texts wrap.
 pub fn csv_table(csv: &str, class: &str) -> String {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(csv.as_bytes());
     let mut h = format!("<div class=\"scroll\"><table class=\"{class}\">");
+    let mut header: Vec<String> = Vec::new();
     for (i, rec) in reader.records().filter_map(Result::ok).enumerate() {
         h.push_str("<tr>");
-        for cell in rec.iter() {
-            let tag = if i == 0 { "th" } else { "td" };
-            let _ = write!(h, "<{tag}>{}</{tag}>", esc(cell));
+        for (k, cell) in rec.iter().enumerate() {
+            if i == 0 {
+                header.push(cell.to_owned());
+                let _ = write!(h, "<th>{}</th>", esc(cell).replace('_', "_<wbr>"));
+                continue;
+            }
+            let col = header.get(k).map_or("", String::as_str);
+            let shown = match cell.parse::<f64>() {
+                Ok(x) if x.is_finite() && cell.len() > 8 => short(Some(x)),
+                _ => cell.to_owned(),
+            };
+            if shown == cell {
+                let _ = write!(h, "<td data-col=\"{}\">{}</td>", esc(col), esc(cell));
+            } else {
+                let _ = write!(
+                    h,
+                    "<td data-col=\"{}\" title=\"{}\">{}</td>",
+                    esc(col),
+                    esc(cell),
+                    esc(&shown)
+                );
+            }
         }
         h.push_str("</tr>\n");
     }
     h.push_str("</table></div>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        let got: Vec<String> = [
+            None,
+            Some(0.0),
+            Some(0.012345),
+            Some(4.56789),
+            Some(123.456),
+            Some(98765.4),
+        ]
+        .map(short)
+        .to_vec();
+        assert_eq!(got, ["", "0", "0.01235", "4.568", "123.5", "98765"]);
+    }
+
+    #[test]
+    fn a_long_figure_is_shortened_with_the_written_one_as_tooltip() {
+        let h = csv_table("metric,ci_low,n\np99_ms,-102.1043739828639,1\n", "compare");
+        assert!(h.contains("<th>ci_<wbr>low</th>"), "{h}");
+        assert!(
+            h.contains("<td data-col=\"ci_low\" title=\"-102.1043739828639\">-102.1</td>"),
+            "{h}"
+        );
+        assert!(h.contains("<td data-col=\"n\">1</td>"), "{h}");
+    }
 }

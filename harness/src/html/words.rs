@@ -48,6 +48,20 @@ const WORDS: &[(&str, &str)] = &[
         "acknowledged but never consumed (messages)",
     ),
     ("consumer_duplicates", "consumed twice (messages)"),
+    (
+        "consumer_cached_max",
+        "most cached in the consumers (messages)",
+    ),
+    (
+        "consumer_retries",
+        "redelivered from the retry topic (messages)",
+    ),
+    ("consumer_dlq", "sent to the DLQ (messages)"),
+    ("retry_delay_p99_ms", "retry delay p99 (ms)"),
+    ("acked_lost", "acknowledged but lost (messages)"),
+    ("phantom", "stored but never acknowledged (messages)"),
+    ("duplicates", "stored twice (messages)"),
+    ("recovery_ms", "recovery (ms)"),
 ];
 
 /// The words for `column`, or the column itself when the table has none.
