@@ -282,6 +282,18 @@ fn the_report_of_a_knee_run_in_a_browser_has_its_charts_and_the_csvs_numbers() {
         dom.contains("SLO: p99_ms &lt;= 50"),
         "the SLO line is labelled"
     );
+    for title in [
+        "knee: highest offered rate meeting the SLO (sends/s) per cell",
+        "knee search: offered rate by probe (hollow: failed, named by its first failed term)",
+        "knee search: p99 by offered rate",
+        "knee search: busy answers (%) by offered rate",
+        "latency by percentile, at each cell's knee",
+    ] {
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "no chart titled `{title}`"
+        );
+    }
     // The ladder names the failed terms, shortened: `valid (lag p99 …)` as `valid`.
     for term in ["busy_rate &lt;= 0.1%", "p99_ms &lt;= 50", "valid"] {
         assert!(
@@ -373,6 +385,58 @@ fn the_report_of_a_consumer_run_in_a_browser() {
     check_table_equals_csv(&dom, "consumer");
 }
 
+/// A fault in a run with consumers is marked on every chart over seconds: the consumer
+/// story, the cross-cell end-to-end chart and the timeline (the consumer run with a kill
+/// written into its fifth second's `event`).
+#[test]
+fn a_fault_moment_is_marked_on_every_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    for f in ["latency.hlog", "run.json", "summary.csv"] {
+        std::fs::copy(data("consumer").join(f), run.join(f)).unwrap();
+    }
+    let mut r = csv::Reader::from_path(data("consumer").join("timeseries.csv")).unwrap();
+    // The committed run predates the column: it is added at the end, where the run puts it.
+    let mut header: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let had_event = header.iter().any(|h| h == "event");
+    if !had_event {
+        header.push("event".into());
+    }
+    let event = header.iter().position(|h| h == "event").unwrap();
+    let mut w = csv::Writer::from_path(run.join("timeseries.csv")).unwrap();
+    w.write_record(&header).unwrap();
+    for (i, rec) in r.records().enumerate() {
+        let mut rec: Vec<String> = rec.unwrap().iter().map(str::to_owned).collect();
+        if !had_event {
+            rec.push(String::new());
+        }
+        if i == 4 {
+            rec[event] = "kill restart".into();
+        }
+        w.write_record(&rec).unwrap();
+    }
+    w.flush().unwrap();
+    let page = dir.path().join("marked.html");
+    write_report(&ReportArgs {
+        run: run.clone(),
+        run2: None,
+        out: Some(page.clone()),
+    })
+    .unwrap();
+    let html = std::fs::read_to_string(page).unwrap();
+    for kind in ["consumer", "series", "timeline"] {
+        let fig = &html[html.find(&format!("data-chart=\"{kind}\"")).unwrap()..];
+        let fig = &fig[..fig.find("</figure>").unwrap()];
+        assert!(
+            fig.contains(">\nkill restart\n</text>"),
+            "the {kind} chart names the kill"
+        );
+    }
+    assert!(html.contains("title=\"columns: e2e_p99_ms, event\""));
+    assert!(html.contains("red lines: kill restart in second 5 of (base)"));
+}
+
 /// The probe can fail: a flat line and a table wider than the page are both seen.
 #[test]
 #[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
@@ -441,6 +505,20 @@ fn the_report_of_a_fault_run_in_a_browser() {
     let (dom, console) = browse_probed(&chromium(), &page);
     assert!(console.is_empty(), "console messages: {console:#?}");
     assert!(dom.contains("data-charts=\"3\""));
+    for title in [
+        "acknowledged sends (/s) per cell",
+        "latency by percentile, over the measured seconds",
+        "flushDiskType=ASYNC_FLUSH,transientStorePoolEnable=false",
+    ] {
+        assert!(
+            dom.contains(&format!(">\n{title}\n</text>")),
+            "no chart titled `{title}`"
+        );
+    }
+    // The timeline draws its fault moments.
+    for moment in ["kill restart", "pause", "resume"] {
+        assert!(dom.contains(&format!(">\n{moment}\n</text>")), "{moment}");
+    }
     let (empty, wide, _) = probe_findings(&dom);
     assert_eq!(empty, "", "charts that draw nothing");
     assert_eq!(wide, "", "tables wider than the page at 1,280 px");
