@@ -563,7 +563,7 @@ fn two_consumer_or_fault_runs_side_by_side() {
     let overlay = &html[html.find("data-chart=\"overlay\"").unwrap()..];
     let overlay = &overlay[..overlay.find("</figure>").unwrap()];
     for needle in [
-        ">\nA against B, consumers\n</text>",
+        ">\n(base): A against B, consumers\n</text>",
         ">\nA consumed (messages/s)\n</text>",
         ">\nB messages behind\n</text>",
         ">\nB cached in the consumers (messages)\n</text>",
@@ -617,8 +617,18 @@ fn two_consumer_or_fault_runs_side_by_side() {
 fn two_consumer_or_fault_runs_side_by_side_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     for (a, b, title, charts) in [
-        ("consumer", "dlq", "A against B, consumers", 1 + 2 * 5),
-        ("fault", "fault", "A against B, producers", 1 + 2 * 3),
+        (
+            "consumer",
+            "dlq",
+            "(base): A against B, consumers",
+            1 + 2 * 5,
+        ),
+        (
+            "fault",
+            "fault",
+            "flushDiskType=ASYNC_FLUSH,transientStorePoolEnable=false: A against B, producers",
+            1 + 2 * 3,
+        ),
     ] {
         let page = dir.path().join(format!("{a}-{b}.html"));
         report(a, Some(b), &page);
@@ -644,6 +654,25 @@ fn two_consumer_or_fault_runs_side_by_side_in_a_browser() {
     }
 }
 
+/// Two knee runs: a verdict per probe and metric is too many to stand beside a chart, so each
+/// cell lists only its better and worse ones and the whole table is folded above.
+#[test]
+fn two_knee_runs_fold_their_verdicts_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report("knee", Some("knee"), &dir.path().join("k.html"));
+    assert_eq!(count(&html, "data-chart=\"overlay\""), 2);
+    assert!(html.contains("<details><summary>every verdict: "), "folded");
+    // The same run on both sides: nothing better or worse, every verdict counted.
+    assert_eq!(count(&html, "<tr data-metric="), 0);
+    assert_eq!(
+        count(&html, " more verdicts by step, none better or worse"),
+        2
+    );
+    assert!(html.contains(
+        ">\nsendMessageThreadPoolNums=2,useReentrantLockWhenPutMessage=true: A against B, producers\n</text>"
+    ));
+}
+
 #[test]
 fn two_runs_side_by_side_with_the_compare_verdicts() {
     let dir = tempfile::tempdir().unwrap();
@@ -651,6 +680,8 @@ fn two_runs_side_by_side_with_the_compare_verdicts() {
     let html = report("smoke", Some("smoke"), &page);
     assert_eq!(count(&html, "<section class=\"run\""), 2);
     assert!(html.contains("<table class=\"compare\">"));
+    // A short table stays open above the overlays.
+    assert!(html.contains("<details open><summary>every verdict: "));
     for (kind, n) in [
         ("matrix", 2),
         ("spectrum", 2),

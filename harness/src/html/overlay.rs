@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use plotters::prelude::*;
 
-use crate::compare::model::{Comparison, MetricComparison};
+use crate::compare::model::{Comparison, MetricComparison, Verdict};
 
 use super::charts::{chart_err, color, legend, max_of, svg, FONT};
 use super::error::ReportError;
@@ -94,17 +94,20 @@ fn job_with(run: &RunView, wanted: &BTreeMap<String, String>) -> Option<Job> {
 /// The section under the verdicts: one figure and verdict table per cell both runs measured.
 pub fn section(a: &RunView, b: &RunView, c: &Comparison) -> Result<String, ReportError> {
     // The cells in compare's order, each once (a stepped cell has a row per step).
-    let mut cells: Vec<(&BTreeMap<String, String>, &str)> = Vec::new();
+    let mut cells: Vec<&BTreeMap<String, String>> = Vec::new();
     for r in &c.rows {
-        if !cells.iter().any(|(p, _)| **p == r.key.params) {
-            cells.push((&r.key.params, r.cell.as_str()));
+        if !cells.contains(&&r.key.params) {
+            cells.push(&r.key.params);
         }
     }
     let mut h = String::new();
-    for (p, cell) in cells {
+    for p in cells {
         let (Some(ja), Some(jb)) = (job_with(a, p), job_with(b, p)) else {
             continue;
         };
+        // The cell's label as run.json has it (compare's names a step too).
+        let label = a.label(&ja.0);
+        let cell = label.as_str();
         let sides = [
             Side {
                 run: a,
@@ -144,14 +147,8 @@ fn pair(sides: &[Side; 2], cell: &str, rows: &[&MetricComparison]) -> Result<Str
             .iter()
             .any(|s| s.series(col).iter().flatten().any(|v| *v != 0.0))
     });
-    // A run of one unparameterised cell labels it `-`.
     let title = format!(
-        "{}A against B, {}",
-        if cell == "-" {
-            String::new()
-        } else {
-            format!("{cell}: ")
-        },
+        "{cell}: A against B, {}",
         if consumers { "consumers" } else { "producers" }
     );
     let mut h = format!("<div class=\"pair\" data-cell=\"{}\">\n<div>\n", esc(cell));
@@ -205,14 +202,22 @@ fn reconciliation(sides: &[Side; 2]) -> Option<String> {
 }
 
 /// The cell's verdicts: a metric that is zero or absent on both sides is left out, as in
-/// `harness compare`'s table.
+/// `harness compare`'s table. A cell with steps (stairs, knee probes) has a verdict per step
+/// and metric, too many to stand beside one chart: only its better and worse ones are listed,
+/// the others counted (they are all in the table above).
 fn verdicts(rows: &[&MetricComparison]) -> String {
     let mut h = String::from(
         "<table class=\"verdicts\"><tr><th>metric</th><th>A</th><th>B</th><th>change</th><th>verdict</th></tr>\n",
     );
+    let stepped = rows.iter().any(|r| !r.key.step.is_empty());
+    let mut untold = 0;
     for r in rows {
         let zero = |v: Option<f64>| v.is_none_or(|x| x == 0.0);
         if zero(r.base) && zero(r.candidate) {
+            continue;
+        }
+        if stepped && !matches!(r.verdict, Verdict::Better | Verdict::Worse) {
+            untold += 1;
             continue;
         }
         let change = match (r.new_from_zero, r.change_pct) {
@@ -236,6 +241,12 @@ fn verdicts(rows: &[&MetricComparison]) -> String {
             esc(&r.note),
             r.verdict.label(),
             m = esc(&r.metric),
+        );
+    }
+    if untold > 0 {
+        let _ = writeln!(
+            h,
+            "<tr><td colspan=\"5\">{untold} more verdicts by step, none better or worse: see the table above</td></tr>"
         );
     }
     h.push_str("</table>\n");

@@ -19,6 +19,9 @@ const EXTRA_SERIES: &[&str] = &["e2e_p99_ms"];
 /// Per-second text columns that mark a fault moment when not empty.
 const EVENT_COLUMNS: &[&str] = &["fault", "event"];
 
+/// A verdict table longer than this is folded when the overlays show each cell's verdicts.
+const FOLD_VERDICTS: usize = 40;
+
 /// A put lock held this long is a stall worth marking on the timeline.
 const STALL_LOCK_MS: f64 = 100.0;
 
@@ -58,11 +61,22 @@ pub fn render(
         t = esc(&title)
     );
     if let Some((c, csv)) = compare {
+        let overlays = match runs {
+            [a, b] => super::overlay::section(a, b, c)?,
+            _ => String::new(),
+        };
         h.push_str("<h2>compare: verdicts</h2>\n");
-        h.push_str(&csv_table(csv, "compare"));
-        if let [a, b] = runs {
-            h.push_str(&super::overlay::section(a, b, c)?);
-        }
+        // Beside the overlays, each cell's verdicts stand next to its chart: a long table (a
+        // stepped or wide matrix) is folded, so that the charts are not pages down.
+        let fold = !overlays.is_empty() && c.rows.len() > FOLD_VERDICTS;
+        let _ = write!(
+            h,
+            "<details{}><summary>every verdict: {} rows (harness compare --format csv)</summary>\n{}</details>\n",
+            if fold { "" } else { " open" },
+            c.rows.len(),
+            csv_table(csv, "compare")
+        );
+        h.push_str(&overlays);
     }
     // Two runs are side by side in the overlays above; their own sections follow one under
     // the other, at full width, so that every table fits the page.
