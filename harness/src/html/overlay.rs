@@ -27,11 +27,12 @@ const PRODUCER_PANELS: [&str; 2] = ["ok", "p99_ms"];
 /// Height of one panel of a pair's chart (px).
 const PANEL_PX: u32 = 170;
 
-/// One run's side of a pair: the run, its job, the name its lines carry.
+/// One run's side of a pair: the run, its job, the name its lines carry and how they are drawn.
 struct Side<'a> {
     run: &'a RunView,
     job: Job,
     name: &'static str,
+    stroke: Stroke,
 }
 
 impl Side<'_> {
@@ -48,13 +49,13 @@ impl Side<'_> {
         self.series("consumer_lag").iter().any(Option::is_some)
     }
 
-    fn marks(&self, stroke: Stroke) -> Vec<Mark> {
+    fn marks(&self) -> Vec<Mark> {
         events(self.run, &self.run.job_seconds(&self.job))
             .into_iter()
             .map(|(i, what)| Mark {
                 second: i,
                 text: format!("{}: {what}", self.name),
-                stroke,
+                stroke: self.stroke,
             })
             .collect()
     }
@@ -113,11 +114,13 @@ pub fn section(a: &RunView, b: &RunView, c: &Comparison) -> Result<String, Repor
                 run: a,
                 job: ja,
                 name: "A",
+                stroke: Stroke::Solid,
             },
             Side {
                 run: b,
                 job: jb,
                 name: "B",
+                stroke: Stroke::Dashed,
             },
         ];
         let rows: Vec<&MetricComparison> = c.rows.iter().filter(|r| r.key.params == *p).collect();
@@ -268,11 +271,7 @@ fn chart(sides: &[Side; 2], title: &str, panels: &[&str]) -> Result<String, Repo
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let marks: Vec<Mark> = sides[0]
-        .marks(Stroke::Solid)
-        .into_iter()
-        .chain(sides[1].marks(Stroke::Dashed))
-        .collect();
+    let marks: Vec<Mark> = sides.iter().flat_map(Side::marks).collect();
     let height = 30 + PANEL_PX * panels.len() as u32;
     svg(height, |root| {
         let root = root.titled(title, (FONT, 15)).map_err(chart_err)?;
@@ -296,15 +295,15 @@ fn chart(sides: &[Side; 2], title: &str, panels: &[&str]) -> Result<String, Repo
             for (s, pts) in sides.iter().zip(data) {
                 let c = color(k);
                 let name = format!("{} {}", s.name, words(col));
-                match s.name {
-                    "A" => chart
+                match s.stroke {
+                    Stroke::Solid => chart
                         .draw_series(LineSeries::new(pts, c.stroke_width(2)))
                         .map_err(chart_err)?
                         .label(name)
                         .legend(move |(x, y)| {
                             PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
                         }),
-                    _ => chart
+                    Stroke::Dashed => chart
                         .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))
                         .map_err(chart_err)?
                         .label(name)
