@@ -166,6 +166,21 @@ mod tests {
     }
 
     #[test]
+    fn the_profile_reads_auth_strictly_and_set_cannot_reach_it() {
+        use crate::profile::Profile;
+        use std::path::Path;
+        let text = "name = \"x\"\n[auth]\naccess_key = \"ak1\"\nsecret_key = \"sk1\"\n";
+        let p = Profile::parse(text, "p.toml", Path::new("p.toml"), &[]).unwrap();
+        let a = p.auth.unwrap();
+        assert_eq!(a.access_key.as_deref(), Some("ak1"));
+        assert!(!format!("{a:?}").contains("sk1"));
+        let typo = "name = \"x\"\n[auth]\nsecret = \"sk1\"\n";
+        assert!(Profile::parse(typo, "p.toml", Path::new("p.toml"), &[]).is_err());
+        let set = ["auth.secret_key=sk1".to_owned()];
+        assert!(Profile::parse("name = \"x\"\n", "p.toml", Path::new("p.toml"), &set).is_err());
+    }
+
+    #[test]
     fn redacts_every_spelling() {
         let table = "name = \"x\"\n[auth]\naccess_key = \"ak1\"\nsecret_key = \"s3cret\" # c\nsecurity_token = 'tok'\n";
         let r = redact(table);
