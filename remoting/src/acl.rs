@@ -110,7 +110,9 @@ pub fn signature(secret_key: &str, content: &[u8]) -> String {
     s.finish()
 }
 
-/// An incremental [`signature`]: the frame template feeds it value by value.
+/// An incremental [`signature`]: the frame template feeds it value by value. Cloning a keyed
+/// signer skips the key set-up (two SHA-1 blocks), so a template keys one and clones it per frame.
+#[derive(Clone)]
 pub struct Signer(Hmac<Sha1>);
 
 impl Signer {

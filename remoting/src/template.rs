@@ -12,12 +12,10 @@
 //! constant and per-frame values in key order, so a templated send is signed exactly as the
 //! full encoder signs it.
 
-use std::sync::Arc;
-
 use bytes::{BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
-use crate::acl::{self, Credentials, Signer};
+use crate::acl::{self, Signer};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::header;
 
@@ -47,10 +45,19 @@ enum Signed {
 
 /// How a template signs: the credentials and the signed values in key order. The signature
 /// fills the slot after the caller's slots.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Signing {
-    credentials: Arc<Credentials>,
+    /// Keyed with the secret once; cloned per frame.
+    signer: Signer,
     signed: Vec<Signed>,
+}
+
+impl std::fmt::Debug for Signing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signing")
+            .field("signed", &self.signed.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A JSON-header frame with an opaque and `slots` ext values to fill per frame.
@@ -100,7 +107,7 @@ impl FrameTemplate {
                 .collect();
             fields.insert(acl::SIGNATURE.to_owned(), sentinel(slots.len()));
             Signing {
-                credentials,
+                signer: Signer::new(credentials.secret_key.expose()),
                 signed,
             }
         });
@@ -153,7 +160,7 @@ impl FrameTemplate {
     pub fn encode(&self, opaque: i32, values: &[&str], dst: &mut BytesMut) {
         assert_eq!(values.len(), self.slots, "one value per slot");
         let signature = self.signing.as_ref().map(|s| {
-            let mut signer = Signer::new(s.credentials.secret_key.expose());
+            let mut signer = s.signer.clone();
             for piece in &s.signed {
                 match piece {
                     Signed::Const(v) => signer.update(v.as_bytes()),
