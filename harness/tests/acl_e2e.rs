@@ -1,5 +1,6 @@
 //! ACL end to end: the harness binary against a broker-under-test with `aclEnable=true`.
-//! With `[auth]` every send is signed and stored; without it the run fails visibly, every send
+//! With `[auth]` every send is signed and stored, and a push consumer (heartbeat, pulls, offset
+//! commits, all signed) consumes every one of them; without it the run fails visibly, every send
 //! counted as code 1 SYSTEM_ERROR; the result folder never holds the secret. Each run is its
 //! own harness process: signing is process-wide.
 
@@ -18,7 +19,7 @@ accounts:
     defaultTopicPerm: DENY
     defaultGroupPerm: SUB
     topicPerms:
-      - AclTopic=PUB
+      - AclTopic=PUB|SUB
 ";
 
 fn profile(dir: &Path, home: &Path, auth: &str) -> PathBuf {
@@ -66,6 +67,15 @@ fn run(profile: &Path, out: &Path, env: &[(&str, &str)]) -> (i32, String) {
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// The one summary row's value in column `name`.
+fn column(out: &Path, name: &str) -> String {
+    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let row = r.records().next().unwrap().unwrap();
+    let i = h.iter().position(|c| c == name).unwrap();
+    row[i].to_owned()
 }
 
 /// (sent, ok, system_error) of the one summary row.
@@ -120,7 +130,10 @@ fn signed_run_stores_and_unsigned_run_fails_visibly() {
     let with_auth = profile(
         dir.path(),
         &home,
-        &format!("[auth]\naccess_key = \"harness1\"\nsecret_key = \"{SECRET}\"\n"),
+        &format!(
+            "[consumer]\nconsume_threads = 2\nprocessing_time = \"1ms\"\ndrain_timeout = \"30s\"\n\
+             [auth]\naccess_key = \"harness1\"\nsecret_key = \"{SECRET}\"\n"
+        ),
     );
     let out = dir.path().join("signed");
     let (code, err) = run(&with_auth, &out, &[]);
@@ -131,6 +144,9 @@ fn signed_run_stores_and_unsigned_run_fails_visibly() {
         sent > 0 && ok == sent && refused == 0,
         "{sent} {ok} {refused}"
     );
+    let consumed: u64 = column(&out, "consumed").parse().unwrap();
+    assert!(consumed >= ok, "consumed {consumed} of {ok}");
+    assert_eq!(column(&out, "consumer_lost"), "0");
     assert_no_secret(&out);
     let run_json = std::fs::read_to_string(out.join("run.json")).unwrap();
     assert!(run_json.contains(harness::auth::REDACTED), "{run_json}");
