@@ -178,3 +178,52 @@ fn signed_run_stores_and_unsigned_run_fails_visibly() {
     assert!(sent > 0 && ok == sent, "{sent} {ok}");
     assert_no_secret(&out);
 }
+
+/// A harness-started cluster of two ACL brokers behind our name server: the route queries,
+/// the topic creation on each master (an admin account) and the sends are all signed; sends
+/// land on both brokers. Without credentials the run stops at the topic creation and says why.
+#[test]
+fn a_cluster_of_acl_brokers_is_driven_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("rocketmq-home");
+    std::fs::create_dir_all(home.join("conf")).unwrap();
+    std::fs::write(
+        home.join("conf/plain_acl.yml"),
+        format!("accounts:\n  - accessKey: harness1\n    secretKey: {SECRET}\n    admin: true\n"),
+    )
+    .unwrap();
+    let text = |auth: &str| {
+        format!(
+            "name = \"acl-cluster\"\n[cluster]\nbrokers = 2\n[workload]\ntopic = \"AclTopic\"\n\
+             rate = 200\nwarmup = \"0.2s\"\nduration = \"1s\"\nconnections = 1\n[broker]\n\
+             mappedFileSizeCommitLog = 16777216\naclEnable = true\nrocketmqHome = \"{}\"\n{auth}",
+            home.display()
+        )
+    };
+    let signed = dir.path().join("signed.toml");
+    std::fs::write(
+        &signed,
+        text(&format!(
+            "[auth]\naccess_key = \"harness1\"\nsecret_key = \"{SECRET}\"\n"
+        )),
+    )
+    .unwrap();
+    let out = dir.path().join("signed");
+    let (code, err) = run(&signed, &out, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (sent, ok, _) = counts(&out);
+    assert!(sent > 0 && ok == sent, "{sent} {ok}");
+    let per_broker = column(&out, "broker_ok");
+    for part in per_broker.split(';') {
+        let n: u64 = part.split_once('=').unwrap().1.parse().unwrap();
+        assert!(n > 0, "{per_broker}");
+    }
+    assert_eq!(per_broker.split(';').count(), 2, "{per_broker}");
+    assert_no_secret(&out);
+
+    let unsigned = dir.path().join("unsigned.toml");
+    std::fs::write(&unsigned, text("")).unwrap();
+    let (code, err) = run(&unsigned, &dir.path().join("unsigned"), &[]);
+    assert_eq!(code, i32::from(harness::exit::RUN_FAILED), "{err}");
+    assert!(err.contains("No accessKey is configured"), "{err}");
+}
