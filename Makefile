@@ -66,8 +66,8 @@ baseline: smoke ## Refresh the committed CI baseline (results/baselines/smoke.cs
 cluster: build ## Two brokers and a name server per cell: retry none / rocketmq-4 / rocketmq-5.3 x latency fault (profiles/retry-another-broker.toml)
 	$(HARNESS) run profiles/retry-another-broker.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
-cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
-	$(CARGO) bench -p broker-under-test $(EXTRA_CARGO_ARGS)
+cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock; ACL signing per send)
+	$(CARGO) bench -p broker-under-test -p remoting $(EXTRA_CARGO_ARGS)
 
 floor: build ## The generator's own ceiling: minimal sender vs harness against the null responder, pinned; prints both rates and the ratio
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh

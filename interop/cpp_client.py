@@ -17,9 +17,13 @@ def _message(topic, key, text):
 
 
 class CppProducer:
-    def __init__(self, cluster, group):
+    def __init__(self, cluster, group, credentials=None):
         self.p = Producer(group, timeout=5000)
         self.p.set_namesrv_addr(cluster.namesrv_addr())
+        if credentials:
+            # The C++ client's own ACL signer (ClientRPCHook); the channel is signed like any
+            # other ext field.
+            self.p.set_session_credentials(credentials[0], credentials[1], "LOCAL")
         self.p.start()
 
     def send(self, mode, topic, key, text):
@@ -74,8 +78,8 @@ class CppConsumer:
 class CppClient:
     name = "cpp"
 
-    def producer(self, cluster, group):
-        return CppProducer(cluster, group)
+    def producer(self, cluster, group, credentials=None):
+        return CppProducer(cluster, group, credentials)
 
     def consumer(self, cluster, group, topic, ledger, orderly=False, fail_first=False):
         return CppConsumer(cluster, group, topic, ledger, orderly, fail_first)

@@ -4,6 +4,7 @@
 use std::{net::SocketAddr, sync::Arc, time::Instant};
 
 use crate::{
+    acl::PlainAccessValidator,
     clock::epoch_millis,
     config::BrokerConfig,
     consumer::{
@@ -51,6 +52,8 @@ pub struct Broker {
     pub boot_epoch_ms: i64,
     /// Registers a topic created by a request before the request is answered.
     pub namesrv: RegisterHook,
+    /// `aclEnable=true`: the accounts every request is checked against before its processor.
+    pub acl: Option<PlainAccessValidator>,
 }
 
 impl Broker {
@@ -162,6 +165,7 @@ impl Broker {
             boot: Instant::now(),
             boot_epoch_ms: epoch_millis(),
             namesrv: RegisterHook::default(),
+            acl: None,
         }
     }
 

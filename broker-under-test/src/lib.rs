@@ -4,6 +4,7 @@
 //! [`run`] serves a bound listener until a shutdown future completes; [`RunningBroker`] starts
 //! one in-process (tests, the harness).
 
+pub mod acl;
 pub mod broker;
 pub mod clock;
 pub mod config;
@@ -63,6 +64,24 @@ pub async fn run(
     serve(config, listener, shutdown, None).await
 }
 
+/// `aclEnable=true`: the accounts of `${rocketmqHome}/conf/plain_acl.yml`. A file that is
+/// missing or does not parse stops the start-up: a broker that quietly let every request
+/// through, or refused every one, would measure something else than the user asked for.
+fn acl_validator(config: &BrokerConfig) -> anyhow::Result<Option<acl::PlainAccessValidator>> {
+    if !config.acl_enable {
+        return Ok(None);
+    }
+    let path = config.acl_file();
+    let v = acl::PlainAccessValidator::load(&path, config.profile)
+        .context("aclEnable=true: loading the ACL file")?;
+    eprintln!(
+        "aclEnable=true: {} account(s) from {}",
+        v.accounts(),
+        path.display()
+    );
+    Ok(Some(v))
+}
+
 async fn serve(
     config: BrokerConfig,
     listener: TcpListener,
@@ -77,9 +96,12 @@ async fn serve(
         .context("store start-up task")?
         .with_context(|| format!("opening the store under {}", root.display()))?;
     let store_host = SocketAddr::new(config.broker_ip, local.port());
-    let (broker, loaded) = Broker::open(config, store.clone(), store_host).inspect_err(|_| {
-        store.shutdown();
-    })?;
+    let acl = acl_validator(&config).inspect_err(|_| store.shutdown())?;
+    let (mut broker, loaded) =
+        Broker::open(config, store.clone(), store_host).inspect_err(|_| {
+            store.shutdown();
+        })?;
+    broker.acl = acl;
     for line in loaded {
         eprintln!("{line}");
     }

@@ -4,6 +4,7 @@
 //! integration tests can call it in-process.
 
 pub mod ab;
+pub mod auth;
 pub mod broker;
 pub mod broker_keys;
 pub mod cluster;
@@ -285,6 +286,13 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "Error: no job sent anything (first reason: {}); the rows are kept in {}",
             outcome.rows[0].invalid_reason,
+            outcome.out_dir.display()
+        );
+        return Ok(ExitCode::from(exit::RUN_FAILED));
+    }
+    if let Some(why) = auth::all_refused(&outcome.rows) {
+        eprintln!(
+            "Error: {why}; the rows are kept in {}",
             outcome.out_dir.display()
         );
         return Ok(ExitCode::from(exit::RUN_FAILED));

@@ -142,6 +142,22 @@ fn the_book_documents_every_recipe_profile_and_profile_key() {
             "[workload] key `{key}` is missing from docs/src/profiles.md's key table"
         );
     }
+    for key in harness::profile::AUTH_KEYS {
+        assert!(
+            profiles.contains(&format!("| `{key}` |")),
+            "[auth] key `{key}` is missing from docs/src/profiles.md's [auth] table"
+        );
+    }
+    for var in [
+        harness::auth::ENV_ACCESS_KEY,
+        harness::auth::ENV_SECRET_KEY,
+        harness::auth::ENV_SECURITY_TOKEN,
+    ] {
+        assert!(
+            profiles.contains(&format!("`{var}`")),
+            "{var} is missing from docs/src/profiles.md's [auth] table"
+        );
+    }
     let consumers = chapter("consumers.md");
     for key in harness::profile::CONSUMER_KEYS {
         assert!(

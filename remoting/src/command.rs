@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::{
+    acl,
     code::LanguageCode,
     error::{DecodeError, HeaderError},
     header::{self, HeaderFields},
@@ -139,6 +140,13 @@ impl RemotingCommand {
     }
 
     pub(crate) fn header_fields(&self) -> HeaderFields<'_> {
+        self.header_fields_with(&self.ext_fields)
+    }
+
+    fn header_fields_with<'a>(
+        &'a self,
+        ext_fields: &'a BTreeMap<String, String>,
+    ) -> HeaderFields<'a> {
         HeaderFields {
             code: self.code,
             language: self.language,
@@ -146,19 +154,42 @@ impl RemotingCommand {
             opaque: self.opaque,
             flag: self.flag,
             remark: self.remark.as_deref(),
-            ext_fields: &self.ext_fields,
+            ext_fields,
         }
     }
 
-    /// Appends the whole frame, length field included, to `dst`.
+    /// The credentials this request is to be signed with on the wire: the process-wide ones
+    /// ([`acl::install`]) for a request that does not carry a `Signature` of its own.
+    pub(crate) fn signing(&self) -> Option<std::sync::Arc<acl::Credentials>> {
+        if self.is_response() || self.ext_fields.contains_key(acl::SIGNATURE) {
+            return None;
+        }
+        acl::installed()
+    }
+
+    /// Appends the whole frame, length field included, to `dst`. A request is signed on the way
+    /// out when credentials are installed ([`acl`]): this is the one place every request frame
+    /// is written, so nothing can go out unsigned.
     pub fn encode(&self, dst: &mut BytesMut) {
+        match self.signing() {
+            Some(credentials) => {
+                let mut fields = self.ext_fields.clone();
+                credentials.sign(&mut fields, &self.body);
+                self.encode_with(&fields, dst);
+            }
+            None => self.encode_with(&self.ext_fields, dst),
+        }
+    }
+
+    fn encode_with(&self, ext_fields: &BTreeMap<String, String>, dst: &mut BytesMut) {
         let start = dst.len();
         dst.put_u32(0); // total length, patched below
         dst.put_u32(0); // serialize type + header length, patched below
         let header_start = dst.len();
+        let fields = self.header_fields_with(ext_fields);
         match self.serialize_type {
-            SerializeType::Json => header::encode_json(&self.header_fields(), dst),
-            SerializeType::RocketMq => header::encode_rocketmq(&self.header_fields(), dst),
+            SerializeType::Json => header::encode_json(&fields, dst),
+            SerializeType::RocketMq => header::encode_rocketmq(&fields, dst),
         }
         let header_len = dst.len() - header_start;
         dst.put_slice(&self.body);

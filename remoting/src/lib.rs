@@ -5,8 +5,10 @@
 //! into a [`RemotingCommand`] and back, [`header`] holds the two header serializations (JSON and
 //! the ROCKETMQ binary form), [`code`] the request and response codes, [`headers`] the typed
 //! "custom headers" carried in `extFields`, and [`message`] the message-level encodings
-//! (properties string, batch body, CommitLog record).
+//! (properties string, batch body, CommitLog record). [`acl`] signs requests as RocketMQ's
+//! `AclClientRPCHook` does, inside the encoders.
 
+pub mod acl;
 pub mod code;
 pub mod command;
 pub mod error;

@@ -6,10 +6,16 @@
 //! does that once, and afterwards copies the constant bytes and writes only the changed values.
 //! The result is byte-identical to [`RemotingCommand::encode`] (pinned by a property test).
 //! ROCKETMQ binary headers need no template: they have no escaping and encode cheaply.
+//!
+//! With credentials installed ([`crate::acl`]) the template carries `AccessKey` (and
+//! `SecurityToken`) as constants and `Signature` as one more slot, computed per frame from the
+//! constant and per-frame values in key order, so a templated send is signed exactly as the
+//! full encoder signs it.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
+use crate::acl::{self, Signer};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::header;
 
@@ -30,6 +36,30 @@ enum Part {
     Slot(usize),
 }
 
+/// One signed ext value, in key order: written once, or a per-frame slot.
+#[derive(Debug, Clone)]
+enum Signed {
+    Const(String),
+    Slot(usize),
+}
+
+/// How a template signs: the credentials and the signed values in key order. The signature
+/// fills the slot after the caller's slots.
+#[derive(Clone)]
+struct Signing {
+    /// Keyed with the secret once; cloned per frame.
+    signer: Signer,
+    signed: Vec<Signed>,
+}
+
+impl std::fmt::Debug for Signing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signing")
+            .field("signed", &self.signed.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A JSON-header frame with an opaque and `slots` ext values to fill per frame.
 #[derive(Debug, Clone)]
 pub struct FrameTemplate {
@@ -37,6 +67,7 @@ pub struct FrameTemplate {
     parts: Vec<Part>,
     slots: usize,
     body: Bytes,
+    signing: Option<Signing>,
 }
 
 /// Marks a slot in the sentinel encoding: DEL is never escaped by JSON, and never written by a
@@ -60,13 +91,34 @@ impl FrameTemplate {
                 .ok_or_else(|| TemplateError::MissingSlot((*name).to_owned()))?;
             *v = sentinel(i);
         }
+        let signing = cmd.signing().map(|credentials| {
+            let fields = &mut probe.ext_fields;
+            fields.insert(acl::ACCESS_KEY.to_owned(), credentials.access_key.clone());
+            if let Some(token) = &credentials.security_token {
+                fields.insert(acl::SECURITY_TOKEN.to_owned(), token.expose().to_owned());
+            }
+            let signed = fields
+                .iter()
+                .filter(|(k, _)| acl::is_signed_field(k))
+                .map(|(k, v)| match slots.iter().position(|s| s == k) {
+                    Some(i) => Signed::Slot(i),
+                    None => Signed::Const(v.clone()),
+                })
+                .collect();
+            fields.insert(acl::SIGNATURE.to_owned(), sentinel(slots.len()));
+            Signing {
+                signer: Signer::new(credentials.secret_key.expose()),
+                signed,
+            }
+        });
+        let holes_count = slots.len() + usize::from(signing.is_some());
         let mut header_bytes = BytesMut::new();
         header::encode_json(&probe.header_fields(), &mut header_bytes);
         let text = &header_bytes[..];
 
         // (position, length, part) of every hole, in order of position.
         let mut holes: Vec<(usize, usize, Part)> = Vec::new();
-        for i in 0..slots.len() {
+        for i in 0..holes_count {
             let quoted = format!("\"{}\"", sentinel(i));
             let at = find(text, quoted.as_bytes()).expect("the sentinel was just encoded");
             if find(&text[at + 1..], quoted.as_bytes()).is_some() {
@@ -97,6 +149,7 @@ impl FrameTemplate {
             parts,
             slots: slots.len(),
             body: cmd.body.clone(),
+            signing,
         })
     }
 
@@ -106,6 +159,17 @@ impl FrameTemplate {
     /// If `values` does not hold exactly one value per slot: a programming error.
     pub fn encode(&self, opaque: i32, values: &[&str], dst: &mut BytesMut) {
         assert_eq!(values.len(), self.slots, "one value per slot");
+        let signature = self.signing.as_ref().map(|s| {
+            let mut signer = s.signer.clone();
+            for piece in &s.signed {
+                match piece {
+                    Signed::Const(v) => signer.update(v.as_bytes()),
+                    Signed::Slot(i) => signer.update(values[*i].as_bytes()),
+                }
+            }
+            signer.update(&self.body);
+            signer.finish()
+        });
         let start = dst.len();
         dst.put_u32(0);
         dst.put_u32(0);
@@ -115,9 +179,14 @@ impl FrameTemplate {
                 Part::Literal(a, b) => dst.put_slice(&self.bytes[a..b]),
                 Part::Opaque => dst.put_slice(itoa(opaque, &mut [0u8; 11])),
                 Part::Slot(i) => {
+                    // The slot after the caller's is the signature's.
+                    let value = values
+                        .get(i)
+                        .copied()
+                        .unwrap_or_else(|| signature.as_deref().unwrap_or_default());
                     // Writing into a BytesMut cannot fail; the escaping is serde_json's, as in
                     // the full encoder.
-                    let _ = serde_json::to_writer((&mut *dst).writer(), values[i]);
+                    let _ = serde_json::to_writer((&mut *dst).writer(), value);
                 }
             }
         }

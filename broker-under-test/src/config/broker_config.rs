@@ -73,6 +73,10 @@ pub struct BrokerConfig {
     pub channel_expired_timeout: Duration,
     /// `rebalanceLockMaxLiveTime` (ours). Default: 60000 ms.
     pub rebalance_lock_max_live_time: Duration,
+    /// `aclEnable`: check requests against `plain_acl.yml`. Default: false.
+    pub acl_enable: bool,
+    /// `rocketmqHome`: `conf/plain_acl.yml` is read under it. Default: $ROCKETMQ_HOME.
+    pub rocketmq_home: PathBuf,
     /// `maxConnections` (ours). Default: 1024.
     pub max_connections: usize,
     /// Everything the store needs; `store_host` is filled in once the port is bound.
@@ -132,6 +136,18 @@ impl BrokerConfig {
                 reason,
             });
         }
+        if self.acl_enable && self.profile == VersionProfile::V4_3 {
+            return Err(ConfigError::Contradiction(
+                "aclEnable=true with brokerVersionProfile=4.3: ACL came with RocketMQ 4.4.0".into(),
+            ));
+        }
+        if self.acl_enable && self.rocketmq_home.as_os_str().is_empty() {
+            return Err(ConfigError::Contradiction(
+                "aclEnable=true needs rocketmqHome (or ROCKETMQ_HOME): the accounts are read from \
+                 ${rocketmqHome}/conf/plain_acl.yml"
+                    .into(),
+            ));
+        }
         if self.default_topic_queue_nums < 1 {
             return Err(ConfigError::BadValue {
                 key: "defaultTopicQueueNums".into(),
@@ -165,6 +181,12 @@ impl BrokerConfig {
         let mut store = self.store.clone();
         store.store_host = SocketAddr::new(self.broker_ip, bound.port());
         store
+    }
+
+    /// RocketMQ's ACL file: `${rocketmqHome}/conf/plain_acl.yml` (PlainPermissionManager's
+    /// `defaultAclFile`).
+    pub fn acl_file(&self) -> PathBuf {
+        self.rocketmq_home.join("conf").join("plain_acl.yml")
     }
 
     /// The address to bind.

@@ -178,6 +178,8 @@ impl BrokerConfig {
             ),
             channel_expired_timeout: r.millis("channelExpiredTimeout")?,
             rebalance_lock_max_live_time: r.millis("rebalanceLockMaxLiveTime")?,
+            acl_enable: r.bool("aclEnable")?,
+            rocketmq_home: PathBuf::from(r.raw("rocketmqHome")),
             max_connections: r.get("maxConnections")?,
             store,
             effective,

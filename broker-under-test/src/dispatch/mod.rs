@@ -3,8 +3,9 @@
 //!
 //! A façade: the shared task types live in [`crate::task`], the executor queues and threads in
 //! [`crate::executor`], the answer rules in `answer.rs`, the routing table in `route.rs`,
-//! admission in `admit.rs`.
+//! admission in `admit.rs`, the ACL gate in front of the processors in `access.rs`.
 
+pub mod access;
 mod admit;
 mod answer;
 pub mod fast_failure;

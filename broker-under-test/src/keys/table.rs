@@ -65,6 +65,11 @@ fn store_root(_: &DefaultEnv) -> String {
     format!("{home}/store")
 }
 
+/// BrokerConfig.rocketmqHome: `-Drocketmq.home.dir`, else the environment's ROCKETMQ_HOME.
+fn rocketmq_home(_: &DefaultEnv) -> String {
+    std::env::var("ROCKETMQ_HOME").unwrap_or_default()
+}
+
 fn broker_name(_: &DefaultEnv) -> String {
     host_name()
 }
@@ -406,6 +411,21 @@ const SEND_PATH: &[KeySpec] = &[
         int(Unit::Millis, 1, 86_400_000),
         Fixed("60000"),
         "ours (RocketMQ: JVM property rocketmq.broker.rebalance.lockMaxLiveTime): queue lock lifetime",
+    ),
+    key(
+        "aclEnable",
+        Bool,
+        Fixed("false"),
+        "ACL 1.0: check every request against `${rocketmqHome}/conf/plain_acl.yml` (accounts, white addresses, signature, topic and group permissions)",
+    ),
+    key(
+        "rocketmqHome",
+        Path,
+        Computed {
+            value: rocketmq_home,
+            formula: ["`$ROCKETMQ_HOME`"; 3],
+        },
+        "RocketMQ's home: `aclEnable` reads `conf/plain_acl.yml` under it",
     ),
     ours(
         "maxConnections",

@@ -5,12 +5,22 @@ use std::sync::Arc;
 use super::{admin, consumer, end_transaction, heartbeat, lock, pull, send};
 use crate::{
     broker::Broker,
-    dispatch::answer,
+    dispatch::{access, answer},
     task::{AnswerSource, ProcessorKind, RequestTask},
 };
 
-/// Runs `task` on the current executor thread.
+/// Runs `task` on the current executor thread, after the ACL check (where RocketMQ runs its
+/// server RPC hooks: after admission, before the processor).
 pub fn process(broker: &Arc<Broker>, task: RequestTask) {
+    if let Some(refusal) = access::refusal(broker, &task) {
+        return answer(
+            broker.config.profile,
+            &task.request,
+            &task.responder,
+            refusal,
+            AnswerSource::Processor,
+        );
+    }
     let reply = match task.processor {
         // The send processor answers from the store's completion callback.
         ProcessorKind::Send => return send::process(broker, task),

@@ -331,7 +331,7 @@ impl AbState<'_> {
             "host": p.host,
             "kernel": p.kernel,
             "profile": self.args.profile,
-            "profile_text": std::fs::read_to_string(&self.args.profile).unwrap_or_default(),
+            "profile_text": crate::auth::redact(&std::fs::read_to_string(&self.args.profile).unwrap_or_default()),
             "set": self.args.set,
             "rounds": rounds,
             "order": "ABBA: odd rounds A then B, even rounds B then A; capacity pass, then latency pass",

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::ab::{ab_settings_of, AbSettings, RawAb};
+use super::auth::{AuthSection, RawAuth};
 use super::cluster::{per_broker_key, ClusterSpec};
 use super::consumer::{check_consumer_axis, consumer_with, Consumer, CONSUMER_KEYS};
 use super::diagnostics::{
@@ -44,6 +45,7 @@ struct RawProfile {
     #[allow(dead_code)]
     fault: Option<toml::Table>,
     ab: Option<RawAb>,
+    auth: Option<RawAuth>,
 }
 
 /// One matrix axis: a `workload.<key>` or `broker.<key>` and its values, in the order given.
@@ -94,6 +96,8 @@ pub struct Profile {
     pub cluster: Option<ClusterSpec>,
     /// The `[ab]` table, for `harness ab`; None when the profile has none (defaults apply).
     pub ab: Option<AbSettings>,
+    /// `[auth]`: ACL credentials as written (the environment overrides them, `crate::auth`).
+    pub auth: Option<AuthSection>,
     /// `[knee]`, `[slo]` and `[ab]` as written (plus `--set`): a `--set knee.k=v` is checked
     /// against the whole table, as the file's own table is.
     section_tables: BTreeMap<&'static str, toml::Table>,
@@ -376,6 +380,7 @@ impl Profile {
             fault,
             cluster,
             ab,
+            auth: raw.auth.map(AuthSection::from),
             section_tables,
         };
         for arg in sets {

@@ -6,6 +6,7 @@
 //! overrides are applied after the strict pass and reported against the command line.
 //!
 //! * ab.rs          — the `[ab]` table of `harness ab`
+//! * auth.rs        — the `[auth]` table: ACL credentials (the environment wins)
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
@@ -18,6 +19,7 @@
 //! * diagnostics.rs — located errors and "did you mean"
 
 mod ab;
+mod auth;
 mod cluster;
 mod consumer;
 mod diagnostics;
@@ -32,6 +34,7 @@ mod value;
 mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
+pub use auth::{AuthSection, AUTH_KEYS};
 pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
 pub use consumer::{
     consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,

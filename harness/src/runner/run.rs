@@ -45,6 +45,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     }
     let cells = matrix::expand(profile).map_err(anyhow::Error::msg)?;
     shard::check_cells(&opts.spread, &cells)?;
+    // ACL: sign every request of this run (crate::auth); the environment wins over [auth].
+    let signing = crate::auth::install_for_run(profile.auth.as_ref())
+        .map_err(|e| crate::exit::invalid(anyhow::anyhow!(e)))?;
+    if let (Some(access_key), false) = (signing, opts.quiet) {
+        eprintln!("ACL: every request is signed with access key {access_key}");
+    }
     if let Some(why) = super::combination::cluster_problem(profile, &cells, opts.namesrv.is_some())
     {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
@@ -121,7 +127,9 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         .broker_bin
         .as_deref()
         .and_then(crate::provenance::file_hash);
-    let profile_text = std::fs::read_to_string(&profile.path).unwrap_or_default();
+    // The copy in run.json keeps no secret.
+    let profile_text =
+        crate::auth::redact(&std::fs::read_to_string(&profile.path).unwrap_or_default());
     let write_record = |ctx: &Ctx, jobs_done: usize, status: RunStatus| -> anyhow::Result<()> {
         let ended = (status != RunStatus::Running).then(|| utc(SystemTime::now()).1);
         let record = RunRecord {
