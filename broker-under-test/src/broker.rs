@@ -11,6 +11,7 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
+    ha::HaState,
     namesrv::hook::RegisterHook,
     schedule::{ScheduleService, SCHEDULE_TOPIC},
     store::MessageStore,
@@ -51,6 +52,8 @@ pub struct Broker {
     pub boot_epoch_ms: i64,
     /// Registers a topic created by a request before the request is answered.
     pub namesrv: RegisterHook,
+    /// Replication: connections, acknowledged offsets, the master's address (`ha/`).
+    pub ha: Arc<HaState>,
 }
 
 impl Broker {
@@ -147,6 +150,7 @@ impl Broker {
             &config.store_path_root_dir.join("config"),
         ));
         Broker {
+            ha: HaState::new(config.ha.master_address.clone()),
             schedule,
             config,
             store,

@@ -11,6 +11,7 @@ pub mod consumer;
 pub mod counters;
 pub mod dispatch;
 pub mod executor;
+pub mod ha;
 pub mod keys;
 pub mod namesrv;
 pub mod periodic;
@@ -53,8 +54,8 @@ const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
 /// Serves `listener` until `shutdown` completes, then stops accepting, lets the executors finish
 /// their queued work, shuts the store down (flush) and joins every thread.
 ///
-/// Prints exactly one line `listening on IP:PORT` to stdout once ready; everything else goes to
-/// stderr.
+/// Prints two lines to stdout once ready, `listening on IP:PORT` then `ha listening on IP:PORT`
+/// (the HA port); everything else goes to stderr.
 pub async fn run(
     config: BrokerConfig,
     listener: TcpListener,
@@ -67,7 +68,7 @@ async fn serve(
     config: BrokerConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    ready: Option<oneshot::Sender<(SocketAddr, Option<SocketAddr>)>>,
+    ready: Option<oneshot::Sender<Bound>>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
     let store_config = config.store_config(local);
@@ -187,6 +188,10 @@ async fn serve(
         });
     }
 
+    let mut ha = ha::HaService::start(&broker, local.port(), &token, &tracker)
+        .await
+        .context("starting the HA service")?;
+
     let registrar = match namesrv::Settings::from_config(&broker.config) {
         Ok(Some(s)) => Some(
             namesrv::Registrar::start(broker.clone(), s, local)
@@ -199,10 +204,16 @@ async fn serve(
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {local}").context("writing to stdout")?;
+        // Second, so that readers of the first line keep working.
+        writeln!(out, "ha listening on {}", ha.addr).context("writing to stdout")?;
         out.flush().context("flushing stdout")?;
     }
     if let Some(ready) = ready {
-        let _ = ready.send((local, fast_addr));
+        let _ = ready.send(Bound {
+            addr: local,
+            fast_addr,
+            ha_addr: ha.addr,
+        });
     }
 
     shutdown.await;
@@ -222,6 +233,9 @@ async fn serve(
     housekeeping.stop();
     let b = broker.clone();
     tokio::task::spawn_blocking(move || {
+        // The HA connections ended with the token: puts still waiting for a slave are
+        // answered FLUSH_SLAVE_TIMEOUT now rather than at their deadline.
+        ha.stop();
         let mut fast_failure = fast_failure;
         fast_failure.stop();
         for mut w in workers {
@@ -270,11 +284,20 @@ async fn bind_fast_port(
     }
 }
 
+/// The addresses a broker serves, once it serves.
+struct Bound {
+    addr: SocketAddr,
+    fast_addr: Option<SocketAddr>,
+    ha_addr: SocketAddr,
+}
+
 /// A broker served in-process on its own tokio task.
 pub struct RunningBroker {
     pub addr: SocketAddr,
     /// The fast (VIP) port, `listenPort − 2`, when it could be bound.
     pub fast_addr: Option<SocketAddr>,
+    /// The HA port (`haListenPort`).
+    pub ha_addr: SocketAddr,
     stop: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -291,9 +314,14 @@ impl RunningBroker {
         let shutdown = stop.clone().cancelled_owned();
         let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
         match ready_rx.await {
-            Ok((addr, fast_addr)) => Ok(RunningBroker {
+            Ok(Bound {
                 addr,
                 fast_addr,
+                ha_addr,
+            }) => Ok(RunningBroker {
+                addr,
+                fast_addr,
+                ha_addr,
                 stop,
                 task,
             }),

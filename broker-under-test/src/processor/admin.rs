@@ -111,6 +111,7 @@ pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
         t.insert(k, v.to_string());
     }
     t.extend(broker.consumer_runtime_info());
+    t.extend(broker.ha.runtime_info(broker.store.commit_log_max_offset()));
     t
 }
 
