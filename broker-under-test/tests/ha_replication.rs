@@ -383,3 +383,56 @@ impl Drop for SlaveProcess {
         let _ = self.child.wait();
     }
 }
+
+/// What the slave wait costs a sequential sender on loopback: the same 2,000 sends against an
+/// ASYNC_MASTER and a SYNC_MASTER (4.9 profile), each with an in-process slave. Printed, not
+/// asserted (a speed figure on a shared machine): `cargo test -p broker-under-test --test
+/// ha_replication -- --nocapture sync_master_cost`. Asserted: every send of both is 0 and the
+/// SYNC_MASTER's puts all waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_master_cost_printed() {
+    for role in ["ASYNC_MASTER", "SYNC_MASTER"] {
+        let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let master = start(
+            mdir.path(),
+            &[("brokerVersionProfile", "4.9"), ("brokerRole", role)],
+        )
+        .await;
+        let ha = master.ha_addr.to_string();
+        let slave = start(
+            sdir.path(),
+            &[
+                ("brokerVersionProfile", "4.9"),
+                ("brokerRole", "SLAVE"),
+                ("brokerId", "1"),
+                ("haMasterAddress", ha.as_str()),
+                ("haSendHeartbeatInterval", "100"),
+            ],
+        )
+        .await;
+        wait_for("the slave's first report", || async {
+            (num(&info(master.addr).await, "haSlaveRequestOffset") >= 0).then_some(())
+        })
+        .await;
+        let mut c = Client::connect(master.addr).await;
+        let mut micros = Vec::with_capacity(2_000);
+        for i in 0..2_000 {
+            let begin = Instant::now();
+            let r = c.call(send_v2(i + 1, TOPIC, i % QUEUES, &body(i as usize))).await;
+            micros.push(begin.elapsed().as_micros() as u64);
+            assert_eq!(r.code, 0, "{role} send {i}");
+        }
+        micros.sort_unstable();
+        let m = c.runtime_info().await;
+        let waited = num(&m, "haWaitSlaveTimes");
+        assert_eq!(waited, if role == "SYNC_MASTER" { 2_000 } else { 0 });
+        let mean_wait = num(&m, "haWaitSlaveTotalMicros") / waited.max(1);
+        println!(
+            "{role}: send p50 {} us, p99 {} us, max {} us; puts waiting for the slave {waited}, \
+             mean wait {mean_wait} us",
+            micros[1_000], micros[1_980], micros[1_999]
+        );
+        slave.stop().await.unwrap();
+        master.stop().await.unwrap();
+    }
+}
