@@ -11,7 +11,7 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
-    ha::HaState,
+    ha::state::HaState,
     namesrv::hook::RegisterHook,
     schedule::{ScheduleService, SCHEDULE_TOPIC},
     store::MessageStore,

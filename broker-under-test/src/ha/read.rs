@@ -16,7 +16,10 @@ pub fn total_physical_memory() -> i64 {
         )
     };
     if pages > 0 && size > 0 {
-        pages as i64 * size as i64
+        // c_long is i32 on 32-bit targets.
+        #[allow(clippy::unnecessary_cast)]
+        let total = pages as i64 * size as i64;
+        total
     } else {
         FALLBACK_MEMORY
     }
