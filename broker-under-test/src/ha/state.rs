@@ -48,9 +48,17 @@ pub struct HaState {
     pub waits: WaitStats,
 }
 
+/// Upper bounds (µs) of the wait histogram's buckets; a last bucket takes the rest.
+pub const WAIT_BUCKETS_MICROS: [u64; 15] = [
+    100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000,
+    1_000_000, 2_000_000, 5_000_000,
+];
+
 /// How puts fared waiting for the slave.
 #[derive(Default)]
 pub struct WaitStats {
+    /// Waits per bucket of [`WAIT_BUCKETS_MICROS`], plus one for longer ones.
+    pub buckets: [AtomicU64; WAIT_BUCKETS_MICROS.len() + 1],
     /// Puts that waited (whatever the outcome).
     pub times: AtomicU64,
     /// Their total and longest wait, in microseconds.
@@ -67,6 +75,22 @@ impl WaitStats {
         self.times.fetch_add(1, Ordering::Relaxed);
         self.total_micros.fetch_add(us, Ordering::Relaxed);
         self.max_micros.fetch_max(us, Ordering::Relaxed);
+        let i = WAIT_BUCKETS_MICROS.partition_point(|&b| b < us);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `<=100us:3 <=200us:0 … >5000000us:0`: counts since start, per bucket, so a reader
+    /// can take differences between two samples and read percentiles off them.
+    pub fn distribution(&self) -> String {
+        let mut out = Vec::with_capacity(self.buckets.len());
+        for (i, b) in self.buckets.iter().enumerate() {
+            let n = b.load(Ordering::Relaxed);
+            match WAIT_BUCKETS_MICROS.get(i) {
+                Some(bound) => out.push(format!("<={bound}us:{n}")),
+                None => out.push(format!(">{}us:{n}", WAIT_BUCKETS_MICROS[i - 1])),
+            }
+        }
+        out.join(" ")
     }
 }
 
@@ -211,6 +235,7 @@ impl HaState {
             ("haWaitSlaveTimes".into(), n(&w.times)),
             ("haWaitSlaveTotalMicros".into(), n(&w.total_micros)),
             ("haWaitSlaveMaxMicros".into(), n(&w.max_micros)),
+            ("haWaitSlaveDistribution".into(), w.distribution()),
             ("haSlaveNotAvailableTimes".into(), n(&w.slave_not_available)),
             ("haFlushSlaveTimeoutTimes".into(), n(&w.flush_slave_timeout)),
             (
@@ -226,5 +251,43 @@ impl HaState {
                 self.client_reported.load(Ordering::Acquire).to_string(),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_land_in_their_bucket() {
+        let w = WaitStats::default();
+        w.record(Duration::from_micros(100));
+        w.record(Duration::from_micros(101));
+        w.record(Duration::from_secs(9));
+        let d = w.distribution();
+        assert!(d.starts_with("<=100us:1 <=200us:1 <=500us:0"), "{d}");
+        assert!(d.ends_with("<=5000000us:0 >5000000us:1"), "{d}");
+        assert_eq!(w.times.load(Ordering::Relaxed), 3);
+        assert_eq!(w.max_micros.load(Ordering::Relaxed), 9_000_000);
+    }
+
+    #[test]
+    fn acks_count_the_fastest_slave_in_4x_and_each_connection_in_5x() {
+        let s = HaState::new(None);
+        assert!(!s.is_slave_ok(10, 100), "no connection");
+        let a = s.open_connection();
+        assert!(s.is_slave_ok(10, 100), "counted from accept");
+        assert!(!s.is_slave_ok(100, 100), "256 MiB rule");
+        s.report(a, 50, true);
+        assert_eq!(s.last_request_offset(), 50);
+        assert!(s.acked_by(50, 2, false));
+        assert!(!s.acked_by(51, 2, false));
+        let b = s.open_connection();
+        assert!(!s.acked_by(50, 3, true));
+        s.report(b, 60, true);
+        assert!(s.acked_by(50, 3, true));
+        s.close_connection(a);
+        assert!(!s.acked_by(50, 3, true));
+        assert_eq!(s.push2slave_max(), 60, "never lowered");
     }
 }
