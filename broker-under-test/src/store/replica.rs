@@ -156,3 +156,38 @@ impl CommitLog {
         Ok(offset + bytes.len() as i64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PutMessageStatus::*;
+
+    fn joined() -> (
+        StatusDone,
+        StatusDone,
+        std::sync::mpsc::Receiver<PutMessageStatus>,
+    ) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (f, r) = join(Box::new(move |s| {
+            let _ = tx.send(s);
+        }));
+        (f, r, rx)
+    }
+
+    /// 4.7+: the answer comes once both waits ended; a non-OK replica status wins.
+    #[test]
+    fn both_halves_answer_once_and_the_replica_status_wins() {
+        let (f, r, rx) = joined();
+        f(FlushDiskTimeout);
+        assert!(rx.try_recv().is_err(), "the replica half is still waiting");
+        r(FlushSlaveTimeout);
+        assert_eq!(rx.try_recv(), Ok(FlushSlaveTimeout));
+        let (f, r, rx) = joined();
+        r(PutOk);
+        f(FlushDiskTimeout);
+        assert_eq!(rx.try_recv(), Ok(FlushDiskTimeout));
+        assert!(rx.try_recv().is_err(), "exactly once");
+        assert_eq!(combine(PutOk, SlaveNotAvailable), SlaveNotAvailable);
+        assert_eq!(combine(PutOk, PutOk), PutOk);
+    }
+}
