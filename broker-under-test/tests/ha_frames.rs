@@ -148,3 +148,77 @@ async fn the_slave_reports_rocketmqs_offsets_and_appends_at_the_given_offset() {
     assert!(matches!(closed, Ok(Ok(_))), "closed after a mismatch");
     slave.stop().await.unwrap();
 }
+
+/// The master closes a connection it has read nothing from for `haHousekeepingInterval`, and
+/// the connection leaves the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_drops_a_silent_slave_after_the_housekeeping_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = BrokerConfig::for_test(dir.path(), &[("haHousekeepingInterval", "400")]).unwrap();
+    let master = RunningBroker::start(config).await.unwrap();
+    let mut slave = TcpStream::connect(master.ha_addr).await.unwrap();
+    let begin = Instant::now();
+    slave.write_all(&[0u8; 8]).await.unwrap();
+    let mut rest = Vec::new();
+    // The master streams nothing (an empty log) and closes after 400 ms of silence.
+    let closed = tokio::time::timeout(DEADLINE, slave.read_to_end(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(_))), "closed by the master");
+    assert!(
+        begin.elapsed() >= Duration::from_millis(400),
+        "not before the interval"
+    );
+    let mut c = Client::connect(master.addr).await;
+    let end = Instant::now() + DEADLINE;
+    while c.runtime_info().await["haSlaveConnections"] != "0" {
+        assert!(Instant::now() < end, "the connection is still counted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    master.stop().await.unwrap();
+}
+
+/// A 4.x slave reports one heartbeat interval after connecting (its report clock starts at the
+/// connect), and after a broken connection reconnects at once and reports its true end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_4x_slave_reports_a_heartbeat_after_connecting_and_reconnects_at_once() {
+    let fake_master = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ha = fake_master.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = BrokerConfig::for_test(
+        dir.path(),
+        &[
+            ("brokerVersionProfile", "4.9"),
+            ("brokerRole", "SLAVE"),
+            ("brokerId", "1"),
+            ("haMasterAddress", ha.as_str()),
+            ("haSendHeartbeatInterval", "300"),
+        ],
+    )
+    .unwrap();
+    let slave = RunningBroker::start(config).await.unwrap();
+    let (mut conn, _) = tokio::time::timeout(DEADLINE, fake_master.accept())
+        .await
+        .unwrap()
+        .unwrap();
+    let connected = Instant::now();
+    assert_eq!(read_exactly(&mut conn, 8).await, [0u8; 8]);
+    assert!(
+        connected.elapsed() >= Duration::from_millis(250),
+        "a 4.x slave waits a heartbeat interval before its first report"
+    );
+    let mut frame = 0i64.to_be_bytes().to_vec();
+    frame.extend_from_slice(&32i32.to_be_bytes());
+    frame.extend_from_slice(&[0u8; 32]);
+    conn.write_all(&frame).await.unwrap();
+    assert_eq!(read_exactly(&mut conn, 8).await, 32i64.to_be_bytes());
+    drop(conn); // the master goes away
+    let (mut again, _) = tokio::time::timeout(DEADLINE, fake_master.accept())
+        .await
+        .expect("the slave reconnects")
+        .unwrap();
+    assert_eq!(
+        read_exactly(&mut again, 8).await,
+        32i64.to_be_bytes(),
+        "resumes from its own end"
+    );
+    slave.stop().await.unwrap();
+}
