@@ -222,3 +222,38 @@ async fn a_4x_slave_reports_a_heartbeat_after_connecting_and_reconnects_at_once(
     );
     slave.stop().await.unwrap();
 }
+
+/// A later report beyond the master's end: 4.9 (4.9.3+) closes the connection; 5.3 takes it as
+/// acknowledged (HA reference §2.2, §2.7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_beyond_the_masters_end_closes_in_4_9_and_counts_in_5_3() {
+    for profile in ["4.9", "5.3"] {
+        let dir = tempfile::tempdir().unwrap();
+        let config =
+            BrokerConfig::for_test(dir.path(), &[("brokerVersionProfile", profile)]).unwrap();
+        let master = RunningBroker::start(config).await.unwrap();
+        let mut c = Client::connect(master.addr).await;
+        let mut slave = TcpStream::connect(master.ha_addr).await.unwrap();
+        slave.write_all(&[0u8; 8]).await.unwrap();
+        let end = Instant::now() + DEADLINE;
+        while c.runtime_info().await["haSlaveRequestOffset"] != "0" {
+            assert!(Instant::now() < end, "{profile}: first report unseen");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        slave.write_all(&1_000_000i64.to_be_bytes()).await.unwrap();
+        if profile == "4.9" {
+            let mut rest = Vec::new();
+            let closed = tokio::time::timeout(DEADLINE, slave.read_to_end(&mut rest)).await;
+            assert!(matches!(closed, Ok(Ok(_))), "4.9 closes");
+            assert_eq!(c.runtime_info().await["haSlaveAckOffset"], "0");
+        } else {
+            while c.runtime_info().await["haSlaveAckOffset"] != "1000000" {
+                assert!(Instant::now() < end, "5.3 takes the report");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(c.runtime_info().await["haSlaveConnections"], "1");
+        }
+        drop(slave);
+        master.stop().await.unwrap();
+    }
+}

@@ -21,13 +21,14 @@ use super::{
     frame::{encode_header, parse_report, REPORT_LEN},
     state::HaState,
 };
-use crate::{config::HaConfig, store::MessageStore};
+use crate::{config::HaConfig, keys::VersionProfile, store::MessageStore};
 
 /// WriteSocketService's wait for new data (`allWaitForRunning(100)`) when no put woke it.
 const DATA_POLL: Duration = Duration::from_millis(100);
 
 /// What the connection tasks need.
 pub struct MasterCtx {
+    pub profile: VersionProfile,
     pub state: Arc<HaState>,
     pub store: Arc<MessageStore>,
     pub batch: usize,
@@ -38,6 +39,7 @@ pub struct MasterCtx {
 impl MasterCtx {
     pub fn new(state: Arc<HaState>, store: Arc<MessageStore>, c: &HaConfig) -> Arc<Self> {
         Arc::new(MasterCtx {
+            profile: c.profile,
             state,
             store,
             batch: c.transfer_batch_size,
@@ -133,6 +135,15 @@ async fn read_reports(
         }
         let offset = parse_report(&buf[whole - REPORT_LEN..whole]).expect("8 bytes");
         buf.drain(..whole);
+        // 4.9.3+ (PR #3016): a later report beyond the master's end closes the connection;
+        // 4.3 and 5.3 take it (and count it as acknowledged, HA reference §2.7).
+        let max = ctx.store.commit_log_max_offset();
+        if !first && ctx.profile == VersionProfile::V4_9 && offset > max {
+            eprintln!(
+                "slave[{peer}] request offset={offset} greater than local commitLog offset={max}. "
+            );
+            return;
+        }
         ctx.state.report(id, offset, first);
         if first {
             eprintln!("slave[{peer}] request offset {offset}");
