@@ -118,6 +118,18 @@ async fn pulled_bodies(addr: SocketAddr) -> BTreeSet<Vec<u8>> {
     all
 }
 
+async fn ha_status(addr: SocketAddr) -> serde_json::Value {
+    let r = Client::connect(addr)
+        .await
+        .call(RemotingCommand::request(
+            RequestCode::GET_BROKER_HA_STATUS,
+            1,
+        ))
+        .await;
+    assert_eq!(r.code, 0, "907: {:?}", r.remark);
+    serde_json::from_slice(&r.body).expect("HARuntimeInfo JSON")
+}
+
 fn commit_log_bytes(store: &Path, len: i64) -> Vec<u8> {
     let file = store.join("commitlog").join(format!("{:020}", 0));
     let mut bytes = std::fs::read(&file).expect("first CommitLog file");
@@ -157,6 +169,24 @@ async fn ten_thousand_sends_are_replicated_byte_for_byte_and_a_restart_resumes()
     assert_eq!(num(&m, "haSlaveConnections"), 1);
     assert_eq!(num(&m, "haSlaveAckOffset"), end);
     assert_eq!(num(&m, "haSlaveFallBehindBytes"), 0);
+    // 5.3's GET_BROKER_HA_STATUS on both.
+    let status = ha_status(master.addr).await;
+    assert_eq!(status["master"], true);
+    assert_eq!(status["masterCommitLogMaxOffset"], end);
+    assert_eq!(status["inSyncSlaveNums"], 1);
+    let conn = &status["haConnectionInfo"][0];
+    assert_eq!(
+        (&conn["slaveAckOffset"], &conn["diff"]),
+        (&end.into(), &0.into())
+    );
+    assert_eq!(
+        (&conn["inSync"], &conn["transferFromWhere"]),
+        (&true.into(), &end.into())
+    );
+    let status = ha_status(slave.addr).await;
+    assert_eq!(status["master"], false);
+    assert_eq!(status["haClientRuntimeInfo"]["masterAddr"], ha.as_str());
+    assert_eq!(status["haClientRuntimeInfo"]["maxOffset"], end);
 
     // The slave restarts: its first report is its own end.
     slave.stop().await.expect("slave stops cleanly");
@@ -220,6 +250,14 @@ async fn a_sync_master_without_a_slave_answers_per_profile() {
         }
         if want == 11 {
             assert_eq!(num(&c.runtime_info().await, "haSlaveNotAvailableTimes"), 1);
+            // GET_BROKER_HA_STATUS is 5.0.0+: code 3 in 4.x.
+            let r = c
+                .call(RemotingCommand::request(
+                    RequestCode::GET_BROKER_HA_STATUS,
+                    9,
+                ))
+                .await;
+            assert_eq!(r.code, 3, "{profile}");
         }
         b.stop().await.unwrap();
     }

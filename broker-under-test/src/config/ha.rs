@@ -32,6 +32,8 @@ pub struct HaConfig {
     pub transfer_batch_size: usize,
     /// `haSlaveFallbehindMax`. Default: 256 MiB.
     pub slave_fallbehind_max: i64,
+    /// `haMaxGapNotInSync` (5.3, GET_BROKER_HA_STATUS). Default: 256 MiB.
+    pub max_gap_not_in_sync: i64,
     /// `syncFlushTimeout`: 4.3's replica wait. Default: 5000 ms.
     pub sync_flush_timeout: Duration,
     /// `slaveTimeout`: 4.9 and 5.3's replica wait. Default: 3000 ms.
@@ -87,6 +89,7 @@ impl HaConfig {
             housekeeping_interval: r.millis("haHousekeepingInterval")?,
             transfer_batch_size: r.get("haTransferBatchSize")?,
             slave_fallbehind_max: r.get("haSlaveFallbehindMax")?,
+            max_gap_not_in_sync: r.get("haMaxGapNotInSync")?,
             sync_flush_timeout: r.millis("syncFlushTimeout")?,
             slave_timeout: r.millis("slaveTimeout")?,
             in_sync_replicas: r.get("inSyncReplicas")?,

@@ -65,7 +65,7 @@ pub async fn accept_loop(
             Ok((stream, peer)) => {
                 eprintln!("HAService receive new connection, {peer}");
                 stream.set_nodelay(true).ok();
-                let id = ctx.state.open_connection();
+                let id = ctx.state.open_connection(peer);
                 let conn_token = token.child_token();
                 let (r, w) = stream.into_split();
                 let (first_tx, first_rx) = watch::channel(None);
@@ -78,7 +78,7 @@ pub async fn accept_loop(
                 });
                 let c = ctx.clone();
                 tracker.spawn(async move {
-                    if let Err(e) = write_frames(w, &c, first_rx, &conn_token).await {
+                    if let Err(e) = write_frames(w, &c, id, first_rx, &conn_token).await {
                         eprintln!("{peer} service has exception. {e}");
                     }
                     conn_token.cancel();
@@ -159,6 +159,7 @@ async fn read_reports(
 async fn write_frames(
     mut w: OwnedWriteHalf,
     ctx: &MasterCtx,
+    id: u64,
     mut first_rx: watch::Receiver<Option<i64>>,
     token: &CancellationToken,
 ) -> std::io::Result<()> {
@@ -177,6 +178,7 @@ async fn write_frames(
         request
     };
     eprintln!("master transfer data from {next} to slave, and slave request {request}");
+    ctx.state.transferring(id, next);
     let mut last_write = Instant::now();
     loop {
         let woken = ctx.state.data.notified();
@@ -189,6 +191,7 @@ async fn write_frames(
             let header = encode_header(next, body.len());
             // Advanced before writing, as nextTransferFromWhere is.
             next += body.len() as i64;
+            ctx.state.transferring(id, next);
             tokio::select! {
                 _ = token.cancelled() => return Ok(()),
                 r = async {

@@ -9,6 +9,7 @@
 //!   as its [`ReplicaGate`](crate::store::ReplicaGate);
 //! - [`read`]: reads from slaves (`suggestWhichBrokerId`);
 //! - [`state`]: what they share with the processors (runtime info, routes, pulls);
+//! - [`status`]: GET_BROKER_HA_STATUS (907, 5.3);
 //! - [`service`]: starting and stopping all of it.
 
 pub mod frame;
@@ -17,6 +18,7 @@ pub mod read;
 pub mod service;
 pub mod slave;
 pub mod state;
+pub mod status;
 pub mod transfer;
 
 pub use service::HaService;

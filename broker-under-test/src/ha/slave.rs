@@ -135,6 +135,9 @@ async fn transfer(
                 return Err(LinkError::Closed);
             }
             last_read = Instant::now();
+            state
+                .client_last_read
+                .store(crate::clock::epoch_millis(), Ordering::Release);
             buf.extend_from_slice(&chunk[..n]);
             let end = dispatch(&mut buf, store).await?;
             if end > reported {
@@ -170,6 +173,9 @@ async fn write_report(
 ) -> Result<(), LinkError> {
     stream.write_all(&encode_report(offset)).await?;
     state.client_reported.store(offset, Ordering::Release);
+    state
+        .client_last_write
+        .store(crate::clock::epoch_millis(), Ordering::Release);
     Ok(())
 }
 

@@ -21,9 +21,9 @@ use tokio::sync::Notify;
 pub struct HaState {
     /// The bound HA address, once bound.
     pub bound: OnceLock<SocketAddr>,
-    /// Master: acknowledged offset per open connection (id → `slaveAckOffset`, -1 before the
-    /// first report). An entry exists from accept on, as RocketMQ counts a connection at accept.
-    connections: Mutex<BTreeMap<u64, i64>>,
+    /// Master: the open connections by id. An entry exists from accept on, as RocketMQ counts
+    /// a connection at accept.
+    connections: Mutex<BTreeMap<u64, Connection>>,
     next_connection: AtomicU64,
     /// Master: `push2SlaveMaxOffset`, the largest offset any slave ever reported; never lowered,
     /// not reset when slaves go (HA reference §2.7).
@@ -44,8 +44,21 @@ pub struct HaState {
     pub client_connected: AtomicBool,
     /// Slave: the offset of the last report written.
     pub client_reported: AtomicI64,
+    /// Slave: epoch ms of the last read from and the last write to the master.
+    pub client_last_read: AtomicI64,
+    pub client_last_write: AtomicI64,
     /// Put-wait figures (SYNC_MASTER).
     pub waits: WaitStats,
+}
+
+/// One slave connection as the master sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    pub peer: SocketAddr,
+    /// `slaveAckOffset`: the last report (-1 before the first).
+    pub ack: i64,
+    /// `transferFromWhere`: the next offset the writer sends (-1 before the first report).
+    pub transfer_from: i64,
 }
 
 /// Upper bounds (µs) of the wait histogram's buckets; a last bucket takes the rest.
@@ -107,10 +120,29 @@ impl HaState {
     }
 
     /// A connection was accepted; returns its id.
-    pub fn open_connection(&self) -> u64 {
+    pub fn open_connection(&self, peer: SocketAddr) -> u64 {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
-        self.connections.lock().insert(id, -1);
+        self.connections.lock().insert(
+            id,
+            Connection {
+                peer,
+                ack: -1,
+                transfer_from: -1,
+            },
+        );
         id
+    }
+
+    /// The writer of connection `id` will send from `offset` next.
+    pub fn transferring(&self, id: u64, offset: i64) {
+        if let Some(c) = self.connections.lock().get_mut(&id) {
+            c.transfer_from = offset;
+        }
+    }
+
+    /// The open connections, by id.
+    pub fn connections(&self) -> Vec<Connection> {
+        self.connections.lock().values().copied().collect()
     }
 
     pub fn close_connection(&self, id: u64) {
@@ -120,8 +152,8 @@ impl HaState {
 
     /// A report arrived on connection `id`.
     pub fn report(&self, id: u64, offset: i64, first: bool) {
-        if let Some(ack) = self.connections.lock().get_mut(&id) {
-            *ack = offset;
+        if let Some(c) = self.connections.lock().get_mut(&id) {
+            c.ack = offset;
         }
         if first {
             self.last_request_offset.store(offset, Ordering::Release);
@@ -172,14 +204,14 @@ impl HaState {
             .connections
             .lock()
             .values()
-            .filter(|&&a| a >= next_offset)
+            .filter(|c| c.ack >= next_offset)
             .count() as u32;
         1 + slaves >= acks
     }
 
     /// The smallest acknowledged offset of the open connections (None without one).
     pub fn slowest_ack(&self) -> Option<i64> {
-        self.connections.lock().values().copied().min()
+        self.connections.lock().values().map(|c| c.ack).min()
     }
 
     /// Slave: where to connect.
@@ -258,6 +290,9 @@ impl HaState {
 mod tests {
     use super::*;
 
+    const PEER: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 1);
+
     #[test]
     fn waits_land_in_their_bucket() {
         let w = WaitStats::default();
@@ -275,14 +310,14 @@ mod tests {
     fn acks_count_the_fastest_slave_in_4x_and_each_connection_in_5x() {
         let s = HaState::new(None);
         assert!(!s.is_slave_ok(10, 100), "no connection");
-        let a = s.open_connection();
+        let a = s.open_connection(PEER);
         assert!(s.is_slave_ok(10, 100), "counted from accept");
         assert!(!s.is_slave_ok(100, 100), "256 MiB rule");
         s.report(a, 50, true);
         assert_eq!(s.last_request_offset(), 50);
         assert!(s.acked_by(50, 2, false));
         assert!(!s.acked_by(51, 2, false));
-        let b = s.open_connection();
+        let b = s.open_connection(PEER);
         assert!(!s.acked_by(50, 3, true));
         s.report(b, 60, true);
         assert!(s.acked_by(50, 3, true));

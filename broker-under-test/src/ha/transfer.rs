@@ -240,7 +240,7 @@ mod tests {
         let state = HaState::new(None);
         let t = Transfer::new(state.clone(), policy(true, 200), 1 << 28);
         let h = t.start().unwrap();
-        let conn = state.open_connection();
+        let conn = state.open_connection("127.0.0.1:1".parse().unwrap());
         let acked = submit(&t, 100);
         state.report(conn, 100, true);
         assert_eq!(acked.recv_timeout(WAIT), Ok(PutMessageStatus::PutOk));
@@ -265,7 +265,8 @@ mod tests {
         p.acks = 3;
         let t = Transfer::new(state.clone(), p, 1 << 28);
         let h = t.start().unwrap();
-        let (a, b) = (state.open_connection(), state.open_connection());
+        let peer = "127.0.0.1:1".parse().unwrap();
+        let (a, b) = (state.open_connection(peer), state.open_connection(peer));
         let rx = submit(&t, 50);
         state.report(a, 50, true);
         assert!(

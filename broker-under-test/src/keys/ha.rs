@@ -11,7 +11,7 @@ use super::spec::{
     Unit,
 };
 
-pub(super) const HA: [KeySpec; 10] = [
+pub(super) const HA: [KeySpec; 11] = [
     key(
         "brokerId",
         int(Unit::Count, 0, 1_000_000),
@@ -53,6 +53,12 @@ pub(super) const HA: [KeySpec; 10] = [
         int(Unit::Bytes, 0, i64::MAX),
         Fixed("268435456"),
         "bytes: 4.x SYNC_MASTER answers SLAVE_NOT_AVAILABLE (11) when the fastest slave is this far behind (or none is connected); ignored by 5.3",
+    ),
+    key(
+        "haMaxGapNotInSync",
+        int(Unit::Bytes, 0, i64::MAX),
+        Fixed("268435456"),
+        "bytes: 5.3's GET_BROKER_HA_STATUS (907) counts a slave less than this far behind as in sync",
     ),
     key(
         "slaveTimeout",
