@@ -10,7 +10,10 @@
 //! `haHousekeepingInterval`) is the last read in 4.3 and 5.3; in 4.9 it is the last report
 //! written, so it never fires while the slave reports (issue #1082).
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::Duration,
+};
 
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -98,8 +101,6 @@ async fn pause(token: &CancellationToken, d: Duration) -> bool {
         _ = tokio::time::sleep(d) => false,
     }
 }
-
-use std::sync::atomic::Ordering;
 
 /// One connection: reports and frames until an error or the housekeeping timeout.
 async fn transfer(

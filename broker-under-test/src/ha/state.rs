@@ -30,16 +30,12 @@ pub struct HaState {
     push2slave_max: AtomicI64,
     /// Master: the first report of the latest connection (`slaveRequestOffset`).
     last_request_offset: AtomicI64,
-    /// Master: woken by every report (the transfer service waits on it).
-    pub acked: Notify,
     /// Called by every report: wakes GroupTransferService (an OS thread).
     ack_listener: OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// Master: woken by SYNC_MASTER puts, so writers send at once instead of at their poll.
     pub data: Notify,
     /// Slave: the master's HA address (haMasterAddress, or the name server's answer).
     master_address: Mutex<Option<String>>,
-    /// Slave: the master's broker address from the name server's answer.
-    master_broker_address: Mutex<Option<String>>,
     /// Slave: connected to its master now.
     pub client_connected: AtomicBool,
     /// Slave: the offset of the last report written.
@@ -163,7 +159,6 @@ impl HaState {
     }
 
     fn notify_ack(&self) {
-        self.acked.notify_waiters();
         if let Some(f) = self.ack_listener.get() {
             f();
         }
@@ -209,19 +204,15 @@ impl HaState {
         1 + slaves >= acks
     }
 
-    /// The smallest acknowledged offset of the open connections (None without one).
-    pub fn slowest_ack(&self) -> Option<i64> {
-        self.connections.lock().values().map(|c| c.ack).min()
-    }
-
     /// Slave: where to connect.
     pub fn master_address(&self) -> Option<String> {
         self.master_address.lock().clone()
     }
 
-    /// Slave: the registration answer's addresses (taken only without haMasterAddress; takes
-    /// effect at the next connect, as in RocketMQ).
-    pub fn learn_master(&self, ha_addr: Option<String>, broker_addr: Option<String>) {
+    /// Slave: the registration answer's HA address (taken only without haMasterAddress; takes
+    /// effect at the next connect, as in RocketMQ). The answer's `masterAddr` feeds
+    /// SlaveSynchronize in RocketMQ, which is not modelled.
+    pub fn learn_master(&self, ha_addr: Option<String>) {
         if let Some(a) = ha_addr.filter(|a| !a.is_empty()) {
             let mut cur = self.master_address.lock();
             if cur.as_deref() != Some(a.as_str()) {
@@ -229,14 +220,6 @@ impl HaState {
                 *cur = Some(a);
             }
         }
-        if let Some(b) = broker_addr.filter(|a| !a.is_empty()) {
-            *self.master_broker_address.lock() = Some(b);
-        }
-    }
-
-    /// Slave: the master's broker address, as the name server said.
-    pub fn master_broker_address(&self) -> Option<String> {
-        self.master_broker_address.lock().clone()
     }
 }
 

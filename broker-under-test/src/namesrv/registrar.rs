@@ -237,7 +237,7 @@ fn learn_master(broker: &Broker, answer: &RemotingCommand) {
         return;
     }
     if let Ok(h) = answer.header::<RegisterBrokerResponseHeader>() {
-        broker.ha.learn_master(h.ha_server_addr, h.master_addr);
+        broker.ha.learn_master(h.ha_server_addr);
     }
 }
 
