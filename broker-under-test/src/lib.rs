@@ -203,9 +203,12 @@ async fn serve(
 
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {local}").context("writing to stdout")?;
-        // Second, so that readers of the first line keep working.
-        writeln!(out, "ha listening on {}", ha.addr).context("writing to stdout")?;
+        // One write for both lines: a reader that takes the first line and closes the pipe
+        // must not make the second one fail. The HA line comes second, so that readers of
+        // the first line keep working.
+        let lines = format!("listening on {local}\nha listening on {}\n", ha.addr);
+        out.write_all(lines.as_bytes())
+            .context("writing to stdout")?;
         out.flush().context("flushing stdout")?;
     }
     if let Some(ready) = ready {
