@@ -103,3 +103,59 @@ async fn in_4_9_the_wait_holds_no_send_thread_and_every_send_answers_12() {
         b.stop().await.unwrap();
     }
 }
+
+/// suggestWhichBrokerId (HA reference §4.1, §4.2): 1 only with `slaveReadEnable` and a consumer
+/// reading more than `accessMessageInMemoryMaxRatio` % of the memory behind the CommitLog's end
+/// (ratio 0 makes any unread byte count), else 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_suggests_the_slave_only_with_slave_read_and_a_slow_consumer() {
+    use remoting::{headers::PullMessageRequestHeader, RemotingCommand, RequestCode};
+    for (slave_read, ratio, want) in [("true", "0", "1"), ("false", "0", "0"), ("true", "40", "0")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let b = RunningBroker::start(
+            BrokerConfig::for_test(
+                dir.path(),
+                &[
+                    ("slaveReadEnable", slave_read),
+                    ("accessMessageInMemoryMaxRatio", ratio),
+                ],
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        let mut c = Client::connect(b.addr).await;
+        for o in 1..=3 {
+            assert_eq!(c.call(send_v2(o, "Suggest", 0, b"m")).await.code, 0);
+        }
+        c.dispatched().await;
+        let r = c
+            .call(
+                RemotingCommand::request(RequestCode::PULL_MESSAGE, 10).with_header(
+                    &PullMessageRequestHeader {
+                        consumer_group: "suggest-group".into(),
+                        topic: "Suggest".into(),
+                        queue_id: 0,
+                        queue_offset: 0,
+                        max_msg_nums: 1,
+                        sys_flag: 4,
+                        commit_offset: 0,
+                        suspend_timeout_millis: 0,
+                        subscription: Some("*".into()),
+                        sub_version: 0,
+                        expression_type: Some("TAG".into()),
+                        max_msg_bytes: None,
+                    },
+                ),
+            )
+            .await;
+        assert_eq!(r.code, 0, "{slave_read} {ratio}: {:?}", r.remark);
+        assert_eq!(
+            r.ext("suggestWhichBrokerId"),
+            Some(want),
+            "slaveReadEnable={slave_read} ratio={ratio}"
+        );
+        b.stop().await.unwrap();
+    }
+}
