@@ -165,6 +165,12 @@ async fn ten_thousand_sends_are_replicated_byte_for_byte_and_a_restart_resumes()
     );
     let expected: BTreeSet<Vec<u8>> = (0..10_000).map(body).collect();
     assert_eq!(pulled_bodies(slave.addr).await, expected);
+    // The slave's dispatch counts replicated messages as puts, as RocketMQ's does.
+    // (counted just after the round's dispatch, so waited for).
+    wait_for("10,000 replicated puts counted", || async {
+        (num(&info(slave.addr).await, "putMessageTimesTotal") == 10_000).then_some(())
+    })
+    .await;
     let m = info(master.addr).await;
     assert_eq!(num(&m, "haSlaveConnections"), 1);
     assert_eq!(num(&m, "haSlaveAckOffset"), end);

@@ -240,10 +240,6 @@ impl MessageStore {
         let mut guard = log.lock.lock();
         let end = log.append_replica(&mut guard, offset, bytes)?;
         drop(guard);
-        self.inner
-            .stats
-            .put_size_total
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(end)
     }
 
