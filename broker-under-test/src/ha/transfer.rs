@@ -6,8 +6,9 @@
 //! the request waits on the thread `GroupTransferService` until the acknowledgements cover it
 //! (PUT_OK) or its deadline passes (FLUSH_SLAVE_TIMEOUT). The thread sleeps until the earliest
 //! deadline and is woken by every slave report and every new request; callbacks run on it, never
-//! under its lock. RocketMQ's list has no cap; ours neither needs one: each entry is one put
-//! already counted by the send executor's bounded queue.
+//! under its lock. RocketMQ's list has no cap and neither has ours (nor the group-commit list
+//! beside it): each entry is a put whose client is waiting for its answer, so the list holds
+//! at most the requests in flight on the broker's (bounded) connections during one timeout.
 //!
 //! Not modelled: 4.3's per-request 5 × 1 s waits adding up across a batch, and 4.9's 1 s check
 //! slices (completion up to 1 s after the deadline); here a request ends at its deadline.
