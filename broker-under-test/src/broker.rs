@@ -12,6 +12,7 @@ use crate::{
     },
     counters::FlowControlCounters,
     executor::TaskQueue,
+    ha::state::HaState,
     namesrv::hook::RegisterHook,
     schedule::{ScheduleService, SCHEDULE_TOPIC},
     store::MessageStore,
@@ -54,6 +55,8 @@ pub struct Broker {
     pub namesrv: RegisterHook,
     /// `aclEnable=true`: the accounts every request is checked against before its processor.
     pub acl: Option<PlainAccessValidator>,
+    /// Replication: connections, acknowledged offsets, the master's address (`ha/`).
+    pub ha: Arc<HaState>,
 }
 
 impl Broker {
@@ -150,6 +153,7 @@ impl Broker {
             &config.store_path_root_dir.join("config"),
         ));
         Broker {
+            ha: HaState::new(config.ha.master_address.clone()),
             schedule,
             config,
             store,

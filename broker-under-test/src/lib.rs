@@ -12,6 +12,7 @@ pub mod consumer;
 pub mod counters;
 pub mod dispatch;
 pub mod executor;
+pub mod ha;
 pub mod keys;
 pub mod namesrv;
 pub mod periodic;
@@ -54,8 +55,8 @@ const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
 /// Serves `listener` until `shutdown` completes, then stops accepting, lets the executors finish
 /// their queued work, shuts the store down (flush) and joins every thread.
 ///
-/// Prints exactly one line `listening on IP:PORT` to stdout once ready; everything else goes to
-/// stderr.
+/// Prints two lines to stdout once ready, `listening on IP:PORT` then `ha listening on IP:PORT`
+/// (the HA port); everything else goes to stderr.
 pub async fn run(
     config: BrokerConfig,
     listener: TcpListener,
@@ -86,7 +87,7 @@ async fn serve(
     config: BrokerConfig,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-    ready: Option<oneshot::Sender<(SocketAddr, Option<SocketAddr>)>>,
+    ready: Option<oneshot::Sender<Bound>>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
     let store_config = config.store_config(local);
@@ -209,6 +210,10 @@ async fn serve(
         });
     }
 
+    let mut ha = ha::HaService::start(&broker, local.port(), &token, &tracker)
+        .await
+        .context("starting the HA service")?;
+
     let registrar = match namesrv::Settings::from_config(&broker.config) {
         Ok(Some(s)) => Some(
             namesrv::Registrar::start(broker.clone(), s, local)
@@ -220,11 +225,20 @@ async fn serve(
 
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {local}").context("writing to stdout")?;
+        // One write for both lines: a reader that takes the first line and closes the pipe
+        // must not make the second one fail. The HA line comes second, so that readers of
+        // the first line keep working.
+        let lines = format!("listening on {local}\nha listening on {}\n", ha.addr);
+        out.write_all(lines.as_bytes())
+            .context("writing to stdout")?;
         out.flush().context("flushing stdout")?;
     }
     if let Some(ready) = ready {
-        let _ = ready.send((local, fast_addr));
+        let _ = ready.send(Bound {
+            addr: local,
+            fast_addr,
+            ha_addr: ha.addr,
+        });
     }
 
     shutdown.await;
@@ -244,6 +258,9 @@ async fn serve(
     housekeeping.stop();
     let b = broker.clone();
     tokio::task::spawn_blocking(move || {
+        // The HA connections ended with the token: puts still waiting for a slave are
+        // answered FLUSH_SLAVE_TIMEOUT now rather than at their deadline.
+        ha.stop();
         let mut fast_failure = fast_failure;
         fast_failure.stop();
         for mut w in workers {
@@ -292,11 +309,20 @@ async fn bind_fast_port(
     }
 }
 
+/// The addresses a broker serves, once it serves.
+struct Bound {
+    addr: SocketAddr,
+    fast_addr: Option<SocketAddr>,
+    ha_addr: SocketAddr,
+}
+
 /// A broker served in-process on its own tokio task.
 pub struct RunningBroker {
     pub addr: SocketAddr,
     /// The fast (VIP) port, `listenPort − 2`, when it could be bound.
     pub fast_addr: Option<SocketAddr>,
+    /// The HA port (`haListenPort`).
+    pub ha_addr: SocketAddr,
     stop: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -313,9 +339,14 @@ impl RunningBroker {
         let shutdown = stop.clone().cancelled_owned();
         let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
         match ready_rx.await {
-            Ok((addr, fast_addr)) => Ok(RunningBroker {
+            Ok(Bound {
                 addr,
                 fast_addr,
+                ha_addr,
+            }) => Ok(RunningBroker {
+                addr,
+                fast_addr,
+                ha_addr,
                 stop,
                 task,
             }),

@@ -234,7 +234,12 @@ async fn consumer_offsets_heartbeat_and_end_transaction_are_accepted() {
 
 #[tokio::test]
 async fn a_slave_refuses_sends_per_version() {
-    let b = TestBroker::start(&[("brokerVersionProfile", "5.3"), ("brokerRole", "SLAVE")]).await;
+    let b = TestBroker::start(&[
+        ("brokerVersionProfile", "5.3"),
+        ("brokerRole", "SLAVE"),
+        ("brokerId", "1"),
+    ])
+    .await;
     let mut c = b.client().await;
     let r = c.call(send_v2(1, "SlaveTopic", 0, b"x")).await;
     assert_eq!(
@@ -248,7 +253,12 @@ async fn a_slave_refuses_sends_per_version() {
     assert_eq!(counter(&info, "flowControlRejectRequestSlave"), 1);
     b.stop().await;
 
-    let b = TestBroker::start(&[("brokerVersionProfile", "4.9"), ("brokerRole", "SLAVE")]).await;
+    let b = TestBroker::start(&[
+        ("brokerVersionProfile", "4.9"),
+        ("brokerRole", "SLAVE"),
+        ("brokerId", "1"),
+    ])
+    .await;
     let mut c = b.client().await;
     let r = c.call(send_v2(1, "SlaveTopic", 0, b"x")).await;
     assert_eq!(r.code, 14);

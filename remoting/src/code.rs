@@ -63,6 +63,7 @@ code_enum! {
         SEND_REPLY_MESSAGE = 324,
         SEND_REPLY_MESSAGE_V2 = 325,
         LITE_PULL_MESSAGE = 361,
+        GET_BROKER_HA_STATUS = 907,
     }
 }
 

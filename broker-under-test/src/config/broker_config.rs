@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use super::{error::ConfigError, role::BrokerRole};
+use super::{error::ConfigError, ha::HaConfig, role::BrokerRole};
 use crate::{keys::VersionProfile, store::StoreConfig, task::ExecutorKind};
 
 /// One executor's settings, read from the keys its [`ExecutorKind`] names.
@@ -79,6 +79,8 @@ pub struct BrokerConfig {
     pub rocketmq_home: PathBuf,
     /// `maxConnections` (ours). Default: 1024.
     pub max_connections: usize,
+    /// Replication: ids, the HA port, the slave wait (`ha.rs`).
+    pub ha: HaConfig,
     /// Everything the store needs; `store_host` is filled in once the port is bound.
     pub store: StoreConfig,
     /// The effective `key=value` map (every known key), for `-p` and the start-up log.
@@ -120,6 +122,7 @@ impl BrokerConfig {
                 self.store.os_page_cache_busy_timeout_mills
             ));
         }
+        w.extend(self.ha.sanitize(self.listen_port));
         w
     }
 

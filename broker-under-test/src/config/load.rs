@@ -141,14 +141,17 @@ impl BrokerConfig {
                 wait_limit: names.wait_key.map(|k| r.millis(k)).transpose()?,
             };
         }
+        let broker_role = r.get("brokerRole")?;
+        let ha = super::ha::HaConfig::from_effective(profile, broker_role, &effective)?;
         Ok(BrokerConfig {
+            ha,
             profile,
             listen_port: r.get("listenPort")?,
             broker_ip: r.get("brokerIP1")?,
             store_path_root_dir: PathBuf::from(r.raw("storePathRootDir")),
             broker_name: r.raw("brokerName").to_owned(),
             broker_cluster_name: r.raw("brokerClusterName").to_owned(),
-            broker_role: r.get("brokerRole")?,
+            broker_role,
             region_id: r.raw("regionId").to_owned(),
             trace_on: r.bool("traceOn")?,
             auto_create_topic_enable: r.bool("autoCreateTopicEnable")?,

@@ -96,6 +96,7 @@ fn transient_pool_conditions_follow_the_profile() {
             ("transientStorePoolEnable", "true"),
             ("flushDiskType", flush),
             ("brokerRole", role),
+            ("brokerId", "1"),
         ])
         .unwrap()
         .config

@@ -35,6 +35,15 @@ fn send_reject_reason(broker: &Broker) -> Option<RejectReason> {
     None
 }
 
+/// PullMessageProcessor.rejectRequest() (5.0.0+, HA reference §4.2): a SLAVE without
+/// `slaveReadEnable` refuses pulls before queueing them; 4.x slaves serve them.
+fn pull_reject_reason(broker: &Broker) -> Option<RejectReason> {
+    (broker.config.profile == VersionProfile::V5_3
+        && broker.config.broker_role == BrokerRole::Slave
+        && !broker.config.ha.slave_read_enable)
+        .then_some(RejectReason::Slave)
+}
+
 /// Admits one request decoded on a connection: route, reject, queue or overload. Runs on the
 /// connection's task and never blocks.
 pub fn admit(broker: &Arc<Broker>, request: RemotingCommand, responder: &Responder) {
@@ -57,24 +66,27 @@ pub fn admit(broker: &Arc<Broker>, request: RemotingCommand, responder: &Respond
         );
         return;
     };
-    if processor == ProcessorKind::Send {
-        if let Some(reason) = send_reject_reason(broker) {
-            broker.counters.reject_request(reason);
-            let r = response(
-                profile,
-                &request,
-                ResponseCode::SYSTEM_BUSY,
-                Some(REJECT_REQUEST.into()),
-            );
-            answer(
-                profile,
-                &request,
-                responder,
-                r,
-                AnswerSource::RemotingReject,
-            );
-            return;
-        }
+    let reject = match processor {
+        ProcessorKind::Send => send_reject_reason(broker),
+        ProcessorKind::Pull => pull_reject_reason(broker),
+        _ => None,
+    };
+    if let Some(reason) = reject {
+        broker.counters.reject_request(reason);
+        let r = response(
+            profile,
+            &request,
+            ResponseCode::SYSTEM_BUSY,
+            Some(REJECT_REQUEST.into()),
+        );
+        answer(
+            profile,
+            &request,
+            responder,
+            r,
+            AnswerSource::RemotingReject,
+        );
+        return;
     }
     let task = RequestTask {
         request,

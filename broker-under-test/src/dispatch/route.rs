@@ -35,6 +35,10 @@ pub fn route(code: i32, profile: VersionProfile) -> Option<(ProcessorKind, Execu
         R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_RUNTIME_INFO => {
             (ProcessorKind::Admin, ExecutorKind::Admin)
         }
+        // 5.0.0+ only.
+        R::GET_BROKER_HA_STATUS if profile == VersionProfile::V5_3 => {
+            (ProcessorKind::Admin, ExecutorKind::Admin)
+        }
         _ => return None,
     };
     Some(r)

@@ -3,6 +3,7 @@
 //!
 //! A leaf below `config` and `store`: both read it, it reads neither.
 
+mod ha;
 mod query;
 mod reader;
 mod render;

@@ -4,6 +4,7 @@
 //! key table are all derived from [`KEYS`].
 
 use super::{
+    ha::HA,
     retention::RETENTION,
     spec::{
         concat, int, key, ours, DefaultEnv,
@@ -111,11 +112,12 @@ fn profile_name(env: &DefaultEnv) -> String {
     env.profile.to_string()
 }
 
-/// Every key, in the README's order: the send path's, then retention's (`retention.rs`, kept
-/// apart so that neither file grows past a screenful of keys).
+/// Every key, in the README's order: the send path's, then retention's (`retention.rs`), then
+/// replication's (`ha.rs`), kept apart so that no file grows past a screenful of keys.
 pub const KEYS: &[KeySpec] = &ALL;
 
-const ALL: [KeySpec; SEND_PATH.len() + RETENTION.len()] = concat(SEND_PATH, &RETENTION);
+const STORE: [KeySpec; SEND_PATH.len() + RETENTION.len()] = concat(SEND_PATH, &RETENTION);
+const ALL: [KeySpec; STORE.len() + HA.len()] = concat(&STORE, &HA);
 
 const SEND_PATH: &[KeySpec] = &[
     ours(

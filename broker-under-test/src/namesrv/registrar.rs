@@ -23,11 +23,10 @@ use std::{
 
 use parking_lot::Mutex;
 use remoting::{
-    headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader},
-    route::{
-        body_crc32, RegisterBrokerBody, TopicConfigData, TopicConfigWrapper, MASTER_ID,
-        PERM_INHERIT,
+    headers::{
+        RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
     },
+    route::{body_crc32, RegisterBrokerBody, TopicConfigData, TopicConfigWrapper, PERM_INHERIT},
     RemotingCommand, RequestCode,
 };
 
@@ -51,6 +50,8 @@ struct Identity {
     name: String,
     addr: String,
     ha_addr: String,
+    /// `brokerId`: 0 for the master, > 0 for a slave.
+    broker_id: i64,
     version: i32,
 }
 
@@ -97,9 +98,17 @@ impl Registrar {
             cluster: broker.config.broker_cluster_name.clone(),
             name: broker.config.broker_name.clone(),
             addr: addr.to_string(),
-            // brokerIP2:haListenPort; there is no HA service, the address is only reported.
-            ha_addr: SocketAddr::new(broker.config.broker_ip, bound.port().wrapping_add(1))
+            // brokerIP2:haListenPort, as bound by the HA service.
+            ha_addr: broker
+                .ha
+                .bound
+                .get()
+                .copied()
+                .unwrap_or_else(|| {
+                    SocketAddr::new(broker.config.broker_ip, bound.port().wrapping_add(1))
+                })
                 .to_string(),
+            broker_id: broker.config.ha.broker_id,
             version: match broker.config.profile {
                 VersionProfile::V4_3 => 273,
                 VersionProfile::V4_9 => 409,
@@ -171,7 +180,10 @@ impl Registration {
                     );
                     *ok_before = false;
                 }
-                Ok(_) => {
+                Ok(answer) => {
+                    if let Some(a) = answer {
+                        learn_master(broker, &a);
+                    }
                     if !*ok_before {
                         eprintln!("register broker[{name}] to name server {} OK", c.addr);
                     }
@@ -197,7 +209,7 @@ impl Registration {
                 broker_name: id.name.clone(),
                 broker_addr: id.addr.clone(),
                 cluster_name: id.cluster.clone(),
-                broker_id: MASTER_ID,
+                broker_id: id.broker_id,
             },
         );
         for (c, _) in clients.iter_mut() {
@@ -212,6 +224,20 @@ impl Registration {
                 ),
             }
         }
+    }
+}
+
+/// A slave without `haMasterAddress` takes its master's HA address from the answer
+/// (`haServerAddr`, `masterAddr`; HA reference §1.4). Only the first answer counts in 4.x; any
+/// answer with an address will do here (the name servers agree).
+fn learn_master(broker: &Broker, answer: &RemotingCommand) {
+    if broker.config.broker_role != crate::config::BrokerRole::Slave
+        || broker.config.ha.master_address.is_some()
+    {
+        return;
+    }
+    if let Ok(h) = answer.header::<RegisterBrokerResponseHeader>() {
+        broker.ha.learn_master(h.ha_server_addr);
     }
 }
 
@@ -283,7 +309,7 @@ fn register_command(
             broker_addr: id.addr.clone(),
             cluster_name: id.cluster.clone(),
             ha_server_addr: id.ha_addr.clone(),
-            broker_id: MASTER_ID,
+            broker_id: id.broker_id,
             compressed: Some(false),
             body_crc32: Some(crc),
             ..Default::default()

@@ -1,5 +1,5 @@
 //! The default processor (AdminBrokerProcessor): UPDATE_AND_CREATE_TOPIC (17),
-//! GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35).
+//! GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35), GET_BROKER_HA_STATUS (907, 5.3).
 
 use std::{collections::BTreeMap, time::Instant};
 
@@ -20,6 +20,15 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
             let table = runtime_info(broker);
             let body = serde_json::json!({ "table": table }).to_string();
             response(profile, request, ResponseCode::SUCCESS, None).with_body(body.into_bytes())
+        }
+        Some(RequestCode::GET_BROKER_HA_STATUS) => {
+            let info = crate::ha::status::runtime_info(
+                &broker.ha,
+                &broker.config.ha,
+                broker.store.commit_log_max_offset(),
+            );
+            let body = serde_json::to_vec(&info).unwrap_or_default();
+            response(profile, request, ResponseCode::SUCCESS, None).with_body(body)
         }
         _ => response(profile, request, ResponseCode::SUCCESS, None),
     }
@@ -111,6 +120,7 @@ pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
         t.insert(k, v.to_string());
     }
     t.extend(broker.consumer_runtime_info());
+    t.extend(broker.ha.runtime_info(broker.store.commit_log_max_offset()));
     t
 }
 

@@ -17,6 +17,7 @@ use crate::{
     config::BrokerRole,
     consumer::{filter::TagFilter, hold::HeldPull},
     dispatch::{answer, response},
+    ha,
     keys::VersionProfile,
     processor::header::header_error,
     store::GetMessageStatus,
@@ -127,7 +128,7 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask, allow_suspend: bool) {
         );
     }
     let header = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: suggest_broker(broker, &h.consumer_group, &got.body),
         next_begin_offset: got.next_begin_offset,
         min_offset: got.min_offset,
         max_offset: got.max_offset,
@@ -142,6 +143,31 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask, allow_suspend: bool) {
 }
 
 /// §2.1 in order, up to the subscription; the filter to read with, or the early answer.
+/// `suggestWhichBrokerId` (HA reference §4.1, §4.2).
+fn suggest_broker(broker: &Broker, group: &str, body: &[u8]) -> i64 {
+    let c = &broker.config;
+    if !c.ha.slave_read_enable {
+        return 0;
+    }
+    let Some(group) = broker.find_group(group) else {
+        return 0;
+    };
+    let ratio = ha::read::effective_memory_ratio(
+        c.access_message_in_memory_max_ratio,
+        c.profile,
+        c.broker_role,
+    );
+    let from_slave = ha::read::last_physical_offset(body).is_some_and(|read| {
+        ha::read::suggest_pulling_from_slave(
+            broker.store.commit_log_max_offset(),
+            read,
+            ha::read::total_physical_memory(),
+            ratio,
+        )
+    });
+    ha::read::suggest_which_broker_id(true, from_slave, &group)
+}
+
 fn checks(
     broker: &Broker,
     task: &RequestTask,

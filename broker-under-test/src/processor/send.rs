@@ -342,6 +342,9 @@ fn handle_put_result(
     let (code, remark, filled) = match result.status {
         PutMessageStatus::PutOk => (ResponseCode::SUCCESS, None, true),
         PutMessageStatus::FlushDiskTimeout => (ResponseCode::FLUSH_DISK_TIMEOUT, None, true),
+        // Stored on the master; the header is filled and the remark null (HA reference §3.5).
+        PutMessageStatus::FlushSlaveTimeout => (ResponseCode::FLUSH_SLAVE_TIMEOUT, None, true),
+        PutMessageStatus::SlaveNotAvailable => (ResponseCode::SLAVE_NOT_AVAILABLE, None, true),
         PutMessageStatus::CreateMappedFileFailed => (
             ResponseCode::SYSTEM_ERROR,
             Some("create mapped file failed, server is busy or broken.".to_owned()),

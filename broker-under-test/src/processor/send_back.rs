@@ -62,6 +62,8 @@ pub fn status_name(s: PutMessageStatus) -> &'static str {
     match s {
         PutMessageStatus::PutOk => "PUT_OK",
         PutMessageStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+        PutMessageStatus::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
+        PutMessageStatus::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
         PutMessageStatus::CreateMappedFileFailed => "CREATE_MAPEDFILE_FAILED",
         PutMessageStatus::MessageIllegal => "MESSAGE_ILLEGAL",
         PutMessageStatus::PropertiesSizeExceeded => "PROPERTIES_SIZE_EXCEEDED",

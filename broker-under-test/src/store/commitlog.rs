@@ -337,6 +337,19 @@ impl CommitLog {
         })
     }
 
+    pub(crate) fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// Makes the file at `base` the active one (the slave's append, `replica.rs`).
+    pub(crate) fn roll_to(
+        &self,
+        guard: &mut PutLockGuard<'_, AppendState>,
+        base: i64,
+    ) -> Result<Arc<MappedFile>, AppendError> {
+        self.next_file(guard, base)
+    }
+
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }

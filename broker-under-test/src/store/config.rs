@@ -117,6 +117,9 @@ pub struct StoreConfig {
     pub store_host: SocketAddr,
     /// How far ReputMessageService dispatches. Default: MaxOffset (5.3 under ASYNC_FLUSH).
     pub reput_end: ReputEnd,
+    /// `brokerRole=SLAVE`: ReputMessageService counts every replicated message as a put
+    /// (`putTps`, `putMessageTimesTotal`), as RocketMQ's slave dispatch does. Default: false.
+    pub count_replicated_puts: bool,
     /// Our own fault injection. Default: off.
     pub injection: FaultInjection,
     /// Retention and disk space (`retention/`). Default: RocketMQ's.
@@ -187,6 +190,7 @@ impl StoreConfig {
             } else {
                 ReputEnd::MaxOffset
             },
+            count_replicated_puts: slave,
             retention: RetentionConfig::from_keys(&r, profile)?,
             injection: FaultInjection {
                 put_stall_millis: r.get("injectPutStallMillis")?,

@@ -3,10 +3,12 @@
 //! handle read.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, OnceLock};
 
 use super::commitlog::CommitLog;
 use super::config::StoreConfig;
 use super::flush_request::SyncFlushQueues;
+use super::replica::ReplicaGate;
 use super::reput::Reput;
 use super::retention::Retention;
 use super::stats::StoreStats;
@@ -34,6 +36,8 @@ pub(crate) struct StoreInner {
     pub(crate) watcher_stop: AtomicBool,
     /// Clean rounds, disk ratios and the DISK_FULL flag.
     pub(crate) retention: Retention,
+    /// SYNC_MASTER's wait for the slave, installed by the HA service (`replica.rs`).
+    pub(crate) replica: OnceLock<Arc<dyn ReplicaGate>>,
 }
 
 impl StoreInner {

@@ -16,6 +16,7 @@ use super::error::StoreError;
 use super::flush_request::SyncFlushQueues;
 use super::inner::StoreInner;
 use super::pool::TransientStorePool;
+use super::replica::{ReplicaAppendError, ReplicaGate};
 use super::reput::Reput;
 use super::retention::{self, DiskRatios, Retention};
 use super::stats::{human_readable_bytes, StoreStats};
@@ -85,6 +86,7 @@ impl MessageStore {
             watcher_stop: AtomicBool::new(false),
             config,
             retention,
+            replica: std::sync::OnceLock::new(),
         });
         inner.reput.do_reput(&inner.commit_log)?;
         inner.commit_log.recover_topic_queue_table();
@@ -216,6 +218,34 @@ impl MessageStore {
     /// polling). Only the first call takes effect.
     pub fn set_message_arriving_listener(&self, listener: ArrivingListener) {
         let _ = self.inner.commit_log.consume_queues.arriving.set(listener);
+    }
+
+    /// Installs SYNC_MASTER's wait for the slave (`replica.rs`). Only the first call takes effect.
+    pub fn set_replica_gate(&self, gate: Arc<dyn ReplicaGate>) {
+        let _ = self.inner.replica.set(gate);
+    }
+
+    /// HA master: up to `max` readable bytes from CommitLog `offset`, within one file.
+    pub fn replica_chunk(&self, offset: i64, max: usize) -> Vec<u8> {
+        self.inner.commit_log.read_chunk(offset, max)
+    }
+
+    /// HA slave: appends replicated bytes at exactly `offset` under the put lock; returns the
+    /// new end. ReputMessageService dispatches them like any append.
+    pub fn append_replica(&self, offset: i64, bytes: &[u8]) -> Result<i64, ReplicaAppendError> {
+        if !self.inner.running.load(Ordering::Acquire) {
+            return Err(ReplicaAppendError::Stopped);
+        }
+        let log = &self.inner.commit_log;
+        let mut guard = log.lock.lock();
+        let end = log.append_replica(&mut guard, offset, bytes)?;
+        drop(guard);
+        Ok(end)
+    }
+
+    /// `mappedFileSizeCommitLog`.
+    pub fn commit_log_file_size(&self) -> usize {
+        self.inner.commit_log.file_size()
     }
 
     /// Next logical offset of a queue (0 if unknown).

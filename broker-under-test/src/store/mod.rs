@@ -14,7 +14,8 @@
 //! its own pool buffer, as AllocateMappedFileService does) but synchronously, inside the put
 //! lock at the roll, not by a background thread; consume queues are rebuilt from the CommitLog
 //! on every open; retention (`retention/`) deletes old files; ordinary messages only
-//! (no delay levels, no HA).
+//! (no delay levels). Replication plugs in through `replica.rs` (the gate a SYNC_MASTER's put
+//! waits on, the master's chunk read and the slave's append); the HA service is `crate::ha`.
 //!
 //! Fault injection (ours, not RocketMQ's; all off by default, see [`FaultInjection`]): a put
 //! stall holds the put lock for `put_stall_millis` on the first append and then at most once per
@@ -44,6 +45,7 @@ mod pool;
 mod put;
 mod record;
 mod recovery;
+mod replica;
 mod reput;
 mod retention;
 mod service;
@@ -56,6 +58,7 @@ pub use config::{
 };
 pub use error::StoreError;
 pub use message_store::MessageStore;
+pub use replica::{FlushThenReplica, ReplicaAppendError, ReplicaGate, StatusDone};
 pub use retention::{allocated_bytes, DiskModel, DiskRatios, RetentionConfig};
 pub use stats::human_readable_bytes;
 pub use types::{

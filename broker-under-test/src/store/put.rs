@@ -20,6 +20,7 @@ use super::flush_request::FlushRequest;
 use super::inner::StoreInner;
 use super::lock::PutLockGuard;
 use super::record::{encode, EncodedMessage};
+use super::replica::{combine, join, FlushThenReplica, StatusDone};
 use super::types::{
     AppendResult, PutCallback, PutMessage, PutMessageStatus, PutResult, MAX_PROPERTIES_LEN,
     RECORD_SLACK,
@@ -178,21 +179,45 @@ fn put_inner(
     if pool_on {
         inner.commit_waiter.wakeup();
     }
+    let next_offset = result.wrote_offset + result.wrote_bytes as i64;
+    // SYNC_MASTER: the answer also waits for the slave (`replica.rs`, reference §3.2).
+    let replica = if wait_store_ok {
+        inner.replica.get().cloned()
+    } else {
+        None
+    };
+    let answer: StatusDone = Box::new(move |status| {
+        finish(
+            PutResult {
+                status,
+                append: Some(result),
+            },
+            true,
+        )
+    });
     match inner.config.flush_disk_type {
         FlushDiskType::SyncFlush if wait_store_ok => {
-            let next_offset = result.wrote_offset + result.wrote_bytes as i64;
+            let flush_done: StatusDone = match replica {
+                None => answer,
+                Some(gate) => match gate.ordering() {
+                    FlushThenReplica::Sequential => Box::new(move |flushed| {
+                        let g = Arc::clone(&gate);
+                        g.await_replica(
+                            next_offset,
+                            Box::new(move |replicated| answer(combine(flushed, replicated))),
+                        )
+                    }),
+                    FlushThenReplica::Parallel => {
+                        let (flush_half, replica_half) = join(answer);
+                        gate.await_replica(next_offset, replica_half);
+                        flush_half
+                    }
+                },
+            };
             let req = FlushRequest::new(
                 next_offset,
                 Duration::from_millis(inner.config.sync_flush_timeout),
-                Box::new(move |status| {
-                    finish(
-                        PutResult {
-                            status,
-                            append: Some(result),
-                        },
-                        true,
-                    )
-                }),
+                flush_done,
             );
             inner.sync_flush.submit(req);
             inner.flush_waiter.wakeup();
@@ -207,14 +232,13 @@ fn put_inner(
             }
         }
     }
-    defer(
-        finish,
-        PutResult {
-            status: PutMessageStatus::PutOk,
-            append: Some(result),
-        },
-        true,
-    )
+    match replica {
+        Some(gate) => {
+            gate.await_replica(next_offset, answer);
+            None
+        }
+        None => Some(Box::new(move || answer(PutMessageStatus::PutOk))),
+    }
 }
 
 /// The part of a put that runs under the put lock.

@@ -74,8 +74,10 @@ impl Reput {
         self.from.load(Ordering::Acquire) < self.end_offset(log)
     }
 
-    /// `doReput`: dispatches every record below the end offset, file by file.
-    pub(crate) fn do_reput(&self, log: &CommitLog) -> Result<(), StoreError> {
+    /// `doReput`: dispatches every record below the end offset, file by file; returns the
+    /// messages and bytes dispatched.
+    pub(crate) fn do_reput(&self, log: &CommitLog) -> Result<(u64, u64), StoreError> {
+        let mut dispatched = (0u64, 0u64);
         let mut from = self.from.load(Ordering::Acquire);
         let min = log.min_offset();
         if from < min {
@@ -89,10 +91,10 @@ impl Reput {
         loop {
             let end = self.end_offset(log);
             if from >= end {
-                return Ok(());
+                return Ok(dispatched);
             }
             let Some(file) = log.find_file(from) else {
-                return Ok(());
+                return Ok(dispatched);
             };
             let in_file = (from - file.file_from_offset()) as usize;
             let readable = file.readable_from(in_file);
@@ -118,6 +120,8 @@ impl Reput {
                             )?;
                         }
                         used += info.size;
+                        dispatched.0 += 1;
+                        dispatched.1 += info.size as u64;
                         self.from.store(from + used as i64, Ordering::Release);
                     }
                     // The end-of-file marker: `rollNextFile`.
@@ -131,7 +135,7 @@ impl Reput {
             from += used as i64;
             self.from.store(from, Ordering::Release);
             if used == 0 || in_file + used < file.size() {
-                return Ok(());
+                return Ok(dispatched);
             }
         }
     }

@@ -209,9 +209,16 @@ fn stopped_during(stop: &Receiver<()>, d: Duration) -> bool {
 }
 
 fn reput_round(inner: &StoreInner) {
-    if let Err(e) = inner.reput.do_reput(&inner.commit_log) {
+    match inner.reput.do_reput(&inner.commit_log) {
+        // A slave's replicated messages count as puts (RocketMQ's slave dispatch).
+        Ok((messages, bytes)) if inner.config.count_replicated_puts && messages > 0 => {
+            let s = &inner.stats;
+            s.put_times_total.fetch_add(messages, Ordering::Relaxed);
+            s.put_size_total.fetch_add(bytes, Ordering::Relaxed);
+        }
+        Ok(_) => {}
         // RocketMQ logs and goes on with the next round.
-        eprintln!("{REPUT_THREAD_NAME} service has exception. {e}");
+        Err(e) => eprintln!("{REPUT_THREAD_NAME} service has exception. {e}"),
     }
 }
 

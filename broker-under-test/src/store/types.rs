@@ -32,6 +32,10 @@ pub struct PutMessage {
 pub enum PutMessageStatus {
     PutOk,
     FlushDiskTimeout,
+    /// SYNC_MASTER: the slave did not acknowledge within the wait (stored on the master).
+    FlushSlaveTimeout,
+    /// SYNC_MASTER (4.x): no slave connected, or the fastest one too far behind (stored).
+    SlaveNotAvailable,
     CreateMappedFileFailed,
     MessageIllegal,
     PropertiesSizeExceeded,
