@@ -19,6 +19,8 @@ const TEXT_COLUMNS: &[&str] = &[
     // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
     "broker_ok",
     "broker_busy",
+    "broker_consumed",
+    "broker_lag_max",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];

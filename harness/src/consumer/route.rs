@@ -1,0 +1,240 @@
+//! Where the consumers' queues are (consumer §8.6, name-server reference §9): one broker, or
+//! the topic's route read from a name server and refreshed every 30 s
+//! (`pollNameServerInterval`), as `MQClientInstance.updateTopicRouteInfoFromNameServer` does.
+//!
+//! A message queue is `(brokerName, queueId)` of the run's topic, ordered as Java's
+//! `MessageQueue.compareTo` (topic, then brokerName, then queueId; the topic is the same for
+//! all). The subscribe set is `topicRouteData2TopicSubscribeInfo`: `readQueueNums` queues of
+//! every readable queue data. A broker the route no longer lists (killed: the name server
+//! drops it when its channel closes) loses its queues at the next rebalance, and gets them
+//! back when it registers again.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use remoting::route::{TopicRouteData, PERM_READ};
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::discover::{fetch_route, ROUTE_REFRESH};
+
+/// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
+/// (locks), where equality is all the broker needs.
+pub const BROKER_NAME: &str = "broker-under-test";
+
+/// What the consumers connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// One broker: a route of one broker, `queues` read queues, never refreshed.
+    Broker(SocketAddr),
+    /// A cluster: the topic's route from this name server.
+    NameServer(SocketAddr),
+}
+
+/// One message queue of the run's topic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mq {
+    pub broker: Arc<str>,
+    pub queue_id: i32,
+}
+
+impl Mq {
+    pub fn new(broker: &str, queue_id: i32) -> Mq {
+        Mq {
+            broker: broker.into(),
+            queue_id,
+        }
+    }
+}
+
+/// One master broker of the route and its read queues of the topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteBroker {
+    pub name: Arc<str>,
+    pub addr: SocketAddr,
+    pub read_queues: u32,
+}
+
+/// The current route, shared by every task of the run.
+pub struct Route {
+    pub target: Target,
+    brokers: RwLock<Vec<RouteBroker>>,
+}
+
+impl Route {
+    /// The first route: one broker, or what the name server answers now.
+    pub async fn start(target: Target, topic: &str, queues: u32) -> Result<Route, String> {
+        let brokers = match target {
+            Target::Broker(addr) => vec![RouteBroker {
+                name: BROKER_NAME.into(),
+                addr,
+                read_queues: queues,
+            }],
+            Target::NameServer(ns) => match read_route(ns, topic).await? {
+                Some(b) if !b.is_empty() => b,
+                _ => {
+                    return Err(format!(
+                        "the name server {ns} has no route for topic {topic}"
+                    ))
+                }
+            },
+        };
+        Ok(Route {
+            target,
+            brokers: RwLock::new(brokers),
+        })
+    }
+
+    /// The brokers, sorted by name.
+    pub fn brokers(&self) -> Vec<RouteBroker> {
+        self.brokers.read().clone()
+    }
+
+    pub fn addr_of(&self, broker: &str) -> Option<SocketAddr> {
+        self.brokers
+            .read()
+            .iter()
+            .find(|b| &*b.name == broker)
+            .map(|b| b.addr)
+    }
+
+    /// Every queue of the topic, sorted as Java sorts `MessageQueue`.
+    pub fn queues(&self) -> Vec<Mq> {
+        queues_of(&self.brokers.read())
+    }
+
+    /// Replaces the brokers; true when they changed.
+    fn set(&self, brokers: Vec<RouteBroker>) -> bool {
+        let mut current = self.brokers.write();
+        if *current == brokers {
+            return false;
+        }
+        *current = brokers;
+        true
+    }
+}
+
+/// Every queue of `brokers`, sorted as Java sorts `MessageQueue`.
+pub fn queues_of(brokers: &[RouteBroker]) -> Vec<Mq> {
+    let mut out: Vec<Mq> = brokers
+        .iter()
+        .flat_map(|b| {
+            (0..b.read_queues as i32).map(|q| Mq {
+                broker: b.name.clone(),
+                queue_id: q,
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The masters of a route with their read queues (`topicRouteData2TopicSubscribeInfo`),
+/// sorted by broker name.
+pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
+    let mut out: Vec<RouteBroker> = route
+        .queue_datas
+        .iter()
+        .filter(|q| q.perm & PERM_READ == PERM_READ)
+        .filter_map(|q| {
+            let b = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == q.broker_name)?;
+            let addr = b.master_addr()?.to_socket_addrs().ok()?.next()?;
+            Some(RouteBroker {
+                name: q.broker_name.as_str().into(),
+                addr,
+                read_queues: q.read_queue_nums.max(0) as u32,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
+}
+
+/// GET_ROUTEINFO_BY_TOPIC off the runtime (the name-server call blocks); `Ok(None)` when the
+/// topic has no route.
+async fn read_route(ns: SocketAddr, topic: &str) -> Result<Option<Vec<RouteBroker>>, String> {
+    let topic = topic.to_owned();
+    tokio::task::spawn_blocking(move || fetch_route(ns, &topic))
+        .await
+        .map_err(|e| format!("route lookup: {e}"))?
+        .map(|r| r.map(|r| subscribe_brokers(&r)))
+}
+
+/// `pollNameServerInterval`: re-reads the route every `period` until `cancel`; an error or an
+/// empty answer keeps the old route, as the client does. `log(level, text)` notes changes and
+/// errors; `changed` runs after the route changed (it wakes every instance's rebalance).
+pub async fn refresh_loop(
+    route: &Route,
+    topic: &str,
+    period: Duration,
+    cancel: &CancellationToken,
+    log: impl Fn(&str, &str),
+    changed: impl Fn(),
+) {
+    let Target::NameServer(ns) = route.target else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        let brokers = match read_route(ns, topic).await {
+            Ok(Some(b)) if !b.is_empty() => b,
+            Ok(_) => continue,
+            Err(e) => {
+                log(
+                    "WARN",
+                    &format!("updateTopicRouteInfoFromNameServer Exception: {e}"),
+                );
+                continue;
+            }
+        };
+        let names: Vec<&str> = brokers.iter().map(|b| &*b.name).collect();
+        let text = format!("the topic route changed: brokers {names:?}");
+        if route.set(brokers) {
+            log("INFO", &text);
+            changed();
+        }
+    }
+}
+
+/// The route refresh period of a run: the client's 30 s.
+pub const REFRESH_EVERY: Duration = ROUTE_REFRESH;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(name: &str, n: u32) -> RouteBroker {
+        RouteBroker {
+            name: name.into(),
+            addr: "127.0.0.1:1".parse().unwrap(),
+            read_queues: n,
+        }
+    }
+
+    #[test]
+    fn queues_sort_by_broker_name_then_queue_id() {
+        let qs = queues_of(&[b("broker-b", 2), b("broker-a", 3)]);
+        let got: Vec<(&str, i32)> = qs.iter().map(|q| (&*q.broker, q.queue_id)).collect();
+        assert_eq!(
+            got,
+            [
+                ("broker-a", 0),
+                ("broker-a", 1),
+                ("broker-a", 2),
+                ("broker-b", 0),
+                ("broker-b", 1)
+            ]
+        );
+        // Java's String.compareTo: "broker-10" sorts before "broker-2".
+        let qs = queues_of(&[b("broker-2", 1), b("broker-10", 1)]);
+        assert_eq!(&*qs[0].broker, "broker-10");
+    }
+}
