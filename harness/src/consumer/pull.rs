@@ -177,7 +177,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                 );
             }
             shared.restart.pulled(
-                q.queue_id,
+                &q.mq(),
                 msgs[0].queue_offset,
                 inst.link_of(q).and_then(|l| l.opened_at()),
             );
@@ -329,7 +329,7 @@ async fn consume_concurrently(
         inst.shared.failures.delivered(&msgs);
         inst.shared
             .restart
-            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+            .consumed(&q.mq(), &msgs, std::time::Instant::now());
         inst.shared.metrics.consumed_on(&q.broker, msgs.len());
         process(&inst, &mut thread, ready, &msgs).await;
         let kept = if inst.shared.failures.batch_fails(&msgs) {
@@ -413,7 +413,7 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
         inst.shared.failures.delivered(&msgs);
         inst.shared
             .restart
-            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+            .consumed(&q.mq(), &msgs, std::time::Instant::now());
         inst.shared.metrics.consumed_on(&q.broker, msgs.len());
         // The loop takes the next batch the moment this one is done (`continueConsume`).
         ready = process(&inst, &mut thread, ready, &msgs).await;

@@ -193,6 +193,19 @@ impl ConsumerRun {
         self.shared.metrics.per_broker()
     }
 
+    /// [`ConsumerRun::per_broker`] with every broker of the route, by name (a broker nothing
+    /// was consumed from shows 0).
+    fn per_broker_all(&self) -> Vec<(String, crate::consumer::BrokerCounts)> {
+        let mut all = self.per_broker();
+        for b in self.shared.route.brokers() {
+            if !all.iter().any(|(n, _)| *n == *b.name) {
+                all.push((b.name.to_string(), Default::default()));
+            }
+        }
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
     /// The load's acknowledgements go here (`LoadConfig::tracking`).
     pub fn tracking(&self) -> Arc<SendTracking> {
         self.load.clone()
@@ -377,7 +390,7 @@ impl ConsumerRun {
             recovery,
             restart_duplicates,
             retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
-            per_broker: m.per_broker(),
+            per_broker: self.per_broker_all(),
         }
     }
 }
