@@ -210,6 +210,122 @@ pub const REFRESH_EVERY: Duration = ROUTE_REFRESH;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::client::AdminConn;
+    use name_server::{NamesrvConfig, RunningNameServer};
+    use remoting::headers::RegisterBrokerRequestHeader;
+    use remoting::route::{body_crc32, RegisterBrokerBody, TopicConfigData};
+    use remoting::{RemotingCommand, RequestCode};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Instant;
+
+    const WAIT: Duration = Duration::from_secs(3);
+
+    /// Registers `name` (master at `port`) with 4 queues of topic T (and TBW102); the broker stays
+    /// registered while the returned connection is open.
+    fn register(ns: SocketAddr, name: &str, port: u16) -> AdminConn {
+        let mut body = RegisterBrokerBody::default();
+        let w = &mut body.topic_config_serialize_wrapper;
+        w.data_version.counter = 1;
+        // A first registration carries at least two topics (5.x, #4523).
+        for (topic, queues) in [("T", 4), ("TBW102", 8)] {
+            w.topic_config_table.insert(
+                topic.into(),
+                TopicConfigData {
+                    topic_name: topic.into(),
+                    read_queue_nums: queues,
+                    write_queue_nums: queues,
+                    ..Default::default()
+                },
+            );
+        }
+        let body = body.encode();
+        let mut c = AdminConn::connect(ns, WAIT).unwrap();
+        let header = RegisterBrokerRequestHeader {
+            broker_name: name.into(),
+            broker_addr: format!("127.0.0.1:{port}"),
+            cluster_name: "c".into(),
+            ha_server_addr: format!("127.0.0.1:{}", port + 1),
+            broker_id: 0,
+            body_crc32: Some(body_crc32(&body)),
+            ..Default::default()
+        };
+        let cmd = RemotingCommand::request(RequestCode::REGISTER_BROKER, 0)
+            .with_header(&header)
+            .with_body(body);
+        let answer = c.call(cmd, WAIT).unwrap();
+        assert_eq!(answer.code, 0, "{answer:?}");
+        c
+    }
+
+    fn names(route: &Route) -> Vec<String> {
+        let mut n: Vec<String> = route
+            .queues()
+            .iter()
+            .map(|q| q.broker.to_string())
+            .collect();
+        n.dedup();
+        n
+    }
+
+    /// A broker whose registration ends (killed: its channel to the name server closes) leaves
+    /// the route at the next refresh, its queues with it; registered again, it comes back.
+    /// Each change runs `changed` (the instances' rebalance).
+    #[test]
+    fn the_refresh_drops_and_regains_a_broker() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = NamesrvConfig::load(None, &["listenPort=0".into()]).unwrap();
+        let ns = rt.block_on(RunningNameServer::start(config)).unwrap();
+        let _a = register(ns.addr, "broker-a", 20911);
+        let b = register(ns.addr, "broker-b", 30911);
+        let route = Arc::new(
+            rt.block_on(Route::start(Target::NameServer(ns.addr), "T", 0))
+                .unwrap(),
+        );
+        assert_eq!(route.queues().len(), 8);
+        assert_eq!(names(&route), ["broker-a", "broker-b"]);
+        assert_eq!(route.addr_of("broker-b").unwrap().port(), 30911);
+
+        let cancel = CancellationToken::new();
+        let changes = Arc::new(AtomicU32::new(0));
+        let task = {
+            let (route, cancel, changes) = (route.clone(), cancel.clone(), changes.clone());
+            rt.spawn(async move {
+                let changed = || {
+                    changes.fetch_add(1, Ordering::Relaxed);
+                };
+                refresh_loop(
+                    &route,
+                    "T",
+                    Duration::from_millis(50),
+                    &cancel,
+                    |_, _| {},
+                    changed,
+                )
+                .await;
+            })
+        };
+        let wait_for = |want: &[&str]| {
+            let end = Instant::now() + Duration::from_secs(10);
+            while names(&route) != want && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(names(&route), want);
+        };
+        drop(b);
+        wait_for(&["broker-a"]);
+        assert_eq!(route.queues().len(), 4);
+        assert_eq!(changes.load(Ordering::Relaxed), 1);
+        let _b = register(ns.addr, "broker-b", 30911);
+        wait_for(&["broker-a", "broker-b"]);
+        assert_eq!(changes.load(Ordering::Relaxed), 2);
+        cancel.cancel();
+        rt.block_on(task).unwrap();
+        rt.block_on(ns.stop()).unwrap();
+    }
 
     fn b(name: &str, n: u32) -> RouteBroker {
         RouteBroker {
