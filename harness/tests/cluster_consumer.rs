@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use harness::broker::BrokerProcess;
 use harness::cluster::{prepare, CellCluster};
-use harness::consumer::{ConsumerRun, SendTracking, Target};
+use harness::consumer::{ConsumerRun, Mq, SendTracking, Target};
 use harness::matrix;
 use harness::profile::{Profile, Workload};
 use harness::report::SummaryRow;
@@ -246,6 +246,81 @@ fn a_killed_broker_s_queues_resume_after_its_restart() {
     let f = run.finish();
     eprintln!("figures: {f:?}");
     assert_eq!(f.lost, Some(0), "{acked} acknowledged: {f:?}");
+    assert!(f.drained, "{f:?}");
+    cluster.stop(Duration::from_secs(10));
+}
+
+/// Waits (up to 20 s) until the consumers hold exactly the queues of `brokers` (2 each).
+fn wait_assigned(run: &ConsumerRun, brokers: &[&str]) {
+    let want: Vec<Mq> = brokers
+        .iter()
+        .flat_map(|b| (0..2).map(move |q| Mq::new(b, q)))
+        .collect();
+    let end = Instant::now() + Duration::from_secs(20);
+    while run.assigned() != want && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(run.assigned(), want);
+}
+
+/// With the route read every 200 ms (`poll_name_server_interval`): broker 1 killed, the name
+/// server drops it (its channel closed), the route no longer lists it and the rebalance drops
+/// its queues, as the Java client does. Restarted on a new port, it registers again: the route
+/// lists it at its new address, the consumers take its queues back and consume what is sent to
+/// it from then on.
+#[test]
+fn a_broker_that_leaves_the_route_loses_its_queues_and_gets_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        "name = \"route\"\n[cluster]\nbrokers = 2\n[workload]\nqueues = 2\nmessage_size = 64\n\
+        [broker]\nmappedFileSizeCommitLog = 16777216\n\
+        [consumer]\nclient_version = \"5.3\"\npoll_name_server_interval = \"200ms\"\n\
+        drain_timeout = \"30s\"\n";
+    let profile = Profile::parse(text, "route.toml", Path::new("route.toml"), &[]).unwrap();
+    let cell = &matrix::expand(&profile).unwrap()[0];
+    let w = &cell.workload;
+    let mut cluster = CellCluster::start(&broker_bin(), cell, 2, dir.path(), None).unwrap();
+    let load = prepare(cluster.namesrv_addr, Some(2), w).unwrap();
+    let (b0, b1) = (load.router.brokers[0].addr, load.router.brokers[1].addr);
+    let cfg = cell.consumer.clone().unwrap();
+    let target = Target::NameServer(cluster.namesrv_addr);
+    let mut run = ConsumerRun::start(&cfg, w, target, Some(10_000), None).unwrap();
+    wait_assigned(&run, &["broker-0", "broker-1"]);
+    let tracking = run.tracking();
+    let mut seq = 0;
+    for (addr, q) in [(b0, 0), (b1, 1)] {
+        assert_eq!(send(addr, w, &tracking, seq, 20, q), 20);
+        seq += 20;
+    }
+    let within = Duration::from_secs(20);
+    assert_eq!(wait_consumed(&run, "broker-1", 20, within), 20);
+
+    cluster.brokers[1].kill9();
+    wait_assigned(&run, &["broker-0"]);
+    assert_eq!(send(b0, w, &tracking, seq, 20, 1), 20);
+    seq += 20;
+    assert_eq!(wait_consumed(&run, "broker-0", 40, within), 40);
+
+    // Back on a new port (the conf says listenPort=0), with its store.
+    let again = BrokerProcess::start(
+        &broker_bin(),
+        &dir.path().join("broker-1.conf"),
+        &dir.path().join("broker-1-again.log"),
+        None,
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let b1_again = again.addr;
+    cluster.brokers[1] = again;
+    wait_assigned(&run, &["broker-0", "broker-1"]);
+    assert_eq!(send(b1_again, w, &tracking, seq, 20, 0), 20);
+    let got = wait_consumed(&run, "broker-1", 40, Duration::from_secs(30));
+    assert!(got >= 40, "broker-1 consumed {got} after it came back");
+
+    run.drain(|_| {});
+    let f = run.finish();
+    eprintln!("figures: {f:?}");
+    assert_eq!(f.lost, Some(0), "{f:?}");
     assert!(f.drained, "{f:?}");
     cluster.stop(Duration::from_secs(10));
 }

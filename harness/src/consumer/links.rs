@@ -49,7 +49,10 @@ impl Links {
             &self.closed,
         ));
         if let Some(old) = map.insert(broker.clone(), link.clone()) {
+            // The broker came back at another address (restarted on a new port): its channel
+            // is a new one, as after a reconnect (5.3 heartbeats and rebalances at once).
             old.close();
+            self.reconnected.notify_one();
         }
         link
     }

@@ -1,6 +1,6 @@
 //! Where the consumers' queues are (consumer §8.6, name-server reference §9): one broker, or
-//! the topic's route read from a name server and refreshed every 30 s
-//! (`pollNameServerInterval`), as `MQClientInstance.updateTopicRouteInfoFromNameServer` does.
+//! the topic's route read from a name server and refreshed every `poll_name_server_interval`
+//! (`pollNameServerInterval`, 30 s), as `updateTopicRouteInfoFromNameServer` does.
 //!
 //! A message queue is `(brokerName, queueId)` of the run's topic, ordered as Java's
 //! `MessageQueue.compareTo` (topic, then brokerName, then queueId; the topic is the same for
@@ -17,7 +17,7 @@ use parking_lot::RwLock;
 use remoting::route::{TopicRouteData, PERM_READ};
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::discover::{fetch_route, ROUTE_REFRESH};
+use crate::cluster::discover::fetch_route;
 
 /// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
 /// (locks), where equality is all the broker needs.
@@ -203,9 +203,6 @@ pub async fn refresh_loop(
         }
     }
 }
-
-/// The route refresh period of a run: the client's 30 s.
-pub const REFRESH_EVERY: Duration = ROUTE_REFRESH;
 
 #[cfg(test)]
 mod tests {

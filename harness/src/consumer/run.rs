@@ -23,7 +23,7 @@ use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
-use crate::consumer::route::{refresh_loop, Route, Target, REFRESH_EVERY};
+use crate::consumer::route::{refresh_loop, Route, Target};
 use crate::consumer::send_back::broker_retry_sum;
 use crate::consumer::state::{Instance, Shared};
 use crate::consumer::threads::ConsumeThreads;
@@ -137,7 +137,8 @@ impl ConsumerRun {
                         n.notify_one();
                     }
                 };
-                refresh_loop(&s.route, &s.topic, REFRESH_EVERY, &s.cancel, log, wake).await;
+                let every = s.cfg.poll_name_server_interval.duration();
+                refresh_loop(&s.route, &s.topic, every, &s.cancel, log, wake).await;
             });
         });
         let run = ConsumerRun {
@@ -211,7 +212,8 @@ impl ConsumerRun {
         self.load.clone()
     }
 
-    fn assigned_queues(&self) -> usize {
+    /// The queues the running instances hold now, sorted, each once.
+    pub fn assigned(&self) -> Vec<crate::consumer::route::Mq> {
         let mut ids: Vec<crate::consumer::route::Mq> = self
             .instances
             .lock()
@@ -221,7 +223,11 @@ impl ConsumerRun {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.len()
+        ids
+    }
+
+    fn assigned_queues(&self) -> usize {
+        self.assigned().len()
     }
 
     /// The measured window starts: histograms record from now on.
