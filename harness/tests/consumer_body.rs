@@ -10,7 +10,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use harness::consumer::ConsumerRun;
+use harness::consumer::{ConsumerRun, Target};
 use harness::profile::{Consumer, Workload};
 use remoting::message::{encode_properties, MessageRecord};
 use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
@@ -144,7 +144,7 @@ fn a_crc_mismatch_in_a_pull_body_is_counted_not_a_crash() {
         drain_timeout: harness::profile::Secs(5.0),
         ..Consumer::default()
     };
-    let mut run = ConsumerRun::start(&cfg, &workload, addr, Some(0), None).unwrap();
+    let mut run = ConsumerRun::start(&cfg, &workload, Target::Broker(addr), Some(0), None).unwrap();
     run.start_measuring();
     run.drain(|_| {});
     let f = run.finish();

@@ -21,6 +21,8 @@ const TEXT_COLUMNS: &[&str] = &[
     "broker_busy",
     // Where a job's order was checked: `pull` or `store` (summary.csv).
     "order_source",
+    "broker_consumed",
+    "broker_lag_max",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];

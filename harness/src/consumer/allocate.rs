@@ -1,11 +1,12 @@
 //! `AllocateMessageQueueAveragely` (consumer §8.6): the group's client ids and the topic's
-//! queues, both sorted; each client takes a contiguous run.
+//! queues, both sorted; each client takes a contiguous run. On a cluster the queues are
+//! `(brokerName, queueId)`, sorted as Java's `MessageQueue.compareTo` (`route.rs`'s `Mq`).
 
-/// The queue ids (from `queues`, sorted) that `me` takes among `ids`; none when `me` is not
-/// in the list.
-pub fn allocate_averagely(queues: &[i32], ids: &[String], me: &str) -> Vec<i32> {
+/// The queues (from `queues`, sorted) that `me` takes among `ids`; none when `me` is not in
+/// the list.
+pub fn allocate_averagely<Q: Ord + Clone>(queues: &[Q], ids: &[String], me: &str) -> Vec<Q> {
     let mut qs = queues.to_vec();
-    qs.sort_unstable();
+    qs.sort();
     let mut cids: Vec<&str> = ids.iter().map(String::as_str).collect();
     cids.sort_unstable();
     cids.dedup();
@@ -36,6 +37,7 @@ pub fn allocate_averagely(queues: &[i32], ids: &[String], me: &str) -> Vec<i32> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::consumer::route::Mq;
 
     fn ids(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("c{i}")).collect()
@@ -63,5 +65,44 @@ mod tests {
                 .collect();
             assert_eq!(all, (0..8).collect::<Vec<_>>(), "{c} clients");
         }
+    }
+
+    /// Two brokers of 3 queues each, 4 clients, worked out by hand from Java's
+    /// AllocateMessageQueueAveragely over the sorted mqAll
+    /// [a0 a1 a2 b0 b1 b2] (a = broker-a): mod = 6 % 4 = 2, so c0 and c1 take 2 queues from
+    /// index*2, c2 and c3 take 1 from index + 2.
+    #[test]
+    fn two_brokers_sorted_by_broker_name_then_queue_id() {
+        let mq = |b: &str, q| Mq::new(b, q);
+        // Given in a scrambled order, as a route lists them.
+        let all = [
+            mq("broker-b", 2),
+            mq("broker-a", 1),
+            mq("broker-b", 0),
+            mq("broker-a", 0),
+            mq("broker-b", 1),
+            mq("broker-a", 2),
+        ];
+        let four = ids(4);
+        assert_eq!(
+            allocate_averagely(&all, &four, "c0"),
+            [mq("broker-a", 0), mq("broker-a", 1)]
+        );
+        assert_eq!(
+            allocate_averagely(&all, &four, "c1"),
+            [mq("broker-a", 2), mq("broker-b", 0)]
+        );
+        assert_eq!(allocate_averagely(&all, &four, "c2"), [mq("broker-b", 1)]);
+        assert_eq!(allocate_averagely(&all, &four, "c3"), [mq("broker-b", 2)]);
+        // 2 × 4 queues, 2 clients: 8 % 2 = 0, each takes 4 from index*4, one broker each.
+        let eight: Vec<Mq> = ["broker-1", "broker-0"]
+            .iter()
+            .flat_map(|b| (0..4).map(move |q| mq(b, q)))
+            .collect();
+        let two = ids(2);
+        let c0 = allocate_averagely(&eight, &two, "c0");
+        assert_eq!(c0, (0..4).map(|q| mq("broker-0", q)).collect::<Vec<_>>());
+        let c1 = allocate_averagely(&eight, &two, "c1");
+        assert_eq!(c1, (0..4).map(|q| mq("broker-1", q)).collect::<Vec<_>>());
     }
 }

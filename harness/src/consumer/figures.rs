@@ -58,6 +58,9 @@ pub struct ConsumerFigures {
     pub restart_duplicates: Option<u64>,
     /// Failures, retries and the DLQ.
     pub retry: RetryFigures,
+    /// Per broker of the route, by name: consumed from its queues, its lag (one entry on one
+    /// broker).
+    pub per_broker: Vec<(String, crate::consumer::metrics::BrokerCounts)>,
 }
 
 /// A job's failure and retry figures: the `consumer_failures` … `broker_schedule_deliver_nums`

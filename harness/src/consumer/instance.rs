@@ -1,6 +1,8 @@
 //! One client instance's life (consumer §8.8): heartbeat, rebalance (at start, every 20 s and
 //! on NOTIFY_CONSUMER_IDS_CHANGED), offsets persisted every 5 s, orderly locks renewed every
 //! 20 s; at stop: offsets persisted, orderly queues unlocked, the client unregistered.
+//! Heartbeats and the unregister go to every master of the route; the rebalance spans the
+//! queues of every broker; offsets, pulls and locks go to the broker that holds the queue.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -18,7 +20,8 @@ use crate::consumer::gate::{per_queue, Thresholds};
 use crate::consumer::link::Link;
 use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance, Balance};
 use crate::consumer::pull::{publish_committed, pull_loop};
-use crate::consumer::state::{Instance, QueueState, BROKER_NAME};
+use crate::consumer::route::Mq;
+use crate::consumer::state::{Instance, QueueState};
 use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
 
 /// `persistConsumerOffsetInterval`.
@@ -87,7 +90,7 @@ pub async fn run_instance(inst: Arc<Instance>) {
             loop {
                 tokio::select! {
                     _ = inst.stop.cancelled() => break,
-                    _ = inst.wire.reconnected.notified() => {}
+                    _ = inst.links.reconnected.notified() => {}
                 }
                 let v = inst.sub_version.load(Ordering::Acquire);
                 match heartbeat(&inst, v).await {
@@ -120,7 +123,7 @@ pub async fn run_instance(inst: Arc<Instance>) {
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = inst.rebalance_now.notified() => {
-                inst.log("INFO", &format!("receive broker's notification[{}], the consumer group: {} changed, rebalance immediately", inst.shared.addr, inst.shared.cfg.group));
+                inst.log("INFO", &format!("receive broker's notification or a new route, the consumer group: {} changed, rebalance immediately", inst.shared.cfg.group));
             }
             _ = tokio::time::sleep(wait) => {}
         }
@@ -139,36 +142,41 @@ async fn shutdown(inst: &Arc<Instance>) {
     }
     persist(inst, &queues).await;
     if inst.shared.cfg.mode == ConsumeMode::Orderly && !queues.is_empty() {
-        let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
-        let _ = inst
-            .wire
-            .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &ids))
-            .await;
+        let mut by_broker: std::collections::BTreeMap<Arc<str>, Vec<i32>> = Default::default();
+        for q in &queues {
+            by_broker
+                .entry(q.broker.clone())
+                .or_default()
+                .push(q.queue_id);
+        }
+        for (broker, ids) in by_broker {
+            let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &broker, &ids);
+            let _ = inst.oneway(&broker, cmd).await;
+        }
     }
     let header = UnregisterClientRequestHeader {
         client_id: inst.client_id.clone(),
         producer_group: None,
         consumer_group: Some(inst.shared.cfg.group.clone()),
     };
-    let _ = inst
-        .wire
-        .call(
-            RemotingCommand::request(RequestCode::UNREGISTER_CLIENT, 0).with_header(&header),
-            API_TIMEOUT,
-        )
-        .await;
+    for b in inst.shared.route.brokers() {
+        let cmd = RemotingCommand::request(RequestCode::UNREGISTER_CLIENT, 0).with_header(&header);
+        let _ = inst.call(&b.name, cmd, API_TIMEOUT).await;
+    }
     inst.queues.lock().clear();
     inst.log(
         "INFO",
         &format!(
             "the consumer shut down: offsets persisted, client unregistered ({} reconnects)",
-            inst.wire.reconnects()
+            inst.links.reconnects()
         ),
     );
-    inst.wire.close();
+    inst.links.close();
 }
 
-/// HEART_BEAT with this group's subscription (and the retry topic's), as 4.9.8 sends it.
+/// HEART_BEAT with this group's subscription (and the retry topic's), as 4.9.8 sends it, to
+/// every master of the route (`sendHeartbeatToAllBroker`). Ok when at least one broker took
+/// it (a broker that is down gets it at the next one); the failures are logged.
 async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
     let group = &inst.shared.cfg.group;
     let sub = |topic: &str| {
@@ -187,59 +195,77 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
             "unitMode": false}],
         "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}]
     });
-    let r = inst
-        .wire
-        .call(
-            RemotingCommand::request(RequestCode::HEART_BEAT, 0)
-                .with_body(body.to_string().into_bytes()),
-            API_TIMEOUT,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    match r.code {
-        0 => Ok(()),
-        c => Err(format!("code {c} {}", r.remark.unwrap_or_default())),
+    let body = body.to_string().into_bytes();
+    let brokers = inst.shared.route.brokers();
+    let mut failed = Vec::new();
+    for b in &brokers {
+        let cmd = RemotingCommand::request(RequestCode::HEART_BEAT, 0).with_body(body.clone());
+        match inst.call(&b.name, cmd, API_TIMEOUT).await {
+            Ok(r) if r.code == 0 => {}
+            Ok(r) => failed.push(format!(
+                "{}: code {} {}",
+                b.name,
+                r.code,
+                r.remark.unwrap_or_default()
+            )),
+            Err(e) => failed.push(format!("{}: {e}", b.name)),
+        }
     }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let text = failed.join("; ");
+    if failed.len() < brokers.len() {
+        inst.log("WARN", &format!("send heart beat to broker failed: {text}"));
+        return Ok(());
+    }
+    Err(text)
+}
+
+/// `findBrokerAddrByTopic`: the broker that answers GET_CONSUMER_LIST_BY_GROUP, one of the
+/// route picked at random (every broker got the heartbeats, so any knows the group).
+fn any_broker(inst: &Instance) -> Option<Arc<str>> {
+    let brokers = inst.shared.route.brokers();
+    (!brokers.is_empty()).then(|| brokers[fastrand::usize(..brokers.len())].name.clone())
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP to one broker of the route: the group's client ids.
+pub async fn consumer_ids(inst: &Instance) -> Result<Vec<String>, String> {
+    let broker = any_broker(inst).ok_or("the route lists no broker")?;
+    let header = ConsumerGroupHeader {
+        consumer_group: inst.shared.cfg.group.clone(),
+    };
+    let cmd =
+        RemotingCommand::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, 0).with_header(&header);
+    let r = inst
+        .call(&broker, cmd, API_TIMEOUT)
+        .await
+        .map_err(|e| format!("{broker}: {e}"))?;
+    if r.code != 0 {
+        return Err(format!(
+            "{broker}: code {} {}",
+            r.code,
+            r.remark.unwrap_or_default()
+        ));
+    }
+    Ok(serde_json::from_slice::<serde_json::Value>(&r.body)
+        .ok()
+        .and_then(|v| {
+            v["consumerIdList"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+        })
+        .unwrap_or_default())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP, allocation, and the assigned set brought in line with it.
 async fn rebalance(inst: &Arc<Instance>) -> Balance {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
-    let header = ConsumerGroupHeader {
-        consumer_group: cfg.group.clone(),
-    };
-    let ids: Vec<String> = match inst
-        .wire
-        .call(
-            RemotingCommand::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, 0)
-                .with_header(&header),
-            API_TIMEOUT,
-        )
-        .await
-    {
-        Ok(r) if r.code == 0 => serde_json::from_slice::<serde_json::Value>(&r.body)
-            .ok()
-            .and_then(|v| {
-                v["consumerIdList"].as_array().map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_owned))
-                        .collect()
-                })
-            })
-            .unwrap_or_default(),
-        Ok(r) => {
-            inst.log(
-                "WARN",
-                &format!(
-                    "doRebalance, {}, get consumer id list failed: code {} {}",
-                    cfg.group,
-                    r.code,
-                    r.remark.unwrap_or_default()
-                ),
-            );
-            return Balance::Balanced;
-        }
+    let ids = match consumer_ids(inst).await {
+        Ok(ids) => ids,
         Err(e) => {
             inst.log(
                 "WARN",
@@ -251,7 +277,7 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
             return Balance::Balanced;
         }
     };
-    let mine: BTreeSet<i32> = allocate_averagely(&shared.queues, &ids, &inst.client_id)
+    let mine: BTreeSet<Mq> = allocate_averagely(&shared.route.queues(), &ids, &inst.client_id)
         .into_iter()
         .collect();
     if mine.is_empty() && !ids.contains(&inst.client_id) {
@@ -263,12 +289,13 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
             ),
         );
     }
-    let current: BTreeSet<i32> = inst.queues.lock().keys().copied().collect();
+    let current: BTreeSet<Mq> = inst.queues.lock().keys().cloned().collect();
     let mut changed = false;
-    for &qid in current.difference(&mine) {
-        let Some(q) = inst.queues.lock().remove(&qid) else {
+    for mq in current.difference(&mine) {
+        let Some(q) = inst.queues.lock().remove(mq) else {
             continue;
         };
+        let (broker, qid) = (&q.broker, q.queue_id);
         q.dropped.store(true, Ordering::Release);
         persist(inst, std::slice::from_ref(&q)).await;
         if cfg.mode == ConsumeMode::Orderly {
@@ -276,45 +303,45 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
             if cached && cfg.client_version != ClientVersion::V53 {
                 // 4.x keeps the lock `unlockDelayTimeMills` (20 s) while messages are still
                 // cached, so no other client consumes them concurrently (consumer §7.3).
-                inst.log("INFO", &format!("[MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]]unlockDelay, begin", shared.topic));
-                let inst2 = inst.clone();
+                inst.log("INFO", &format!("[MessageQueue [topic={}, brokerName={broker}, queueId={qid}]]unlockDelay, begin", shared.topic));
+                let (inst2, broker) = (inst.clone(), broker.clone());
                 shared.tracker.spawn(async move {
                     tokio::select! {
                         _ = inst2.shared.cancel.cancelled() => {}
                         _ = tokio::time::sleep(UNLOCK_DELAY) => {
-                            let _ = inst2.wire.oneway(lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &[qid])).await;
+                            let cmd = lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &broker, &[qid]);
+                            let _ = inst2.oneway(&broker, cmd).await;
                         }
                     }
                 });
             } else {
-                let _ = inst
-                    .wire
-                    .oneway(lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &[qid]))
-                    .await;
+                let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, broker, &[qid]);
+                let _ = inst.oneway(broker, cmd).await;
             }
         }
-        inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}]", cfg.group, shared.topic));
+        inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}]", cfg.group, shared.topic));
         changed = true;
     }
     let mut added = Vec::new();
     let mut balance = Balance::Balanced;
-    for &qid in mine.difference(&current) {
+    for mq in mine.difference(&current) {
+        let (broker, qid) = (&mq.broker, mq.queue_id);
         let mut locked = false;
         if cfg.mode == ConsumeMode::Orderly {
-            let granted = lock_batch(inst, &[qid]).await;
+            let granted = lock_batch(inst, broker, &[qid]).await;
             if !granted.is_ok_and(|g| g.contains(&qid)) {
                 balance = Balance::LockRefused;
-                inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}], because lock failed", cfg.group, shared.topic));
+                inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={}, brokerName={broker}, queueId={qid}], because lock failed", cfg.group, shared.topic));
                 continue;
             }
             // 4.3.0 starts a new queue unlocked until the next lockAll (consumer §7.3).
             locked = cfg.client_version != ClientVersion::V43;
         }
-        let Some(start) = compute_pull_from_where(inst, qid).await else {
+        let Some(start) = compute_pull_from_where(inst, mq).await else {
             continue;
         };
         let q = Arc::new(QueueState::new(
-            qid,
+            mq,
             start,
             locked,
             Thresholds {
@@ -323,8 +350,8 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
                 span: cfg.consume_concurrently_max_span,
             },
         ));
-        inst.log("INFO", &format!("doRebalance, {}, add a new mq, MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={qid}], nextOffset={start}", cfg.group, shared.topic));
-        inst.queues.lock().insert(qid, q.clone());
+        inst.log("INFO", &format!("doRebalance, {}, add a new mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}], nextOffset={start}", cfg.group, shared.topic));
+        inst.queues.lock().insert(mq.clone(), q.clone());
         publish_committed(inst, &q);
         added.push(q);
         changed = true;
@@ -353,11 +380,14 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
             Ok(()) => inst.sub_version.store(v, Ordering::Release),
             Err(e) => inst.log("WARN", &format!("heartbeat after rebalance failed: {e}")),
         }
-        let ids: Vec<i32> = assigned.iter().map(|q| q.queue_id).collect();
+        let names: Vec<String> = assigned
+            .iter()
+            .map(|q| format!("{}:{}", q.broker, q.queue_id))
+            .collect();
         inst.log(
             "INFO",
             &format!(
-                "messageQueueChanged: {} assigned queues {ids:?} of {} clients",
+                "messageQueueChanged: {} assigned queues {names:?} of {} clients",
                 assigned.len(),
                 ids.len().max(1)
             ),
@@ -369,12 +399,13 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
     balance
 }
 
-/// `computePullFromWhere` (consumer §8.6) for a queue without a process queue.
-async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
+/// `computePullFromWhere` (consumer §8.6) for a queue without a process queue, asked of the
+/// queue's broker.
+async fn compute_pull_from_where(inst: &Instance, mq: &Mq) -> Option<i64> {
     let cfg = &inst.shared.cfg;
-    let (code, offset) = inst
-        .wire
-        .query_consumer_offset(&cfg.group, &inst.shared.topic, qid, API_TIMEOUT)
+    let link = inst.link(&mq.broker)?;
+    let (code, offset) = link
+        .query_consumer_offset(&cfg.group, &inst.shared.topic, mq.queue_id, API_TIMEOUT)
         .await?;
     match code {
         0 => offset,
@@ -382,12 +413,12 @@ async fn compute_pull_from_where(inst: &Instance, qid: i32) -> Option<i64> {
         c if c != 22 && cfg.client_version == ClientVersion::V53 => None,
         _ => match cfg.consume_from {
             ConsumeFrom::First => Some(0),
-            ConsumeFrom::Last => max_offset(&inst.wire, &inst.shared.topic, qid).await,
+            ConsumeFrom::Last => max_offset(&link, &inst.shared.topic, mq.queue_id).await,
         },
     }
 }
 
-/// GET_MAX_OFFSET of one queue.
+/// GET_MAX_OFFSET of one queue, asked of the broker behind `wire`.
 pub async fn max_offset(wire: &Link, topic: &str, qid: i32) -> Option<i64> {
     let header = GetQueueOffsetRequestHeader {
         topic: topic.to_owned(),
@@ -412,8 +443,8 @@ pub async fn max_offset(wire: &Link, topic: &str, qid: i32) -> Option<i64> {
 
 /// QUERY_CONSUMER_OFFSET as the orderly first pull re-reads it: the stored offset, else where
 /// `consume_from` says.
-pub async fn query_offset(inst: &Instance, qid: i32) -> Option<i64> {
-    compute_pull_from_where(inst, qid).await
+pub async fn query_offset(inst: &Instance, q: &QueueState) -> Option<i64> {
+    compute_pull_from_where(inst, &q.mq()).await
 }
 
 /// `persistAll`: UPDATE_CONSUMER_OFFSET (oneway) for every assigned queue with an offset.
@@ -422,6 +453,7 @@ async fn persist_all(inst: &Instance) {
     persist(inst, &queues).await;
 }
 
+/// Each queue's offset goes to the broker that holds the queue.
 async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
     for q in queues {
         let offset = q.offset.load(Ordering::Acquire);
@@ -434,12 +466,8 @@ async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
             queue_id: q.queue_id,
             commit_offset: offset,
         };
-        let _ = inst
-            .wire
-            .oneway(
-                RemotingCommand::request(RequestCode::UPDATE_CONSUMER_OFFSET, 0)
-                    .with_header(&header),
-            )
-            .await;
+        let cmd =
+            RemotingCommand::request(RequestCode::UPDATE_CONSUMER_OFFSET, 0).with_header(&header);
+        let _ = inst.oneway(&q.broker, cmd).await;
     }
 }

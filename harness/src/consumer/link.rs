@@ -36,19 +36,21 @@ pub struct Link {
     opened: parking_lot::Mutex<Option<Instant>>,
     /// Connections opened after the first.
     reconnects: AtomicU64,
-    /// Woken after each reconnect.
-    pub reconnected: Notify,
+    /// Woken after each reconnect (shared by an instance's links, one per broker).
+    reconnected: Arc<Notify>,
 }
 
 impl Link {
-    /// Opens the first connection; an error if the broker does not accept it.
-    pub async fn connect(
+    /// A link that opens its first connection at its first call (a broker of the route that
+    /// may be down now). `reconnected` is woken after each connection but the first.
+    pub fn new(
         addr: SocketAddr,
         notify: Arc<Notify>,
+        reconnected: Arc<Notify>,
         tracker: &TaskTracker,
         stop: &CancellationToken,
-    ) -> Result<Link, WireError> {
-        let link = Link {
+    ) -> Link {
+        Link {
             addr,
             notify,
             tracker: tracker.clone(),
@@ -56,10 +58,12 @@ impl Link {
             current: tokio::sync::Mutex::new(None),
             opened: parking_lot::Mutex::new(None),
             reconnects: AtomicU64::new(0),
-            reconnected: Notify::new(),
-        };
-        link.wire().await?;
-        Ok(link)
+            reconnected,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// The open connection, or a new one if it closed.
@@ -71,7 +75,9 @@ impl Link {
         if let Some(w) = current.as_ref().filter(|w| !w.is_closed()) {
             return Ok(w.clone());
         }
-        let first = current.is_none();
+        // The first connection that worked; a link created before its broker answered
+        // counts its first success as the first connection.
+        let first = self.opened.lock().is_none();
         let connect = Wire::connect(
             self.addr,
             self.notify.clone(),
@@ -144,9 +150,5 @@ impl Link {
     /// Closes the link for good: calls in flight fail as closed, no connection is opened again.
     pub fn close(&self) {
         self.closed.cancel();
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use remoting::{RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
-use crate::consumer::state::{Instance, QueueState, BROKER_NAME};
+use crate::consumer::state::{Instance, QueueState};
 use crate::consumer::wire::WireError;
 use crate::profile::ClientVersion;
 
@@ -53,22 +53,34 @@ pub enum LockError {
     Body(String),
 }
 
-/// The LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body for `ids` of this instance's topic.
-pub fn lock_request(inst: &Instance, code: RequestCode, ids: &[i32]) -> RemotingCommand {
+/// The LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body for `ids` of `broker`'s queues of this
+/// instance's topic (Java sends one request per broker, to that broker).
+pub fn lock_request(
+    inst: &Instance,
+    code: RequestCode,
+    broker: &str,
+    ids: &[i32],
+) -> RemotingCommand {
     let mqs: Vec<serde_json::Value> = ids
         .iter()
-        .map(|q| serde_json::json!({"brokerName": BROKER_NAME, "queueId": q, "topic": inst.shared.topic}))
+        .map(
+            |q| serde_json::json!({"brokerName": broker, "queueId": q, "topic": inst.shared.topic}),
+        )
         .collect();
     let body = serde_json::json!({"clientId": inst.client_id, "consumerGroup": inst.shared.cfg.group, "mqSet": mqs});
     RemotingCommand::request(code, 0).with_body(body.to_string().into_bytes())
 }
 
-/// LOCK_BATCH_MQ: the queue ids granted.
-pub async fn lock_batch(inst: &Instance, ids: &[i32]) -> Result<Vec<i32>, LockError> {
+/// LOCK_BATCH_MQ to `broker` for its queues `ids`: the queue ids granted.
+pub async fn lock_batch(
+    inst: &Instance,
+    broker: &Arc<str>,
+    ids: &[i32],
+) -> Result<Vec<i32>, LockError> {
     let r = inst
-        .wire
         .call(
-            lock_request(inst, RequestCode::LOCK_BATCH_MQ, ids),
+            broker,
+            lock_request(inst, RequestCode::LOCK_BATCH_MQ, broker, ids),
             LOCK_TIMEOUT,
         )
         .await?;
@@ -126,20 +138,31 @@ pub fn apply_lock_all(
         .collect()
 }
 
-/// `lockAll`: every assigned queue in one LOCK_BATCH_MQ.
+/// `lockAll`: the assigned queues of each broker in one LOCK_BATCH_MQ to that broker
+/// (`buildProcessQueueTableByBrokerName`).
 pub async fn lock_all(inst: &Instance) {
-    let queues = inst.assigned();
-    if queues.is_empty() {
-        return;
+    let mut by_broker: std::collections::BTreeMap<Arc<str>, Vec<Arc<QueueState>>> =
+        Default::default();
+    for q in inst.assigned() {
+        by_broker.entry(q.broker.clone()).or_default().push(q);
     }
+    for (broker, queues) in by_broker {
+        lock_broker(inst, &broker, &queues).await;
+    }
+}
+
+async fn lock_broker(inst: &Instance, broker: &Arc<str>, queues: &[Arc<QueueState>]) {
     let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
-    let answer = lock_batch(inst, &ids).await;
+    let answer = lock_batch(inst, broker, &ids).await;
     if let Err(e) = &answer {
-        inst.log("ERROR", &format!("lockBatchMQ exception, {ids:?}: {e}"));
+        inst.log(
+            "ERROR",
+            &format!("lockBatchMQ exception, {broker} {ids:?}: {e}"),
+        );
     }
     let (group, topic) = (&inst.shared.cfg.group, &inst.shared.topic);
-    for (qid, change) in apply_lock_all(&queues, &answer, Instant::now()) {
-        let mq = format!("MessageQueue [topic={topic}, brokerName={BROKER_NAME}, queueId={qid}]");
+    for (qid, change) in apply_lock_all(queues, &answer, Instant::now()) {
+        let mq = format!("MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}]");
         match change {
             LockChange::Gained => inst.log(
                 "INFO",
@@ -157,7 +180,7 @@ pub async fn lock_all(inst: &Instance) {
 /// `lock(mq)`: one queue; true when granted (then locked, its lock time renewed). A refusal
 /// or a failed call leaves the queue as it was.
 pub async fn lock_one(inst: &Instance, q: &QueueState) -> bool {
-    match lock_batch(inst, &[q.queue_id]).await {
+    match lock_batch(inst, &q.broker, &[q.queue_id]).await {
         Ok(granted) if granted.contains(&q.queue_id) => {
             *q.last_lock.lock() = Instant::now();
             q.locked.store(true, Ordering::Release);
@@ -261,7 +284,8 @@ mod tests {
             size_mib: 100,
             span: 2000,
         };
-        Arc::new(QueueState::new(id, 0, locked, t))
+        let mq = crate::consumer::route::Mq::new(crate::consumer::route::BROKER_NAME, id);
+        Arc::new(QueueState::new(&mq, 0, locked, t))
     }
 
     #[test]

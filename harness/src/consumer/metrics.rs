@@ -3,6 +3,7 @@
 //! acknowledgements. Counters are atomics shared by every instance; histograms sit behind one
 //! lock taken once per consumed batch.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -61,6 +62,19 @@ pub struct Metrics {
     pub lag_max: AtomicI64,
     /// The job's order accounting, once the runner hands it over (`harness::order`).
     pub order: OnceLock<Arc<OrderLedger>>,
+    /// Per broker of the route, by name: what was consumed of its queues and its lag.
+    brokers: Mutex<BTreeMap<Arc<str>, BrokerCounts>>,
+}
+
+/// One broker's share of the consumers' figures.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerCounts {
+    /// Messages started from this broker's queues (its retry queue included).
+    pub consumed: u64,
+    /// Max offset − committed offset over its queues, at the last sample.
+    pub lag: i64,
+    /// The largest lag sampled in the measured window.
+    pub lag_max: i64,
 }
 
 /// Records `v`; `saturating_record` alone would clamp to the current (auto-resizing) range.
@@ -107,6 +121,7 @@ impl Metrics {
             lag: AtomicI64::new(0),
             lag_max: AtomicI64::new(0),
             order: OnceLock::new(),
+            brokers: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -212,6 +227,32 @@ impl Metrics {
     /// Whether any producer's sends are tracked (oneway sends are not acknowledged).
     pub fn tracks_acks(&self) -> bool {
         self.ledgers.iter().any(|l| !l.sent.acked.is_empty())
+    }
+
+    /// `n` messages of `broker`'s queues start being consumed.
+    pub fn consumed_on(&self, broker: &Arc<str>, n: usize) {
+        let mut b = self.brokers.lock();
+        b.entry(broker.clone()).or_default().consumed += n as u64;
+    }
+
+    /// The lag of `broker`'s queues now.
+    pub fn set_broker_lag(&self, broker: &Arc<str>, lag: i64) {
+        let measuring = self.measuring.load(Ordering::Acquire);
+        let mut b = self.brokers.lock();
+        let e = b.entry(broker.clone()).or_default();
+        e.lag = lag;
+        if measuring {
+            e.lag_max = e.lag_max.max(lag);
+        }
+    }
+
+    /// Every broker seen, by name.
+    pub fn per_broker(&self) -> Vec<(String, BrokerCounts)> {
+        self.brokers
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect()
     }
 
     pub fn set_lag(&self, lag: i64) {

@@ -19,6 +19,8 @@
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
 //! * link.rs          — a connection that reconnects after a broker restart
+//! * links.rs         — an instance's links, one per broker of the route
+//! * route.rs         — one broker or a cluster's route (name server, 30-s refresh); `Mq`
 //! * restart.rs       — a restart's recovery time and duplicates
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
@@ -30,6 +32,7 @@ mod figures;
 mod gate;
 mod instance;
 mod link;
+mod links;
 mod locks;
 mod log;
 mod metrics;
@@ -38,6 +41,7 @@ mod processing;
 mod pull;
 mod restart;
 mod retry_pull;
+mod route;
 mod run;
 mod send_back;
 mod seqset;
@@ -51,7 +55,9 @@ pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};
 pub use gate::{decide, FlowControl, Gate, QueueView, Thresholds};
+pub use metrics::BrokerCounts;
 pub use process_queue::{Msg, ProcessQueue};
+pub use route::{Mq, Target};
 pub use run::ConsumerRun;
 pub use seqset::SeqSet;
 pub use tracking::SendTracking;

@@ -80,7 +80,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
         }
         if cfg.mode == ConsumeMode::Orderly && !q.offset_fixed.load(Ordering::Acquire) {
             // The first pull after locking starts from the broker's offset (consumer §7.3).
-            match crate::consumer::instance::query_offset(&inst, q.queue_id).await {
+            match crate::consumer::instance::query_offset(&inst, &q).await {
                 Some(o) => {
                     inst.log("INFO", &format!("the first time to pull message, so fix offset from broker. pullRequest: {} NewOffset: {o} brokerBusy: false", inst.pull_request(&q)));
                     q.next_offset.store(o, Ordering::Release);
@@ -131,7 +131,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     };
     let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
-    let resp = match inst.wire.call(cmd, timeout).await {
+    let resp = match inst.call(&q.broker, cmd, timeout).await {
         Ok(r) => r,
         Err(e) => {
             shared.metrics.pull(PullResult::Error);
@@ -176,9 +176,11 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                     msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
                 );
             }
-            shared
-                .restart
-                .pulled(q.queue_id, msgs[0].queue_offset, inst.wire.opened_at());
+            shared.restart.pulled(
+                &q.mq(),
+                msgs[0].queue_offset,
+                inst.link_of(q).and_then(|l| l.opened_at()),
+            );
             let added = q.pq.lock().put(msgs);
             dispatch(inst, q, added);
             Duration::ZERO
@@ -249,9 +251,8 @@ pub fn publish_committed(inst: &Instance, q: &QueueState) {
         // The retry queue is not part of the run's topic lag.
         return;
     }
-    if let Some(slot) = inst.shared.committed_slot(q.queue_id) {
-        slot.store(q.offset.load(Ordering::Acquire), Ordering::Release);
-    }
+    inst.shared
+        .publish_committed(q.mq(), q.offset.load(Ordering::Acquire));
 }
 
 /// Hands newly cached messages to the consume threads.
@@ -328,10 +329,11 @@ async fn consume_concurrently(
         inst.shared.failures.delivered(&msgs);
         inst.shared
             .restart
-            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+            .consumed(&q.mq(), &msgs, std::time::Instant::now());
+        inst.shared.metrics.consumed_on(&q.broker, msgs.len());
         process(&inst, &mut thread, ready, &msgs).await;
         let kept = if inst.shared.failures.batch_fails(&msgs) {
-            send_back::send_back_failed(&inst, &msgs).await
+            send_back::send_back_failed(&inst, &q.broker, &msgs).await
         } else {
             Vec::new()
         };
@@ -411,12 +413,13 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
         inst.shared.failures.delivered(&msgs);
         inst.shared
             .restart
-            .consumed(q.queue_id, &msgs, std::time::Instant::now());
+            .consumed(&q.mq(), &msgs, std::time::Instant::now());
+        inst.shared.metrics.consumed_on(&q.broker, msgs.len());
         // The loop takes the next batch the moment this one is done (`continueConsume`).
         ready = process(&inst, &mut thread, ready, &msgs).await;
         drop(thread);
         if inst.shared.failures.batch_fails(&msgs) {
-            if let Some(suspend) = orderly_failed(&inst, msgs).await {
+            if let Some(suspend) = orderly_failed(&inst, &q, msgs).await {
                 q.pq.lock().consume_again(suspend);
                 tokio::select! {
                     _ = inst.shared.cancel.cancelled() => break,
@@ -442,7 +445,7 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
 /// count the broker dead-letters; here a send-back with level −1 reaches the same DLQ), the
 /// others count one more consumption in memory only. Returns the batch to consume again after
 /// the suspend time, or None when every message went to the DLQ.
-async fn orderly_failed(inst: &Instance, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
+async fn orderly_failed(inst: &Instance, q: &QueueState, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
     let f = &inst.shared.failures;
     f.suspends.fetch_add(1, Ordering::Relaxed);
     let max = inst.shared.cfg.max_reconsume();
@@ -451,7 +454,7 @@ async fn orderly_failed(inst: &Instance, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
     for mut m in msgs {
         f.failed(&m);
         let to_dlq = m.reconsume_times >= max;
-        if to_dlq && send_back::send_back(inst, &m, -1).await.is_ok() {
+        if to_dlq && send_back::send_back(inst, &q.broker, &m, -1).await.is_ok() {
             f.send_backs.fetch_add(1, Ordering::Relaxed);
             f.dead_lettered(&m);
         } else {

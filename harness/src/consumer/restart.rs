@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::consumer::process_queue::Msg;
+use crate::consumer::route::Mq;
 
 /// The first FOUND pull of one queue on one connection.
 #[derive(Debug, Clone, Copy)]
@@ -29,8 +30,8 @@ struct FirstPull {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Per queue: the first pull on each connection, newest last (a few per restart).
-    pulls: BTreeMap<i32, Vec<FirstPull>>,
+    /// Per queue (of any broker): the first pull on each connection, newest last.
+    pulls: BTreeMap<Mq, Vec<FirstPull>>,
     /// (kill, restarted broker ready) of each restart.
     restarts: Vec<(Instant, Instant)>,
     /// Duplicates counted when the first restart was noted.
@@ -47,10 +48,10 @@ pub struct RestartWatch {
 impl RestartWatch {
     /// A FOUND pull of `queue` whose first message is `offset`, answered on the connection
     /// opened at `opened`.
-    pub fn pulled(&self, queue: i32, offset: i64, opened: Option<Instant>) {
+    pub fn pulled(&self, queue: &Mq, offset: i64, opened: Option<Instant>) {
         let Some(opened) = opened else { return };
         let mut inner = self.inner.lock();
-        let list = inner.pulls.entry(queue).or_default();
+        let list = inner.pulls.entry(queue.clone()).or_default();
         if list.last().is_some_and(|p| p.opened == opened) {
             return;
         }
@@ -63,12 +64,12 @@ impl RestartWatch {
     }
 
     /// `msgs` of `queue` start being consumed at `now`.
-    pub fn consumed(&self, queue: i32, msgs: &[Msg], now: Instant) {
+    pub fn consumed(&self, queue: &Mq, msgs: &[Msg], now: Instant) {
         if !self.pending.load(Ordering::Acquire) {
             return;
         }
         let mut inner = self.inner.lock();
-        let Some(list) = inner.pulls.get_mut(&queue) else {
+        let Some(list) = inner.pulls.get_mut(queue) else {
             return;
         };
         let top = msgs.iter().map(|m| m.queue_offset).max().unwrap_or(-1);
@@ -138,22 +139,23 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let w = RestartWatch::default();
-        w.pulled(0, 0, Some(t0));
-        w.consumed(0, &[msg(0)], t0 + s(1));
+        let q0 = &Mq::new("broker-0", 0);
+        w.pulled(q0, 0, Some(t0));
+        w.consumed(q0, &[msg(0)], t0 + s(1));
         // Killed at 10 s, ready at 12 s; a cached message from the old connection is consumed
         // at 13 s: not a recovery.
         w.restarted(t0 + s(10), t0 + s(12), 5);
-        w.consumed(0, &[msg(40)], t0 + s(13));
+        w.consumed(q0, &[msg(40)], t0 + s(13));
         assert_eq!(
             w.figures(5),
             (None, Some(0)),
             "no consume after the restart yet"
         );
-        w.pulled(0, 30, Some(t0 + s(20)));
-        w.pulled(0, 35, Some(t0 + s(20))); // the same connection: its first pull counts
-        w.consumed(0, &[msg(29)], t0 + s(21)); // a duplicate below the first offset pulled
+        w.pulled(q0, 30, Some(t0 + s(20)));
+        w.pulled(q0, 35, Some(t0 + s(20))); // the same connection: its first pull counts
+        w.consumed(q0, &[msg(29)], t0 + s(21)); // a duplicate below the first offset pulled
         assert_eq!(w.figures(6).0, None);
-        w.consumed(0, &[msg(30)], t0 + s(22));
+        w.consumed(q0, &[msg(30)], t0 + s(22));
         assert_eq!(w.figures(9), (Some(s(10)), Some(4)));
         assert!(!w.pending.load(Ordering::Acquire));
     }

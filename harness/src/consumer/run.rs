@@ -5,7 +5,7 @@
 //! processing time is simulated by timers, so the consumers cost the CPU of decoding pulls and
 //! nothing else. [`ConsumerRun::finish`] cancels every task and joins the runtime.
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,11 +19,12 @@ use tokio_util::task::TaskTracker;
 use crate::consumer::failure::Failures;
 use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::{max_offset, run_instance};
-use crate::consumer::link::Link;
+use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::processing::ProcessingModel;
-use crate::consumer::send_back::broker_retry_counters;
+use crate::consumer::route::{refresh_loop, Route, Target};
+use crate::consumer::send_back::broker_retry_sum;
 use crate::consumer::state::{Instance, Shared};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
@@ -56,11 +57,12 @@ pub struct ConsumerRun {
 
 impl ConsumerRun {
     /// Prefills the topic, starts the instances that join at 0 and waits (up to 5 s) until
-    /// every queue is assigned. `scheduled` is the load's message count, if fixed.
+    /// every queue is assigned. `target` is one broker or a cluster's name server;
+    /// `scheduled` is the load's message count, if fixed.
     pub fn start(
         cfg: &Consumer,
         workload: &Workload,
-        addr: SocketAddr,
+        target: Target,
         scheduled: Option<u64>,
         log_path: Option<&Path>,
     ) -> Result<ConsumerRun, String> {
@@ -74,13 +76,13 @@ impl ConsumerRun {
         let capacity = scheduled.map_or(OPEN_ENDED_CAPACITY, |n| (n + 1024) * batch);
         let load = Arc::new(SendTracking::new(workload.batch, capacity));
         let prefill = Arc::new(SendTracking::new(1, cfg.prefill.max(1)));
-        let queues: Vec<i32> = (0..workload.queues as i32).collect();
+        let route = rt.block_on(Route::start(target, &workload.topic, workload.queues))?;
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
-            addr,
+            route,
             topic: workload.topic.clone(),
-            committed: queues.iter().map(|_| AtomicI64::new(-1)).collect(),
-            queues,
+            committed: Mutex::new(BTreeMap::new()),
+            rebalance_wakers: Mutex::new(Vec::new()),
             metrics: Arc::new(Metrics::new(vec![load.clone(), prefill.clone()])),
             model: ProcessingModel::new(cfg, Instant::now()),
             started: AtomicU64::new(0),
@@ -98,7 +100,7 @@ impl ConsumerRun {
                 &format!("{acked} of {} messages acknowledged", cfg.prefill),
             );
         }
-        let broker_retry_start = rt.block_on(broker_retry_counters(addr, &shared.tracker));
+        let broker_retry_start = rt.block_on(broker_retry_sum(&shared.route, &shared.tracker));
         let instances = Arc::new(Mutex::new(Vec::new()));
         let origin = tokio::time::Instant::now();
         rt.block_on(async {
@@ -127,6 +129,17 @@ impl ConsumerRun {
                 });
             }
             shared.tracker.spawn(sample_lag(shared.clone()));
+            let s = shared.clone();
+            shared.tracker.spawn(async move {
+                let log = |level: &str, text: &str| s.log.line("route", level, text);
+                let wake = || {
+                    for n in s.rebalance_wakers.lock().iter() {
+                        n.notify_one();
+                    }
+                };
+                let every = s.cfg.poll_name_server_interval.duration();
+                refresh_loop(&s.route, &s.topic, every, &s.cancel, log, wake).await;
+            });
         });
         let run = ConsumerRun {
             rt: Some(rt),
@@ -146,7 +159,7 @@ impl ConsumerRun {
         let joining_now = (0..cfg.instances).any(|i| cfg.schedule_of(i).0.is_zero());
         while joining_now
             && Instant::now() < deadline
-            && run.assigned_queues() < run.shared.queues.len()
+            && run.assigned_queues() < run.shared.route.queues().len()
         {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -176,22 +189,45 @@ impl ConsumerRun {
         self.restarts_seen = self.restarts_seen.max(restarts.len());
     }
 
+    /// Per broker of the route so far: consumed from its queues, its lag.
+    pub fn per_broker(&self) -> Vec<(String, crate::consumer::BrokerCounts)> {
+        self.shared.metrics.per_broker()
+    }
+
+    /// [`ConsumerRun::per_broker`] with every broker of the route, by name (a broker nothing
+    /// was consumed from shows 0).
+    fn per_broker_all(&self) -> Vec<(String, crate::consumer::BrokerCounts)> {
+        let mut all = self.per_broker();
+        for b in self.shared.route.brokers() {
+            if !all.iter().any(|(n, _)| *n == *b.name) {
+                all.push((b.name.to_string(), Default::default()));
+            }
+        }
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
     /// The load's acknowledgements go here (`LoadConfig::tracking`).
     pub fn tracking(&self) -> Arc<SendTracking> {
         self.load.clone()
     }
 
-    fn assigned_queues(&self) -> usize {
-        let mut ids: Vec<i32> = self
+    /// The queues the running instances hold now, sorted, each once.
+    pub fn assigned(&self) -> Vec<crate::consumer::route::Mq> {
+        let mut ids: Vec<crate::consumer::route::Mq> = self
             .instances
             .lock()
             .iter()
             .filter(|i| !i.stop.is_cancelled())
-            .flat_map(|i| i.queues.lock().keys().copied().collect::<Vec<_>>())
+            .flat_map(|i| i.queues.lock().keys().cloned().collect::<Vec<_>>())
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.len()
+        ids
+    }
+
+    fn assigned_queues(&self) -> usize {
+        self.assigned().len()
     }
 
     /// The measured window starts: histograms record from now on.
@@ -294,10 +330,7 @@ impl ConsumerRun {
         let m = self.shared.metrics.clone();
         let mut broker_retry = None;
         if let Some(rt) = self.rt.take() {
-            let end = rt.block_on(broker_retry_counters(
-                self.shared.addr,
-                &self.shared.tracker,
-            ));
+            let end = rt.block_on(broker_retry_sum(&self.shared.route, &self.shared.tracker));
             broker_retry = self
                 .broker_retry_start
                 .zip(end)
@@ -311,7 +344,7 @@ impl ConsumerRun {
                 // Instances persist and unregister first; then everything else stops.
                 let _ = tokio::time::timeout(Duration::from_secs(5), async {
                     loop {
-                        let running = self.instances.lock().iter().any(|i| !i.wire.is_closed());
+                        let running = self.instances.lock().iter().any(|i| !i.links.is_closed());
                         if !running {
                             break;
                         }
@@ -363,6 +396,7 @@ impl ConsumerRun {
             recovery,
             restart_duplicates,
             retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
+            per_broker: self.per_broker_all(),
         }
     }
 }
@@ -376,14 +410,13 @@ impl Drop for ConsumerRun {
     }
 }
 
-/// Connects instance `i` with its own client id.
+/// Instance `i` with its own client id; its links connect at their first call.
 async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, String> {
     let notify = Arc::new(Notify::new());
+    shared.rebalance_wakers.lock().push(notify.clone());
     let stop = shared.cancel.child_token();
-    // The link outlives the instance's stop: shutdown still persists and unregisters on it.
-    let wire = Link::connect(shared.addr, notify.clone(), &shared.tracker, &shared.cancel)
-        .await
-        .map_err(|e| format!("consumer {i}: {e}"))?;
+    // The links outlive the instance's stop: shutdown still persists and unregisters on them.
+    let links = Links::new(notify.clone(), &shared.tracker, &shared.cancel);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -391,7 +424,7 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
         index: i,
         client_id: format!("127.0.0.1@{}#{i}#{nanos}", std::process::id()),
         shared: shared.clone(),
-        wire,
+        links,
         queues: Mutex::new(Default::default()),
         sub_version: AtomicI64::new(
             std::time::SystemTime::now()
@@ -410,38 +443,47 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
     }))
 }
 
-/// Every second: broker max offset − committed offset, summed over the topic's queues.
+/// Every 500 ms: broker max offset − committed offset, per broker over its queues of the
+/// route, and summed over the brokers.
 async fn sample_lag(shared: Arc<Shared>) {
-    let Ok(wire) = Link::connect(
-        shared.addr,
-        Arc::new(Notify::new()),
-        &shared.tracker,
-        &shared.cancel,
-    )
-    .await
-    else {
-        return;
-    };
+    let links = Links::new(Arc::new(Notify::new()), &shared.tracker, &shared.cancel);
+    // Per broker, the last lag read: a broker down (killed, restarting) has no lag to read,
+    // its last one stands.
+    let mut last: BTreeMap<Arc<str>, i64> = BTreeMap::new();
     loop {
-        let mut lag = Some(0i64);
-        for (i, q) in shared.queues.iter().enumerate() {
-            // A broker down (killed, restarting) has no lag to read: the last one stands.
-            let Some(max) = max_offset(&wire, &shared.topic, *q).await else {
-                lag = None;
-                break;
-            };
-            let committed = shared.committed[i].load(Ordering::Acquire).max(0);
-            lag = lag.map(|l| l + (max - committed).max(0));
+        let route = shared.route.brokers();
+        let committed = shared.committed.lock().clone();
+        for b in &route {
+            let link = links.to(&b.name, b.addr);
+            let mut lag = Some(0i64);
+            for q in 0..b.read_queues as i32 {
+                let Some(max) = max_offset(&link, &shared.topic, q).await else {
+                    lag = None;
+                    break;
+                };
+                let mq = crate::consumer::route::Mq {
+                    broker: b.name.clone(),
+                    queue_id: q,
+                };
+                let c = committed.get(&mq).copied().unwrap_or(-1).max(0);
+                lag = lag.map(|l| l + (max - c).max(0));
+            }
+            if let Some(lag) = lag {
+                last.insert(b.name.clone(), lag);
+                shared.metrics.set_broker_lag(&b.name, lag);
+            }
         }
-        if let Some(lag) = lag {
-            shared.metrics.set_lag(lag);
+        // A broker that left the route has no queues left to lag.
+        last.retain(|name, _| route.iter().any(|b| &b.name == name));
+        if !last.is_empty() {
+            shared.metrics.set_lag(last.values().sum());
         }
         tokio::select! {
             _ = shared.cancel.cancelled() => break,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     }
-    wire.close();
+    links.close();
 }
 
 /// Sends `cfg.prefill` messages before any consumer starts; returns how many were
@@ -451,16 +493,22 @@ async fn prefill_topic(
     workload: &Workload,
     tracking: &Arc<SendTracking>,
 ) -> Result<u64, String> {
-    let wire = Arc::new(
-        Wire::connect(
-            shared.addr,
+    // One connection per broker of the route.
+    let mut wires = Vec::new();
+    for b in shared.route.brokers() {
+        let w = Wire::connect(
+            b.addr,
             Arc::new(Notify::new()),
             &shared.tracker,
             shared.cancel.child_token(),
         )
         .await
-        .map_err(|e| format!("prefill: {e}"))?,
-    );
+        .map_err(|e| format!("prefill: {}: {e}", b.name))?;
+        wires.push(Arc::new(w));
+    }
+    if wires.is_empty() {
+        return Err("prefill: the route lists no broker".into());
+    }
     let mut builder = SendBuilder::new(workload);
     builder.set_uniq_prefix(&tracking.prefix);
     let mut set = tokio::task::JoinSet::new();
@@ -470,8 +518,13 @@ async fn prefill_topic(
         while set.len() >= PREFILL_WINDOW {
             set.join_next().await;
         }
+        // Round robin over every queue of every broker, as the producer spreads its sends.
+        let queues = u64::from(workload.queues.max(1));
+        let slot = seq % (queues * wires.len() as u64);
+        let wire = &wires[(slot / queues) as usize];
         let opaque = wire.reserve_opaque();
-        builder.encode(seq, opaque, &mut buf);
+        buf.clear();
+        builder.encode_into_queue(seq, Some((slot % queues) as i32), opaque, &mut buf);
         let frame = buf.split().freeze();
         let (wire, tracking, acked) = (wire.clone(), tracking.clone(), acked.clone());
         set.spawn(async move {
@@ -487,6 +540,8 @@ async fn prefill_topic(
         });
     }
     while set.join_next().await.is_some() {}
-    wire.close();
+    for w in &wires {
+        w.close();
+    }
     Ok(acked.load(Ordering::Relaxed))
 }

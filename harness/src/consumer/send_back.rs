@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::process_queue::Msg;
-use crate::consumer::state::{Instance, BROKER_NAME};
+use crate::consumer::state::Instance;
 use crate::consumer::wire::Wire;
 
 /// The send-back call's timeout.
@@ -36,8 +36,14 @@ pub const BROKER_RETRY_KEYS: [&str; 4] = [
     "scheduleMessageDeliverNums",
 ];
 
-/// One CONSUMER_SEND_MSG_BACK for `m` at `delay_level`; Err names the code or the failure.
-pub async fn send_back(inst: &Instance, m: &Msg, delay_level: i32) -> Result<(), String> {
+/// One CONSUMER_SEND_MSG_BACK for `m` at `delay_level`, to `broker`, the broker the message
+/// was pulled from (`getBrokerNameFromMessageQueue`); Err names the code or the failure.
+pub async fn send_back(
+    inst: &Instance,
+    broker: &Arc<str>,
+    m: &Msg,
+    delay_level: i32,
+) -> Result<(), String> {
     let cfg = &inst.shared.cfg;
     let header = ConsumerSendMsgBackRequestHeader {
         offset: m.commit_log_offset,
@@ -47,10 +53,10 @@ pub async fn send_back(inst: &Instance, m: &Msg, delay_level: i32) -> Result<(),
         origin_topic: Some(m.topic.clone()),
         unit_mode: Some(false),
         max_reconsume_times: Some(cfg.max_reconsume()),
-        bname: Some(BROKER_NAME.into()),
+        bname: Some(broker.to_string()),
     };
     let cmd = RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, 0).with_header(&header);
-    match inst.wire.call(cmd, SEND_BACK_TIMEOUT).await {
+    match inst.call(broker, cmd, SEND_BACK_TIMEOUT).await {
         Ok(r) if r.code == 0 => Ok(()),
         Ok(r) => Err(format!(
             "CODE: {} DESC: {}",
@@ -64,14 +70,14 @@ pub async fn send_back(inst: &Instance, m: &Msg, delay_level: i32) -> Result<(),
 /// processConsumeResult for a batch the listener failed (CLUSTERING): every message sent back;
 /// the ones whose send-back failed are returned, their reconsumeTimes raised, to be consumed
 /// again here after [`LOCAL_RETRY_DELAY`].
-pub async fn send_back_failed(inst: &Instance, msgs: &[Msg]) -> Vec<Msg> {
+pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) -> Vec<Msg> {
     let f = &inst.shared.failures;
     let cfg = &inst.shared.cfg;
     let level = cfg.delay_level_when_next_consume;
     let mut kept = Vec::new();
     for m in msgs {
         f.failed(m);
-        match send_back(inst, m, level).await {
+        match send_back(inst, broker, m, level).await {
             Ok(()) => {
                 f.send_backs.fetch_add(1, Ordering::Relaxed);
                 // The broker's rule (B2.2 #9) on the stored count the record carries.
@@ -118,4 +124,20 @@ pub async fn broker_retry_counters(addr: SocketAddr, tracker: &TaskTracker) -> O
         *slot = table.get(key)?.parse().ok()?;
     }
     Some(out)
+}
+
+/// The retry counters summed over every broker of the route (None when one does not answer:
+/// a partial sum would read as fewer retries).
+pub async fn broker_retry_sum(
+    route: &crate::consumer::route::Route,
+    tracker: &TaskTracker,
+) -> Option<[u64; 4]> {
+    let mut total = [0u64; 4];
+    for b in route.brokers() {
+        let c = broker_retry_counters(b.addr, tracker).await?;
+        for (t, v) in total.iter_mut().zip(c) {
+            *t += v;
+        }
+    }
+    Some(total)
 }

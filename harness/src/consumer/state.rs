@@ -2,7 +2,6 @@
 //! (`Instance`) and one assigned queue (`QueueState`).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,23 +14,23 @@ use tokio_util::task::TaskTracker;
 use crate::consumer::failure::Failures;
 use crate::consumer::gate::{QueueView, Thresholds};
 use crate::consumer::link::Link;
+use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::restart::RestartWatch;
+use crate::consumer::route::{Mq, Route};
 use crate::consumer::threads::ConsumeThreads;
+use crate::consumer::wire::WireError;
 use crate::profile::Consumer;
-
-/// The broker name in MessageQueue bodies (locks): equality is all the broker needs.
-pub const BROKER_NAME: &str = "broker-under-test";
 
 /// One consumer run (a job's consumers).
 pub struct Shared {
     pub cfg: Consumer,
-    pub addr: SocketAddr,
+    /// One broker, or the topic's route from the name server (refreshed every 30 s).
+    pub route: Route,
     pub topic: String,
-    pub queues: Vec<i32>,
     pub metrics: Arc<Metrics>,
     pub model: ProcessingModel,
     /// Messages started over every instance: which one `stall_every` hits.
@@ -40,8 +39,10 @@ pub struct Shared {
     /// The whole run's stop: every task ends.
     pub cancel: CancellationToken,
     pub tracker: TaskTracker,
-    /// Per queue id: the offset its current owner would commit (−1 before any owner).
-    pub committed: Vec<AtomicI64>,
+    /// Per queue: the offset its current owner would commit (none before any owner).
+    pub committed: Mutex<BTreeMap<Mq, i64>>,
+    /// Every instance's rebalance, woken when the route changes.
+    pub rebalance_wakers: Mutex<Vec<Arc<Notify>>>,
     /// The listener's failures and the retry accounting.
     pub failures: Failures,
     /// Broker restarts: the consumers' recovery and the duplicates they cause.
@@ -49,16 +50,16 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn committed_slot(&self, queue_id: i32) -> Option<&AtomicI64> {
-        self.queues
-            .iter()
-            .position(|q| *q == queue_id)
-            .map(|i| &self.committed[i])
+    /// Where the current owner of `mq` stands, for the lag sampler.
+    pub fn publish_committed(&self, mq: Mq, offset: i64) {
+        self.committed.lock().insert(mq, offset);
     }
 }
 
 /// One queue assigned to an instance.
 pub struct QueueState {
+    /// The broker that holds the queue: pulls, offsets and locks go there.
+    pub broker: Arc<str>,
     pub queue_id: i32,
     pub pq: Mutex<ProcessQueue>,
     pub dropped: AtomicBool,
@@ -78,9 +79,10 @@ pub struct QueueState {
 }
 
 impl QueueState {
-    pub fn new(queue_id: i32, start: i64, locked: bool, t: Thresholds) -> QueueState {
+    pub fn new(mq: &Mq, start: i64, locked: bool, t: Thresholds) -> QueueState {
         QueueState {
-            queue_id,
+            broker: mq.broker.clone(),
+            queue_id: mq.queue_id,
             pq: Mutex::new(ProcessQueue::default()),
             dropped: AtomicBool::new(false),
             locked: AtomicBool::new(locked),
@@ -103,6 +105,13 @@ impl QueueState {
     /// This queue's topic: its own, or the run's.
     pub fn topic<'a>(&'a self, shared: &'a Shared) -> &'a str {
         self.topic.as_deref().unwrap_or(&shared.topic)
+    }
+
+    pub fn mq(&self) -> Mq {
+        Mq {
+            broker: self.broker.clone(),
+            queue_id: self.queue_id,
+        }
     }
 
     pub fn is_dropped(&self) -> bool {
@@ -135,9 +144,9 @@ pub struct Instance {
     pub index: u32,
     pub client_id: String,
     pub shared: Arc<Shared>,
-    /// Reconnects after a broker restart.
-    pub wire: Link,
-    pub queues: Mutex<BTreeMap<i32, Arc<QueueState>>>,
+    /// A link per broker; each reconnects after its broker restarts.
+    pub links: Links,
+    pub queues: Mutex<BTreeMap<Mq, Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,
     /// `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
@@ -156,9 +165,10 @@ impl Instance {
     /// `PullRequest [consumerGroup=G, messageQueue=MessageQueue [...], nextOffset=N]`.
     pub fn pull_request(&self, q: &QueueState) -> String {
         format!(
-            "PullRequest [consumerGroup={}, messageQueue=MessageQueue [topic={}, brokerName={BROKER_NAME}, queueId={}], nextOffset={}]",
+            "PullRequest [consumerGroup={}, messageQueue=MessageQueue [topic={}, brokerName={}, queueId={}], nextOffset={}]",
             self.shared.cfg.group,
             q.topic(&self.shared),
+            q.broker,
             q.queue_id,
             q.next_offset.load(Ordering::Relaxed)
         )
@@ -168,6 +178,44 @@ impl Instance {
         self.shared
             .log
             .line(&format!("consumer-{}", self.index), level, text);
+    }
+
+    /// The link to `broker`: at its address in the route, else the one it had.
+    pub fn link(&self, broker: &Arc<str>) -> Option<Arc<Link>> {
+        match self.shared.route.addr_of(broker) {
+            Some(addr) => Some(self.links.to(broker, addr)),
+            None => self.links.existing(broker),
+        }
+    }
+
+    /// A call to `broker` on its link.
+    pub async fn call(
+        &self,
+        broker: &Arc<str>,
+        cmd: remoting::RemotingCommand,
+        timeout: std::time::Duration,
+    ) -> Result<remoting::RemotingCommand, WireError> {
+        let link = self
+            .link(broker)
+            .ok_or_else(|| WireError::NoRoute(broker.to_string()))?;
+        link.call(cmd, timeout).await
+    }
+
+    /// A oneway request to `broker` on its link.
+    pub async fn oneway(
+        &self,
+        broker: &Arc<str>,
+        cmd: remoting::RemotingCommand,
+    ) -> Result<(), WireError> {
+        let link = self
+            .link(broker)
+            .ok_or_else(|| WireError::NoRoute(broker.to_string()))?;
+        link.oneway(cmd).await
+    }
+
+    /// The link to the broker that holds `q`.
+    pub fn link_of(&self, q: &QueueState) -> Option<Arc<Link>> {
+        self.link(&q.broker)
     }
 
     pub fn assigned(&self) -> Vec<Arc<QueueState>> {

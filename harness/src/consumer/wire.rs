@@ -35,6 +35,9 @@ pub enum WireError {
     Closed,
     #[error("no response within {0:?}")]
     Timeout(Duration),
+    /// The route lists no address for the broker (it left the route before any call to it).
+    #[error("no address for broker {0} in the topic route")]
+    NoRoute(String),
 }
 
 type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;

@@ -30,6 +30,7 @@ pub const CONSUMER_KEYS: &[&str] = &[
     "consume_from",
     "prefill",
     "drain_timeout",
+    "poll_name_server_interval",
     "processing",
     "processing_time",
     "processing_percentiles",
@@ -147,6 +148,9 @@ pub struct Consumer {
     pub prefill: u64,
     /// After the producers stop, how long to wait for the consumers to catch up. Default: 30s.
     pub drain_timeout: Secs,
+    /// On a cluster, how often the topic's route is read again from the name server
+    /// (`pollNameServerInterval`). Default: 30s.
+    pub poll_name_server_interval: Secs,
     /// `constant`, `exponential` or `percentiles`. Default: constant.
     pub processing: Processing,
     /// Constant time, or the exponential mean. Default: 0s.
@@ -205,6 +209,7 @@ impl Default for Consumer {
             consume_from: ConsumeFrom::Last,
             prefill: 0,
             drain_timeout: Secs(30.0),
+            poll_name_server_interval: Secs(30.0),
             processing: Processing::Constant,
             processing_time: Secs(0.0),
             processing_percentiles: Vec::new(),
@@ -308,6 +313,13 @@ impl Consumer {
         }
         if self.drain_timeout.0 > 3600.0 {
             return Err(("drain_timeout", "`drain_timeout` must be at most 1h".into()));
+        }
+        let poll = self.poll_name_server_interval.0;
+        if !(0.01..=3600.0).contains(&poll) {
+            return Err((
+                "poll_name_server_interval",
+                "`poll_name_server_interval` must be at least 10ms and at most 1h".into(),
+            ));
         }
         if self.prefill > 10_000_000 {
             return Err(("prefill", "`prefill` must be at most 10000000".into()));
@@ -451,6 +463,20 @@ mod tests {
         let e = consumer_with(&t, "processing", &toml::Value::String("percentiles".into()))
             .unwrap_err();
         assert!(e.contains("processing_percentiles"), "{e}");
+        for bad in ["0s", "5ms", "3601s"] {
+            let v = toml::Value::String(bad.into());
+            let e = consumer_with(&t, "poll_name_server_interval", &v).unwrap_err();
+            assert!(
+                e.contains("`poll_name_server_interval` must be"),
+                "{bad}: {e}"
+            );
+        }
+        let v = toml::Value::String("200ms".into());
+        let c = consumer_with(&t, "poll_name_server_interval", &v).unwrap();
+        assert_eq!(
+            c.poll_name_server_interval.duration(),
+            Duration::from_millis(200)
+        );
         let e = check_consumer_axis(
             "consumer.pull_treshold_for_queue",
             &[toml::Value::Integer(5)],

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::consumer::{ConsumerFigures, ConsumerSecond};
+use crate::consumer::{BrokerCounts, ConsumerFigures, ConsumerSecond};
 use crate::report::cells::{ms, Fixed};
 
 /// `summary.csv`'s consumer columns, after `invalid_reason`.
@@ -53,6 +53,9 @@ pub struct SummaryConsumer {
     broker_schedule_deliver_nums: Option<u64>,
     consumer_recovery_ms: Option<Fixed<1>>,
     consumer_restart_duplicates: Option<u64>,
+    /// Per broker of a cluster, `broker-0=N;broker-1=M` (empty with one broker).
+    broker_consumed: Option<String>,
+    broker_lag_max: Option<String>,
 }
 
 impl SummaryConsumer {
@@ -106,8 +109,22 @@ impl SummaryConsumer {
             broker_schedule_deliver_nums: f.retry.broker.map(|b| b[3]),
             consumer_recovery_ms: f.recovery.map(|d| Fixed(d.as_secs_f64() * 1000.0)),
             consumer_restart_duplicates: f.restart_duplicates,
+            broker_consumed: per_broker(f, |b| b.consumed.to_string()),
+            broker_lag_max: per_broker(f, |b| b.lag_max.to_string()),
         }
     }
+}
+
+/// `name=value;name=value` of one per-broker figure, as `broker_ok` is written; None with
+/// one broker (its figure is the total's).
+fn per_broker(f: &ConsumerFigures, value: impl Fn(&BrokerCounts) -> String) -> Option<String> {
+    (f.per_broker.len() > 1).then(|| {
+        f.per_broker
+            .iter()
+            .map(|(name, b)| format!("{name}={}", value(b)))
+            .collect::<Vec<_>>()
+            .join(";")
+    })
 }
 
 /// `timeseries.csv`'s consumer columns, at the end of each row.

@@ -5,18 +5,21 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::consumer::{ConsumerFigures, ConsumerRun};
+use crate::consumer::{ConsumerFigures, ConsumerRun, Target};
 use crate::matrix::Cell;
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
 use crate::runner::context::Ctx;
 use crate::runner::plan::LoadConfig;
 
 /// Starts the cell's consumers, if it has any, and points the load's acknowledgements at them.
+/// With `namesrv` (a cluster) they follow the topic's route over every broker; else they read
+/// the broker at `addr`.
 pub fn start(
     ctx: &Ctx,
     cell: &Cell,
     repetition: u32,
     addr: SocketAddr,
+    namesrv: Option<SocketAddr>,
     cfg: &mut LoadConfig,
 ) -> Result<Option<ConsumerRun>, String> {
     let Some(c) = &cell.consumer else {
@@ -26,7 +29,8 @@ pub fn start(
         .out_dir
         .join(format!("{}-r{repetition}", cell.id))
         .join("consumer.log");
-    let run = ConsumerRun::start(c, &cell.workload, addr, cfg.scheduled_sends(), Some(&log))?;
+    let target = namesrv.map_or(Target::Broker(addr), Target::NameServer);
+    let run = ConsumerRun::start(c, &cell.workload, target, cfg.scheduled_sends(), Some(&log))?;
     cfg.tracking = Some(run.tracking());
     Ok(Some(run))
 }

@@ -126,7 +126,8 @@ pub fn drive(
     if let Some(f) = &fault {
         cfg.outcomes = Some(f.log.clone());
     }
-    let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
+    let namesrv = cluster.as_ref().map(|c| c.namesrv);
+    let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, namesrv, &mut cfg)?;
     let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
     let mut order = JobOrder::before_load(
         w,

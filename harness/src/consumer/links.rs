@@ -1,0 +1,78 @@
+//! One instance's connections: a [`Link`] per broker of the route, opened at its first call,
+//! as `MQClientInstance` keeps a channel per broker address. Every link wakes the same
+//! rebalance (NOTIFY_CONSUMER_IDS_CHANGED) and the same reconnect listener.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::consumer::link::Link;
+
+pub struct Links {
+    notify: Arc<Notify>,
+    /// Woken after any link reconnects.
+    pub reconnected: Arc<Notify>,
+    tracker: TaskTracker,
+    /// Closed for good: every link and any link made later.
+    closed: CancellationToken,
+    /// By broker name; a broker back at another address gets a new link.
+    map: Mutex<BTreeMap<Arc<str>, Arc<Link>>>,
+}
+
+impl Links {
+    pub fn new(notify: Arc<Notify>, tracker: &TaskTracker, stop: &CancellationToken) -> Links {
+        Links {
+            notify,
+            reconnected: Arc::new(Notify::new()),
+            tracker: tracker.clone(),
+            closed: stop.child_token(),
+            map: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The link to `broker` at `addr`, made now if there is none yet.
+    pub fn to(&self, broker: &Arc<str>, addr: SocketAddr) -> Arc<Link> {
+        let mut map = self.map.lock();
+        if let Some(l) = map.get(broker).filter(|l| l.addr() == addr) {
+            return l.clone();
+        }
+        let link = Arc::new(Link::new(
+            addr,
+            self.notify.clone(),
+            self.reconnected.clone(),
+            &self.tracker,
+            &self.closed,
+        ));
+        if let Some(old) = map.insert(broker.clone(), link.clone()) {
+            // The broker came back at another address (restarted on a new port): its channel
+            // is a new one, as after a reconnect (5.3 heartbeats and rebalances at once).
+            old.close();
+            self.reconnected.notify_one();
+        }
+        link
+    }
+
+    /// The link to `broker` if one was made (a broker no longer in the route keeps its link,
+    /// so its queues' last offsets can still be committed).
+    pub fn existing(&self, broker: &str) -> Option<Arc<Link>> {
+        self.map.lock().get(broker).cloned()
+    }
+
+    /// Connections opened again after a broker restart, over every link.
+    pub fn reconnects(&self) -> u64 {
+        self.map.lock().values().map(|l| l.reconnects()).sum()
+    }
+
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}

@@ -1,0 +1,353 @@
+//! Where the consumers' queues are (consumer §8.6, name-server reference §9): one broker, or
+//! the topic's route read from a name server and refreshed every `poll_name_server_interval`
+//! (`pollNameServerInterval`, 30 s), as `updateTopicRouteInfoFromNameServer` does.
+//!
+//! A message queue is `(brokerName, queueId)` of the run's topic, ordered as Java's
+//! `MessageQueue.compareTo` (topic, then brokerName, then queueId; the topic is the same for
+//! all). The subscribe set is `topicRouteData2TopicSubscribeInfo`: `readQueueNums` queues of
+//! every readable queue data. A broker the route no longer lists (killed: the name server
+//! drops it when its channel closes) loses its queues at the next rebalance, and gets them
+//! back when it registers again.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use remoting::route::{TopicRouteData, PERM_READ};
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::discover::fetch_route;
+
+/// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
+/// (locks), where equality is all the broker needs.
+pub const BROKER_NAME: &str = "broker-under-test";
+
+/// What the consumers connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// One broker: a route of one broker, `queues` read queues, never refreshed.
+    Broker(SocketAddr),
+    /// A cluster: the topic's route from this name server.
+    NameServer(SocketAddr),
+}
+
+/// One message queue of the run's topic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mq {
+    pub broker: Arc<str>,
+    pub queue_id: i32,
+}
+
+impl Mq {
+    pub fn new(broker: &str, queue_id: i32) -> Mq {
+        Mq {
+            broker: broker.into(),
+            queue_id,
+        }
+    }
+}
+
+/// One master broker of the route and its read queues of the topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteBroker {
+    pub name: Arc<str>,
+    pub addr: SocketAddr,
+    pub read_queues: u32,
+}
+
+/// The current route, shared by every task of the run.
+pub struct Route {
+    pub target: Target,
+    brokers: RwLock<Vec<RouteBroker>>,
+}
+
+impl Route {
+    /// The first route: one broker, or what the name server answers now.
+    pub async fn start(target: Target, topic: &str, queues: u32) -> Result<Route, String> {
+        let brokers = match target {
+            Target::Broker(addr) => vec![RouteBroker {
+                name: BROKER_NAME.into(),
+                addr,
+                read_queues: queues,
+            }],
+            Target::NameServer(ns) => match read_route(ns, topic).await? {
+                Some(b) if !b.is_empty() => b,
+                _ => {
+                    return Err(format!(
+                        "the name server {ns} has no route for topic {topic}"
+                    ))
+                }
+            },
+        };
+        Ok(Route {
+            target,
+            brokers: RwLock::new(brokers),
+        })
+    }
+
+    /// The brokers, sorted by name.
+    pub fn brokers(&self) -> Vec<RouteBroker> {
+        self.brokers.read().clone()
+    }
+
+    pub fn addr_of(&self, broker: &str) -> Option<SocketAddr> {
+        self.brokers
+            .read()
+            .iter()
+            .find(|b| &*b.name == broker)
+            .map(|b| b.addr)
+    }
+
+    /// Every queue of the topic, sorted as Java sorts `MessageQueue`.
+    pub fn queues(&self) -> Vec<Mq> {
+        queues_of(&self.brokers.read())
+    }
+
+    /// Replaces the brokers; true when they changed.
+    fn set(&self, brokers: Vec<RouteBroker>) -> bool {
+        let mut current = self.brokers.write();
+        if *current == brokers {
+            return false;
+        }
+        *current = brokers;
+        true
+    }
+}
+
+/// Every queue of `brokers`, sorted as Java sorts `MessageQueue`.
+pub fn queues_of(brokers: &[RouteBroker]) -> Vec<Mq> {
+    let mut out: Vec<Mq> = brokers
+        .iter()
+        .flat_map(|b| {
+            (0..b.read_queues as i32).map(|q| Mq {
+                broker: b.name.clone(),
+                queue_id: q,
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The masters of a route with their read queues (`topicRouteData2TopicSubscribeInfo`),
+/// sorted by broker name.
+pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
+    let mut out: Vec<RouteBroker> = route
+        .queue_datas
+        .iter()
+        .filter(|q| q.perm & PERM_READ == PERM_READ)
+        .filter_map(|q| {
+            let b = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == q.broker_name)?;
+            let addr = b.master_addr()?.to_socket_addrs().ok()?.next()?;
+            Some(RouteBroker {
+                name: q.broker_name.as_str().into(),
+                addr,
+                read_queues: q.read_queue_nums.max(0) as u32,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
+}
+
+/// GET_ROUTEINFO_BY_TOPIC off the runtime (the name-server call blocks); `Ok(None)` when the
+/// topic has no route.
+async fn read_route(ns: SocketAddr, topic: &str) -> Result<Option<Vec<RouteBroker>>, String> {
+    let topic = topic.to_owned();
+    tokio::task::spawn_blocking(move || fetch_route(ns, &topic))
+        .await
+        .map_err(|e| format!("route lookup: {e}"))?
+        .map(|r| r.map(|r| subscribe_brokers(&r)))
+}
+
+/// `pollNameServerInterval`: re-reads the route every `period` until `cancel`; an error or an
+/// empty answer keeps the old route, as the client does. `log(level, text)` notes changes and
+/// errors; `changed` runs after the route changed (it wakes every instance's rebalance).
+pub async fn refresh_loop(
+    route: &Route,
+    topic: &str,
+    period: Duration,
+    cancel: &CancellationToken,
+    log: impl Fn(&str, &str),
+    changed: impl Fn(),
+) {
+    let Target::NameServer(ns) = route.target else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        let brokers = match read_route(ns, topic).await {
+            Ok(Some(b)) if !b.is_empty() => b,
+            Ok(_) => continue,
+            Err(e) => {
+                log(
+                    "WARN",
+                    &format!("updateTopicRouteInfoFromNameServer Exception: {e}"),
+                );
+                continue;
+            }
+        };
+        let names: Vec<&str> = brokers.iter().map(|b| &*b.name).collect();
+        let text = format!("the topic route changed: brokers {names:?}");
+        if route.set(brokers) {
+            log("INFO", &text);
+            changed();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::client::AdminConn;
+    use name_server::{NamesrvConfig, RunningNameServer};
+    use remoting::headers::RegisterBrokerRequestHeader;
+    use remoting::route::{body_crc32, RegisterBrokerBody, TopicConfigData};
+    use remoting::{RemotingCommand, RequestCode};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Instant;
+
+    const WAIT: Duration = Duration::from_secs(3);
+
+    /// Registers `name` (master at `port`) with 4 queues of topic T (and TBW102); the broker stays
+    /// registered while the returned connection is open.
+    fn register(ns: SocketAddr, name: &str, port: u16) -> AdminConn {
+        let mut body = RegisterBrokerBody::default();
+        let w = &mut body.topic_config_serialize_wrapper;
+        w.data_version.counter = 1;
+        // A first registration carries at least two topics (5.x, #4523).
+        for (topic, queues) in [("T", 4), ("TBW102", 8)] {
+            w.topic_config_table.insert(
+                topic.into(),
+                TopicConfigData {
+                    topic_name: topic.into(),
+                    read_queue_nums: queues,
+                    write_queue_nums: queues,
+                    ..Default::default()
+                },
+            );
+        }
+        let body = body.encode();
+        let mut c = AdminConn::connect(ns, WAIT).unwrap();
+        let header = RegisterBrokerRequestHeader {
+            broker_name: name.into(),
+            broker_addr: format!("127.0.0.1:{port}"),
+            cluster_name: "c".into(),
+            ha_server_addr: format!("127.0.0.1:{}", port + 1),
+            broker_id: 0,
+            body_crc32: Some(body_crc32(&body)),
+            ..Default::default()
+        };
+        let cmd = RemotingCommand::request(RequestCode::REGISTER_BROKER, 0)
+            .with_header(&header)
+            .with_body(body);
+        let answer = c.call(cmd, WAIT).unwrap();
+        assert_eq!(answer.code, 0, "{answer:?}");
+        c
+    }
+
+    fn names(route: &Route) -> Vec<String> {
+        let mut n: Vec<String> = route
+            .queues()
+            .iter()
+            .map(|q| q.broker.to_string())
+            .collect();
+        n.dedup();
+        n
+    }
+
+    /// A broker whose registration ends (killed: its channel to the name server closes) leaves
+    /// the route at the next refresh, its queues with it; registered again, it comes back.
+    /// Each change runs `changed` (the instances' rebalance).
+    #[test]
+    fn the_refresh_drops_and_regains_a_broker() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = NamesrvConfig::load(None, &["listenPort=0".into()]).unwrap();
+        let ns = rt.block_on(RunningNameServer::start(config)).unwrap();
+        let _a = register(ns.addr, "broker-a", 20911);
+        let b = register(ns.addr, "broker-b", 30911);
+        let route = Arc::new(
+            rt.block_on(Route::start(Target::NameServer(ns.addr), "T", 0))
+                .unwrap(),
+        );
+        assert_eq!(route.queues().len(), 8);
+        assert_eq!(names(&route), ["broker-a", "broker-b"]);
+        assert_eq!(route.addr_of("broker-b").unwrap().port(), 30911);
+
+        let cancel = CancellationToken::new();
+        let changes = Arc::new(AtomicU32::new(0));
+        let task = {
+            let (route, cancel, changes) = (route.clone(), cancel.clone(), changes.clone());
+            rt.spawn(async move {
+                let changed = || {
+                    changes.fetch_add(1, Ordering::Relaxed);
+                };
+                refresh_loop(
+                    &route,
+                    "T",
+                    Duration::from_millis(50),
+                    &cancel,
+                    |_, _| {},
+                    changed,
+                )
+                .await;
+            })
+        };
+        let wait_for = |want: &[&str]| {
+            let end = Instant::now() + Duration::from_secs(10);
+            while names(&route) != want && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(names(&route), want);
+        };
+        drop(b);
+        wait_for(&["broker-a"]);
+        assert_eq!(route.queues().len(), 4);
+        assert_eq!(changes.load(Ordering::Relaxed), 1);
+        let _b = register(ns.addr, "broker-b", 30911);
+        wait_for(&["broker-a", "broker-b"]);
+        assert_eq!(changes.load(Ordering::Relaxed), 2);
+        cancel.cancel();
+        rt.block_on(task).unwrap();
+        rt.block_on(ns.stop()).unwrap();
+    }
+
+    fn b(name: &str, n: u32) -> RouteBroker {
+        RouteBroker {
+            name: name.into(),
+            addr: "127.0.0.1:1".parse().unwrap(),
+            read_queues: n,
+        }
+    }
+
+    #[test]
+    fn queues_sort_by_broker_name_then_queue_id() {
+        let qs = queues_of(&[b("broker-b", 2), b("broker-a", 3)]);
+        let got: Vec<(&str, i32)> = qs.iter().map(|q| (&*q.broker, q.queue_id)).collect();
+        assert_eq!(
+            got,
+            [
+                ("broker-a", 0),
+                ("broker-a", 1),
+                ("broker-a", 2),
+                ("broker-b", 0),
+                ("broker-b", 1)
+            ]
+        );
+        // Java's String.compareTo: "broker-10" sorts before "broker-2".
+        let qs = queues_of(&[b("broker-2", 1), b("broker-10", 1)]);
+        assert_eq!(&*qs[0].broker, "broker-10");
+    }
+}
