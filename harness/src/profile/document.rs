@@ -342,6 +342,16 @@ impl Profile {
             }
             None => None,
         };
+        // Without [cluster] the route decides (`--namesrv`), at the start of the run.
+        if let (Some(plan), Some(c)) = (&fault, &cluster) {
+            plan.check_brokers(c.brokers as usize).map_err(|m| {
+                src.err(
+                    find_key_span(text, "fault", "broker"),
+                    m,
+                    Some("brokers count from 0 in the order broker-0, broker-1, …".into()),
+                )
+            })?;
+        }
         let ab = match raw.ab {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
             None => None,

@@ -9,7 +9,7 @@ use super::secs::parse_secs;
 use super::workload::{Model, Workload};
 
 /// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every"];
+pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every", "broker"];
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,10 @@ pub struct FaultPlan {
     pub pause: Option<Pause>,
     /// Repeat the kill (with restart) and the pause at this period. Default: once.
     pub every: Option<Duration>,
+    /// Which broker of a cluster the faults hit: its 0-based index in the route's order
+    /// (`broker-K` of `[cluster]`; with `--namesrv`, the K-th brokerName in sorted order).
+    /// Default: 0.
+    pub broker: usize,
 }
 
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -82,6 +86,14 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 plan.pause = Some(parse_pause(text)?);
             }
             "every" => plan.every = Some(duration_of(k, v)?),
+            "broker" => {
+                plan.broker = v
+                    .as_integer()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .ok_or_else(|| {
+                        format!("`fault.broker` must be a broker index from 0 (got {v})")
+                    })?
+            }
             other => {
                 let help = super::did_you_mean(other, FAULT_KEYS)
                     .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
@@ -133,6 +145,22 @@ impl FaultPlan {
             if every < Duration::from_millis(100) {
                 return Err("`fault.every` must be at least 100ms".into());
             }
+        }
+        Ok(())
+    }
+
+    /// Checks `broker` against the brokers a profile starts (`[cluster] brokers`, 1 without
+    /// it); with `--namesrv` the route decides, at the start of each job.
+    pub fn check_brokers(&self, brokers: usize) -> Result<(), String> {
+        if self.broker >= brokers {
+            return Err(format!(
+                "`fault.broker` = {} names broker {}, but the profile starts {brokers} broker{} (brokers count from 0: use 0..{}, or add [cluster] brokers = {})",
+                self.broker,
+                self.broker,
+                if brokers == 1 { "" } else { "s" },
+                brokers.saturating_sub(1),
+                self.broker + 1
+            ));
         }
         Ok(())
     }
@@ -213,10 +241,30 @@ mod tests {
             ("kil = \"2s\"", "did you mean `kill`"),
             ("kill = true", "must be a duration"),
             ("every = \"5s\"", "needs `kill"),
+            ("kill = \"2s\"\nbroker = -1", "broker index"),
         ] {
             let e = fault_plan(&table(text)).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn the_broker_must_be_one_the_profile_starts() {
+        let plan = fault_plan(&table("kill = \"2s\"\nbroker = 2"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.broker, 2);
+        assert!(plan.check_brokers(3).is_ok());
+        let e = plan.check_brokers(2).unwrap_err();
+        assert!(
+            e.contains("starts 2 brokers") && e.contains("brokers = 3"),
+            "{e}"
+        );
+        let e = plan.check_brokers(1).unwrap_err();
+        assert!(e.contains("starts 1 broker "), "{e}");
+        let plan = fault_plan(&table("kill = \"2s\"")).unwrap().unwrap();
+        assert_eq!(plan.broker, 0);
+        assert!(plan.check_brokers(1).is_ok());
     }
 
     #[test]

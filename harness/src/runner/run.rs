@@ -49,6 +49,11 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
     }
+    let brokers = profile.cluster.as_ref().map(|c| c.brokers);
+    let namesrv = opts.namesrv.is_some();
+    if let Some(why) = crate::fault::cluster::problem(&cells, brokers, namesrv, &opts.broker_pids) {
+        return Err(crate::exit::invalid(anyhow::anyhow!(why)));
+    }
     if opts.target.is_some() {
         if let Some(why) = crate::fault::job::target_problem(&cells, opts.broker_pid) {
             return Err(crate::exit::invalid(anyhow::anyhow!(why)));
