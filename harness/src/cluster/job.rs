@@ -45,7 +45,8 @@ impl JobCluster {
         let (Some(spec), Some(bin)) = (spec, bin) else {
             return Ok(None);
         };
-        let n = spec.brokers as usize;
+        // The `cluster.brokers` axis, else [cluster] brokers.
+        let n = cell.brokers.unwrap_or(spec.brokers) as usize;
         let cc = CellCluster::start(bin, cell, n, job_dir, cpus)?;
         Ok(Some(JobCluster {
             namesrv: cc.namesrv_addr,

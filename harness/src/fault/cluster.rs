@@ -168,13 +168,15 @@ fn cc_len(cluster: &JobCluster) -> usize {
 /// index against the route of a `--namesrv` cluster is checked when the job starts.
 pub fn problem(
     cells: &[Cell],
-    brokers: Option<u32>,
     namesrv: bool,
     pids: &std::collections::BTreeMap<String, u32>,
 ) -> Option<String> {
-    for plan in cells.iter().filter_map(|c| c.fault.as_ref()) {
+    for cell in cells {
+        let Some(plan) = cell.fault.as_ref() else {
+            continue;
+        };
         let k = plan.broker;
-        match brokers {
+        match cell.brokers {
             Some(n) if k >= n as usize => {
                 return Some(format!(
                     "`fault.broker` = {k}, but [cluster] starts {n} broker{} (brokers count from 0: use 0..{})",
@@ -224,21 +226,24 @@ mod tests {
     fn refusals_name_what_to_do() {
         let none = BTreeMap::new();
         let pids: BTreeMap<String, u32> = [("broker-a".to_owned(), 42)].into();
-        let kill1 = cells("kill = \"2s\"\nbroker = 1");
-        let e = problem(&kill1, None, false, &none).unwrap();
+        let kill1 = cells("kill = \"2s\"\nbroker = 1", "");
+        let e = problem(&kill1, false, &none).unwrap();
         assert!(e.contains("[cluster] brokers = 2"), "{e}");
-        let e = problem(&kill1, Some(1), false, &none).unwrap();
+        // One broker against two: the one-broker cell cannot lose broker 1.
+        let axis = "[cluster]\nbrokers = 2\n[matrix]\n\"cluster.brokers\" = [2, 1]";
+        let e = problem(&cells("kill = \"2s\"\nbroker = 1", axis), false, &none).unwrap();
         assert!(e.contains("starts 1 broker "), "{e}");
-        assert_eq!(problem(&kill1, Some(2), false, &none), None);
-        let e = problem(&kill1, None, true, &none).unwrap();
+        let two = cells("kill = \"2s\"\nbroker = 1", "[cluster]\nbrokers = 2");
+        assert_eq!(problem(&two, false, &none), None);
+        let e = problem(&kill1, true, &none).unwrap();
         assert!(e.contains("--broker-pid NAME=PID"), "{e}");
-        assert_eq!(problem(&kill1, None, true, &pids), None);
-        let restart = cells("kill = \"2s\"\nrestart = true");
-        let e = problem(&restart, None, true, &pids).unwrap();
+        assert_eq!(problem(&kill1, true, &pids), None);
+        let restart = cells("kill = \"2s\"\nrestart = true", "");
+        let e = problem(&restart, true, &pids).unwrap();
         assert!(e.contains("`fault.restart` is refused"), "{e}");
         assert!(e.contains("command line"), "{e}");
-        let pause = cells("pause = \"1s for 1s\"");
-        assert!(problem(&pause, None, true, &none).is_some());
-        assert_eq!(problem(&pause, None, false, &none), None);
+        let pause = cells("pause = \"1s for 1s\"", "");
+        assert!(problem(&pause, true, &none).is_some());
+        assert_eq!(problem(&pause, false, &none), None);
     }
 }

@@ -19,6 +19,8 @@ use crate::runner::client::KeySpace;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
     Kill,
+    /// The restart of a kill with `restart_after` (at once otherwise: part of the kill).
+    Restart,
     Stop,
     Cont,
 }
@@ -59,6 +61,8 @@ pub struct Injector {
     pub keys: Option<KeySpace>,
     /// On a cluster, the faulted broker's router index, once the route is known.
     faulted: Option<usize>,
+    /// When the last kill happened (its restart's pair in `restarts`).
+    killed_at: Option<Instant>,
     /// What was done since the last [`Injector::take_events`] (timeseries.csv's `event`).
     done: Vec<&'static str>,
 }
@@ -91,6 +95,7 @@ impl Injector {
             restarts: Vec::new(),
             keys: None,
             faulted: None,
+            killed_at: None,
             done: Vec::new(),
         }
     }
@@ -138,7 +143,18 @@ impl Injector {
             }
         };
         if let Some(kill) = self.plan.kill {
-            add(kill, &[(Duration::ZERO, Action::Kill)]);
+            let later = self.plan.restart && !self.plan.restart_after.is_zero();
+            if later {
+                add(
+                    kill,
+                    &[
+                        (Duration::ZERO, Action::Kill),
+                        (self.plan.restart_after, Action::Restart),
+                    ],
+                );
+            } else {
+                add(kill, &[(Duration::ZERO, Action::Kill)]);
+            }
         }
         if let Some(p) = self.plan.pause {
             add(
@@ -198,6 +214,7 @@ impl Injector {
             self.next += 1;
             match action {
                 Action::Kill => self.kill(process.as_deref_mut())?,
+                Action::Restart => self.restart_now(process.as_deref_mut())?,
                 Action::Stop => {
                     let pid = self.pid(process.as_deref())?;
                     if !self.dead {
@@ -242,13 +259,26 @@ impl Injector {
         let at = Instant::now();
         self.mark_kill(at);
         self.dead = true;
+        self.killed_at = Some(at);
         self.done.push("kill");
-        if self.plan.restart {
-            *p = self.restart(p.addr.port())?;
-            self.dead = false;
-            self.restarts.push((at, Instant::now()));
-            self.done.push("restart");
+        if self.plan.restart && self.plan.restart_after.is_zero() {
+            self.restart_now(Some(p))?;
         }
+        Ok(())
+    }
+
+    /// Starts the killed broker again (on its store and port) and replaces `process` with it.
+    fn restart_now(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
+        let (Some(p), Some(at)) = (process, self.killed_at) else {
+            return Ok(());
+        };
+        if !self.dead {
+            return Ok(());
+        }
+        *p = self.restart(p.addr.port())?;
+        self.dead = false;
+        self.restarts.push((at, Instant::now()));
+        self.done.push("restart");
         Ok(())
     }
 

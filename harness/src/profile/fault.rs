@@ -9,7 +9,14 @@ use super::secs::parse_secs;
 use super::workload::{Model, Workload};
 
 /// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every", "broker"];
+pub const FAULT_KEYS: &[&str] = &[
+    "kill",
+    "restart",
+    "restart_after",
+    "pause",
+    "every",
+    "broker",
+];
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +33,9 @@ pub struct FaultPlan {
     pub kill: Option<Duration>,
     /// After a kill, start the broker again on the same store and port. Default: false.
     pub restart: bool,
+    /// How long the broker stays dead before the restart (`kill = "10s"`, `restart_after =
+    /// "10s"`: back at 20 s). Default: 0s (at once).
+    pub restart_after: Duration,
     /// SIGSTOP, then SIGCONT. Written `"3s for 1500ms"`. Default: none.
     pub pause: Option<Pause>,
     /// Repeat the kill (with restart) and the pause at this period. Default: once.
@@ -86,6 +96,7 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 plan.pause = Some(parse_pause(text)?);
             }
             "every" => plan.every = Some(duration_of(k, v)?),
+            "restart_after" => plan.restart_after = duration_of(k, v)?,
             "broker" => {
                 plan.broker = v
                     .as_integer()
@@ -124,6 +135,9 @@ impl FaultPlan {
         if self.restart && self.kill.is_none() {
             return Err("`fault.restart = true` needs a `kill`".into());
         }
+        if !self.restart_after.is_zero() && !self.restart {
+            return Err("`fault.restart_after` needs `restart = true`".into());
+        }
         if self.kill.is_none() && self.pause.is_none() {
             return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
         }
@@ -141,6 +155,12 @@ impl FaultPlan {
                         p.length
                     ));
                 }
+            }
+            if self.kill.is_some() && self.restart_after >= every {
+                return Err(format!(
+                    "`fault.restart_after` ({:?}) must be shorter than `fault.every` ({every:?}): the next kill would find the broker dead",
+                    self.restart_after
+                ));
             }
             if every < Duration::from_millis(100) {
                 return Err("`fault.every` must be at least 100ms".into());
@@ -188,6 +208,12 @@ impl FaultPlan {
             if k >= measured {
                 return Err(format!(
                     "`fault.kill` at {k:?} is not inside the measured window ({measured:?})"
+                ));
+            }
+            if k + self.restart_after >= measured {
+                return Err(format!(
+                    "`fault.restart_after`: the restart at {:?} is not inside the measured window ({measured:?})",
+                    k + self.restart_after
                 ));
             }
         }
@@ -242,6 +268,14 @@ mod tests {
             ("kill = true", "must be a duration"),
             ("every = \"5s\"", "needs `kill"),
             ("kill = \"2s\"\nbroker = -1", "broker index"),
+            (
+                "kill = \"2s\"\nrestart_after = \"1s\"",
+                "needs `restart = true`",
+            ),
+            (
+                "kill = \"2s\"\nrestart = true\nrestart_after = \"3s\"\nevery = \"3s\"",
+                "shorter than `fault.every`",
+            ),
         ] {
             let e = fault_plan(&table(text)).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");

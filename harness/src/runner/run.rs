@@ -49,9 +49,8 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
     }
-    let brokers = profile.cluster.as_ref().map(|c| c.brokers);
     let namesrv = opts.namesrv.is_some();
-    if let Some(why) = crate::fault::cluster::problem(&cells, brokers, namesrv, &opts.broker_pids) {
+    if let Some(why) = crate::fault::cluster::problem(&cells, namesrv, &opts.broker_pids) {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
     }
     if opts.target.is_some() {
@@ -226,7 +225,8 @@ fn check_broker_config(
             .collect();
         problems = check_cells(bin, cells, &confs, scratch.path())?;
         // Brokers 1.. of a cluster have their own keys: their configurations too.
-        for i in 1..profile.cluster.as_ref().map_or(1, |c| c.brokers as usize) {
+        let most = cells.iter().filter_map(|c| c.brokers).max().unwrap_or(1);
+        for i in 1..most as usize {
             let confs: Vec<_> = cells
                 .iter()
                 .map(|c| crate::cluster::broker_conf(c, i, &scratch.path().join("store"), None))

@@ -1,0 +1,203 @@
+//! Faults and knee searches on a cluster, end to end: the in-tree name server and
+//! broker-under-test processes per cell (docs/src/clusters.md "Faults on one broker" and
+//! "Capacity of a cluster").
+//!
+//! * broker 1 of 2 killed and restarted later, producers with the 5.3 retry policy: every send
+//!   ends in SUCCESS for the application, both stores are read back and nothing acknowledged is
+//!   missing; the broker's recovery (its first success after the restart) is later than the
+//!   application's (retries on broker 0 succeed at once);
+//! * a knee search on one broker and on two, in one run: every broker's capacity is fixed by a
+//!   sleep inside the put lock (`injectAppendDelayMicros`), so the knees do not depend on how
+//!   busy the machine is, and two brokers carry more than one (compared as a ratio);
+//! * `[fault]` refusals with `--namesrv`.
+
+use std::path::Path;
+
+use harness::profile::Profile;
+use harness::runner::run_profile;
+
+mod common;
+use common::options;
+
+/// Two brokers at 300 sends/s; broker 1 is killed 1 s into the measured window and started
+/// again 1.5 s later on its store and port.
+const KILL: &str = r#"
+name = "cluster-kill"
+pin = false
+[cluster]
+brokers = 2
+[workload]
+rate = 300
+warmup = "0.5s"
+duration = "4s"
+connections = 1
+message_size = 128
+queues = 2
+retry = "rocketmq-5.3"
+[broker]
+mappedFileSizeCommitLog = 4194304
+maxMessageSize = 65536
+# A busy machine must not turn a slow answer into code 2: only the kill may fail a send.
+waitTimeMillsInSendQueue = 20000
+# A debug build on a busy 2-core machine: the generator may run late; that is not the question.
+[validity]
+max_lag_p99_us = 500000
+[fault]
+broker = 1
+kill = "1s"
+restart = true
+restart_after = "1.5s"
+"#;
+
+#[test]
+fn killing_broker_1_of_2_with_the_53_policy_loses_nothing_the_application_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(KILL, "kill.toml", Path::new("kill.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    assert_eq!(outcome.rows.len(), 1);
+    let r = &outcome.rows[0];
+    assert!(r.valid, "{r:?}");
+    let s = &r.seg;
+    let f = &r.fault;
+    // The application's final success stays at 100 %: sends in flight to the dead broker were
+    // retried on broker 0, and sends chosen for broker 1 while it had no connection went to
+    // broker 0 without an attempt (the Java client's connect failure).
+    assert!(s.sent > 0, "{r:?}");
+    assert_eq!(s.counts.ok, s.sent, "every send ended in SUCCESS: {r:?}");
+    // Reconciliation over both stores, the pool off: nothing acknowledged is missing.
+    assert_eq!(f.acked_lost, Some(0), "{f:?}");
+    assert_eq!(f.busy_stored, Some(0), "{f:?}");
+    assert_eq!(f.corrupt, Some(0), "{f:?}");
+    assert_eq!(f.fault_broker, "broker-1", "{f:?}");
+    assert_eq!(f.broker_acked_lost, "broker-0=0;broker-1=0", "{f:?}");
+    assert!(f.broker_phantom.starts_with("broker-0="), "{f:?}");
+    // Broker 1 took sends before the kill and after the restart.
+    assert!(s.per_broker[1][0] > 0, "{r:?}");
+    assert!(s.per_broker[0][0] > s.per_broker[1][0], "{r:?}");
+    // The broker came back after its 1.5 s down; the application never waited that long.
+    let broker = f.recovery_ms.expect("broker 1 recovered").0;
+    let app = f.app_recovery_ms.expect("the application recovered").0;
+    assert!(broker >= 1500.0, "{f:?}");
+    assert!(app < broker, "{f:?}");
+    // The restarted broker's own log, named after it.
+    let job = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    assert!(job.join("broker-1-restart-1.log").exists(), "{job:?}");
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let header = summary.lines().next().unwrap();
+    for col in [
+        "app_recovery_ms",
+        "fault_broker",
+        "broker_acked_lost",
+        "broker_phantom",
+        "broker_duplicates",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{col} in {header}");
+    }
+}
+
+/// Every broker appends at most ~250 messages/s (4 ms asleep inside the put lock per message);
+/// a send that waits 200 ms in the send queue is answered code 2, so past a broker's capacity
+/// the busy rate climbs within a probe. One broker against two in one run.
+const KNEE: &str = r#"
+name = "cluster-knee"
+pin = false
+[cluster]
+brokers = 2
+[workload]
+model = "knee"
+rate = 100
+connections = 1
+message_size = 128
+queues = 2
+[broker]
+mappedFileSizeCommitLog = 4194304
+maxMessageSize = 65536
+injectAppendDelayMicros = 4000
+[knee]
+growth = 2
+precision = 0.15
+settle = "0.5s"
+probe_duration = "1.5s"
+max_probes = 12
+max_rate = 3200
+[slo]
+terms = ["busy_rate <= 1%", "achieved_rate >= 0.9 * target_rate"]
+# A debug build on a busy 2-core machine: only the brokers' capacity may fail a probe.
+[validity]
+max_lag_p99_us = 500000
+[matrix]
+"cluster.brokers" = [1, 2]
+"#;
+
+#[test]
+fn two_brokers_have_a_higher_knee_than_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(KNEE, "knee.toml", Path::new("knee.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    // The capacity table, for whoever reads the test's output (--nocapture).
+    eprintln!("{}", outcome.table);
+    let knee_of = |brokers: &str| {
+        let rows: Vec<_> = outcome
+            .rows
+            .iter()
+            .filter(|r| r.params[0] == brokers)
+            .collect();
+        assert!(!rows.is_empty(), "{brokers}: {:?}", outcome.rows);
+        let k = rows[0].knee.knee_rate.expect("a knee").0;
+        (k, rows[0].knee.knee_broker_share.clone())
+    };
+    let (one, share_one) = knee_of("1");
+    let (two, share_two) = knee_of("2");
+    assert!(
+        two >= 1.4 * one,
+        "two brokers {two}/s against one {one}/s: {}",
+        outcome.table
+    );
+    // The knee is the cluster's, carried by both brokers about evenly (round robin).
+    assert!(share_one.starts_with("broker-0=1.000"), "{share_one}");
+    let shares: Vec<f64> = share_two
+        .split(';')
+        .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 2, "{share_two}");
+    assert!(shares.iter().all(|&s| s > 0.3), "{share_two}");
+    assert!(
+        outcome.table.contains("share of ok at the knee"),
+        "{}",
+        outcome.table
+    );
+}
+
+#[test]
+fn faults_on_a_namesrv_cluster_need_pids_and_never_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "ns-fault"
+[workload]
+duration = "5s"
+[fault]
+kill = "1s"
+restart = true
+"#;
+    let profile = Profile::parse(text, "ns.toml", Path::new("ns.toml"), &[]).unwrap();
+    let mut opts = options(dir.path());
+    // Refused before anything is contacted: no name server listens here.
+    opts.namesrv = Some("127.0.0.1:9".parse().unwrap());
+    opts.broker_pids = [("broker-a".to_owned(), 4242)].into();
+    let e = run_profile(&profile, &opts).unwrap_err().to_string();
+    assert!(e.contains("`fault.restart` is refused"), "{e}");
+    let pause = Profile::parse(
+        "name = \"ns-pause\"\n[workload]\nduration = \"5s\"\n[fault]\npause = \"1s for 1s\"\n",
+        "p.toml",
+        Path::new("p.toml"),
+        &[],
+    )
+    .unwrap();
+    opts.broker_pids.clear();
+    let e = run_profile(&pause, &opts).unwrap_err().to_string();
+    assert!(e.contains("--broker-pid NAME=PID"), "{e}");
+}
