@@ -19,6 +19,12 @@ const TEXT_COLUMNS: &[&str] = &[
     // Per-broker counts of a cluster, `broker-0=N;broker-1=M`.
     "broker_ok",
     "broker_busy",
+    "broker_acked_lost",
+    "broker_phantom",
+    "broker_duplicates",
+    "knee_broker_share",
+    // The brokerName a fault hit.
+    "fault_broker",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];

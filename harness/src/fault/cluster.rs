@@ -216,8 +216,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn cells(fault: &str) -> Vec<Cell> {
-        let text = format!("name = \"f\"\n[workload]\nduration = \"10s\"\n[fault]\n{fault}\n");
+    fn cells(fault: &str, cluster: &str) -> Vec<Cell> {
+        let text =
+            format!("name = \"f\"\n{cluster}\n[workload]\nduration = \"10s\"\n[fault]\n{fault}\n");
         let p = crate::profile::Profile::parse(&text, "f.toml", Path::new("f.toml"), &[]).unwrap();
         crate::matrix::expand(&p).unwrap()
     }

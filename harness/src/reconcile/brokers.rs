@@ -35,9 +35,9 @@ pub fn tally_brokers(log: &OutcomeLog, brokers: &[Copies]) -> (Tally, Vec<Broker
         corrupt += c.corrupt;
         foreign += c.foreign;
         let mut t = BrokerTally::default();
-        for seq in 0..sends {
+        for (seq, total) in sum.iter_mut().enumerate() {
             let n = c.copies.get(seq).copied().unwrap_or(0);
-            sum[seq] = sum[seq].saturating_add(n);
+            *total = total.saturating_add(n);
             let n = u64::from(n);
             t.stored += n;
             t.duplicates += n.saturating_sub(1);

@@ -134,10 +134,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
 }
 
 /// The probe that confirmed the knee `k`: the last one at that rate that met the SLO.
-fn at_knee<'a, R: std::borrow::Borrow<SummaryRow>>(
-    rows: &'a [R],
-    k: f64,
-) -> Option<&'a SummaryRow> {
+fn at_knee<R: Borrow<SummaryRow>>(rows: &[R], k: f64) -> Option<&SummaryRow> {
     rows.iter().map(Borrow::borrow).rev().find(|r| {
         r.knee.slo_met == Some(true) && r.target_rate.is_some_and(|t| (t - k).abs() < 0.05)
     })
