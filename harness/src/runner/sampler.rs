@@ -189,6 +189,12 @@ pub fn drive(
             if let Some(p) = process.as_deref() {
                 brokers.follow(p.pid);
             }
+            if let (Some(f), Some(c)) = (fault.as_deref(), cluster.as_deref_mut()) {
+                let k = f.broker_index();
+                if let Some(p) = c.broker_mut(k) {
+                    brokers.follow_at(k, p.pid);
+                }
+            }
             let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
             let dead_broker = expected_dead
                 .then(|| fault.as_deref().map(Injector::broker_index))
