@@ -343,15 +343,10 @@ impl Profile {
             }
             None => None,
         };
-        // Without [cluster] the route decides (`--namesrv`), at the start of the run.
+        // Without [cluster] the route decides (`--namesrv`), when the run starts.
         if let (Some(plan), Some(c)) = (&fault, &cluster) {
-            plan.check_brokers(c.brokers as usize).map_err(|m| {
-                src.err(
-                    find_key_span(text, "fault", "broker"),
-                    m,
-                    Some("brokers count from 0 in the order broker-0, broker-1, …".into()),
-                )
-            })?;
+            let span = find_key_span(text, "fault", "broker");
+            (plan.check_brokers(c.brokers as usize)).map_err(|m| src.err(span, m, None))?;
         }
         let ab = match raw.ab {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
