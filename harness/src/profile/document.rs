@@ -343,7 +343,6 @@ impl Profile {
             }
             None => None,
         };
-        // Without [cluster] the route decides (`--namesrv`), when the run starts.
         if let (Some(plan), Some(c)) = (&fault, &cluster) {
             let span = find_key_span(text, "fault", "broker");
             (plan.check_brokers(c.brokers as usize)).map_err(|m| src.err(span, m, None))?;
