@@ -101,7 +101,8 @@ fn killing_broker_1_of_2_with_the_53_policy_loses_nothing_the_application_was_to
 
 /// Every broker appends at most ~250 messages/s (4 ms asleep inside the put lock per message);
 /// a send that waits 200 ms in the send queue is answered code 2, so past a broker's capacity
-/// the busy rate climbs within a probe. One broker against two in one run.
+/// about the excess fraction is answered busy within a probe. 5 %: a loaded machine's stalls
+/// answer a few sends busy far below capacity. One broker against two in one run.
 const KNEE: &str = r#"
 name = "cluster-knee"
 pin = false
@@ -125,7 +126,7 @@ probe_duration = "1.5s"
 max_probes = 12
 max_rate = 3200
 [slo]
-terms = ["busy_rate <= 1%", "achieved_rate >= 0.9 * target_rate"]
+terms = ["busy_rate <= 5%", "achieved_rate >= 0.9 * target_rate"]
 # A debug build on a busy 2-core machine: only the brokers' capacity may fail a probe.
 [validity]
 max_lag_p99_us = 500000
