@@ -202,3 +202,119 @@ restart = true
     let e = run_profile(&pause, &opts).unwrap_err().to_string();
     assert!(e.contains("--broker-pid NAME=PID"), "{e}");
 }
+
+/// A cluster started outside the run (as a user's would be), its brokers registered.
+fn outside_cluster(dir: &Path, broker_keys: &str) -> harness::cluster::CellCluster {
+    use harness::cluster::discover::master_addrs;
+    use std::time::{Duration, Instant};
+    let base = Profile::parse(
+        &format!("name = \"ns\"\n[cluster]\nbrokers = 2\n[broker]\nmappedFileSizeCommitLog = 4194304\nmaxMessageSize = 65536\n{broker_keys}\n"),
+        "ns.toml",
+        Path::new("ns.toml"),
+        &[],
+    )
+    .unwrap();
+    let cell = &harness::matrix::expand(&base).unwrap()[0];
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let cluster =
+        harness::cluster::CellCluster::start(&common::broker_bin(), cell, 2, &outside, None)
+            .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut names: Vec<String> = master_addrs(cluster.namesrv_addr)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        if names == ["broker-0", "broker-1"] {
+            return cluster;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "brokers never registered: {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `--namesrv`: broker 1 of a cluster the harness did not start is paused through the pid given
+/// as `--broker-pid broker-1=PID`, and every queue of both brokers is pulled back through the
+/// protocol (no store is opened): nothing acknowledged is missing.
+#[test]
+fn a_namesrv_cluster_is_paused_by_pid_and_read_back_through_pull() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = outside_cluster(dir.path(), "");
+    let profile = Profile::parse(
+        r#"
+name = "ns-pause"
+pin = false
+[workload]
+rate = 200
+warmup = "0.3s"
+duration = "2.5s"
+connections = 1
+message_size = 64
+queues = 2
+retry = "rocketmq-5.3"
+[validity]
+max_lag_p99_us = 500000
+[fault]
+broker = 1
+pause = "0.5s for 700ms"
+"#,
+        "ns.toml",
+        Path::new("ns.toml"),
+        &[],
+    )
+    .unwrap();
+    let mut opts = options(&dir.path().join("run"));
+    opts.namesrv = Some(cluster.namesrv_addr);
+    opts.broker_pids = cluster
+        .brokers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (format!("broker-{i}"), b.pid))
+        .collect();
+    let outcome = run_profile(&profile, &opts).unwrap();
+    let r = &outcome.rows[0];
+    assert!(r.valid, "{r:?}");
+    let f = &r.fault;
+    assert_eq!(f.fault_broker, "broker-1", "{f:?}");
+    assert_eq!(f.acked_lost, Some(0), "{f:?}");
+    assert_eq!(f.broker_acked_lost, "broker-0=0;broker-1=0", "{f:?}");
+    assert_eq!(f.corrupt, Some(0), "{f:?}");
+    // Sends held by the stopped broker were answered after SIGCONT (within send_timeout).
+    assert_eq!(r.seg.counts.ok, r.seg.sent, "{r:?}");
+    let series = std::fs::read_to_string(dir.path().join("run/timeseries.csv")).unwrap();
+    assert!(
+        series.contains("pause") && series.contains("resume"),
+        "{series}"
+    );
+    let statuses = cluster.stop(std::time::Duration::from_secs(10));
+    assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
+}
+
+/// `--namesrv`: a knee search on a cluster the harness did not start (brokers slowed to
+/// ~250 appends/s each): the knee is the cluster's, carried by both brokers.
+#[test]
+fn a_knee_search_runs_on_a_namesrv_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = outside_cluster(dir.path(), "injectAppendDelayMicros = 4000");
+    let text = KNEE.replace("[matrix]\n\"cluster.brokers\" = [1, 2]\n", "");
+    let text = text.replace("[cluster]\nbrokers = 2\n", "");
+    let text = text.replace("[broker]\nmappedFileSizeCommitLog = 4194304\nmaxMessageSize = 65536\ninjectAppendDelayMicros = 4000\n", "");
+    let profile = Profile::parse(&text, "k.toml", Path::new("k.toml"), &[]).unwrap();
+    let mut opts = options(&dir.path().join("run"));
+    opts.namesrv = Some(cluster.namesrv_addr);
+    let outcome = run_profile(&profile, &opts).unwrap();
+    eprintln!("{}", outcome.table);
+    let r = &outcome.rows[0];
+    let knee = r.knee.knee_rate.expect("a knee").0;
+    // Above what one broker can append (~250/s), below the maximum.
+    assert!(knee > 260.0 && knee < 3200.0, "{}", outcome.table);
+    assert!(r.knee.knee_broker_share.contains("broker-1=0."), "{r:?}");
+    let statuses = cluster.stop(std::time::Duration::from_secs(10));
+    assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
+}
