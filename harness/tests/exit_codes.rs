@@ -133,15 +133,19 @@ fn bad_broker_keys_fail_before_the_first_cell() {
     assert!(!out.exists());
 }
 
-/// Consumers, fault experiments and the knee search drive one broker: with `[cluster]` each
-/// is refused before anything starts (exit 3), naming the pair, instead of wrong figures.
+/// What does not compose with `[cluster]` is refused before anything starts (exit 3), naming
+/// the pair, instead of wrong figures: consumers (they read one broker), and a fault on a broker
+/// the cluster does not have.
 #[test]
 fn features_that_drive_one_broker_are_refused_with_a_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = "name = \"c\"\n[cluster]\nbrokers = 2\n[workload]\nduration = \"2s\"\n";
     for (extra, names) in [
         ("[consumer]\ninstances = 1\n", "[consumer]"),
-        ("[fault]\npause = \"1s for 200ms\"\n", "[fault]"),
+        (
+            "[fault]\npause = \"1s for 200ms\"\nbroker = 2\n",
+            "`fault.broker` = 2",
+        ),
     ] {
         let (code, err) = run_profile(dir.path(), "c", &format!("{cluster}{extra}"), &[]);
         assert_eq!(code, exit::INVALID_INPUT, "{err}");
