@@ -318,3 +318,49 @@ fn a_knee_search_runs_on_a_namesrv_cluster() {
     let statuses = cluster.stop(std::time::Duration::from_secs(10));
     assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
 }
+
+/// `--namesrv`: broker 1 killed through its pid and not restarted (the harness cannot): the
+/// application keeps 100 % with the 5.3 policy; broker 0 is read back through PULL, broker 1
+/// cannot be, so its figures and the totals are left empty rather than guessed.
+#[test]
+fn a_namesrv_broker_killed_by_pid_leaves_its_figures_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = outside_cluster(dir.path(), "");
+    let profile = Profile::parse(
+        r#"
+name = "ns-kill"
+pin = false
+[workload]
+rate = 200
+warmup = "0.3s"
+duration = "2s"
+connections = 1
+message_size = 64
+queues = 2
+retry = "rocketmq-5.3"
+[validity]
+max_lag_p99_us = 500000
+[fault]
+broker = 1
+kill = "0.5s"
+"#,
+        "ns.toml",
+        Path::new("ns.toml"),
+        &[],
+    )
+    .unwrap();
+    let mut opts = options(&dir.path().join("run"));
+    opts.namesrv = Some(cluster.namesrv_addr);
+    opts.broker_pids = [("broker-1".to_owned(), cluster.brokers[1].pid)].into();
+    let outcome = run_profile(&profile, &opts).unwrap();
+    let r = &outcome.rows[0];
+    assert!(r.valid, "{r:?}");
+    assert_eq!(r.seg.counts.ok, r.seg.sent, "{r:?}");
+    let f = &r.fault;
+    assert_eq!(f.fault_broker, "broker-1", "{f:?}");
+    assert_eq!(f.acked_lost, None, "{f:?}");
+    assert_eq!(f.broker_acked_lost, "broker-0=0;broker-1=", "{f:?}");
+    assert!(f.app_recovery_ms.is_some(), "{f:?}");
+    assert_eq!(f.recovery_ms, None, "never restarted: {f:?}");
+    assert!(cluster.brokers[1].exited().is_some(), "broker 1 was killed");
+}

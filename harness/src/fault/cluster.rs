@@ -113,8 +113,13 @@ pub fn finish(
     };
     let topic = &cell.workload.topic;
     let sends = injector.log.len();
-    let mut copies: Vec<Copies> = Vec::with_capacity(routes.len());
-    for r in &routes {
+    let mut copies: Vec<Option<Copies>> = Vec::with_capacity(routes.len());
+    for (index, r) in routes.iter().enumerate() {
+        // A --namesrv broker killed (not restarted) answers no pull: its figures stay unknown.
+        if cluster.cell().is_none() && injector.broker_dead() && injector.faulted() == Some(index) {
+            copies.push(None);
+            continue;
+        }
         let read = match (cluster.cell(), bin) {
             (Some(cc), Some(bin)) => {
                 let Some(i) = (0..cc_len(cluster)).find(|&i| broker_name(i) == r.name) else {
@@ -145,12 +150,14 @@ pub fn finish(
             }),
         };
         match read {
-            Ok(c) => copies.push(c),
+            Ok(c) => copies.push(Some(c)),
             Err(e) => return (Err(e), stop_reason),
         }
     }
     let (total, per) = tally_brokers(&injector.log, &copies);
-    set_totals(&mut cols, &total);
+    if let Some(total) = &total {
+        set_totals(&mut cols, total);
+    }
     cols.broker_acked_lost = per_broker_text(&names, &per, |t| t.acked_lost);
     cols.broker_phantom = per_broker_text(&names, &per, |t| t.phantom);
     cols.broker_duplicates = per_broker_text(&names, &per, |t| t.duplicates);

@@ -107,6 +107,11 @@ impl Injector {
         self.log = Arc::new(OutcomeLog::on_cluster(self.log.len(), Some(index)));
     }
 
+    /// The faulted broker's router index, once the route named it (clusters only).
+    pub fn faulted(&self) -> Option<usize> {
+        self.faulted
+    }
+
     /// The faulted broker's name among `names` (router order); empty with one broker.
     pub fn faulted_name(&self, names: &[String]) -> String {
         self.faulted

@@ -25,13 +25,22 @@ pub struct BrokerTally {
     pub stored: u64,
 }
 
-/// The cluster's total and each broker's figures, brokers in router order.
-pub fn tally_brokers(log: &OutcomeLog, brokers: &[Copies]) -> (Tally, Vec<BrokerTally>) {
+/// The cluster's total and each broker's figures, brokers in router order. A broker that could
+/// not be read (None: a `--namesrv` broker killed and not restarted) has no figures, and then
+/// the total is unknown too.
+pub fn tally_brokers(
+    log: &OutcomeLog,
+    brokers: &[Option<Copies>],
+) -> (Option<Tally>, Vec<Option<BrokerTally>>) {
     let sends = log.len() as usize;
     let mut sum = vec![0u8; sends];
     let (mut corrupt, mut foreign) = (0, 0);
     let mut per = Vec::with_capacity(brokers.len());
     for (b, c) in brokers.iter().enumerate() {
+        let Some(c) = c else {
+            per.push(None);
+            continue;
+        };
         corrupt += c.corrupt;
         foreign += c.foreign;
         let mut t = BrokerTally::default();
@@ -50,21 +59,28 @@ pub fn tally_brokers(log: &OutcomeLog, brokers: &[Copies]) -> (Tally, Vec<Broker
                 _ => {}
             }
         }
-        per.push(t);
+        per.push(Some(t));
     }
-    (tally(log, &sum, corrupt, foreign), per)
+    let all = per.iter().all(Option::is_some);
+    (all.then(|| tally(log, &sum, corrupt, foreign)), per)
 }
 
-/// `name=value;name=value` of one per-broker figure, names in router order.
+/// `name=value;name=value` of one per-broker figure, names in router order; an unread broker's
+/// value is empty (`broker-1=`).
 pub fn per_broker_text(
     names: &[String],
-    per: &[BrokerTally],
+    per: &[Option<BrokerTally>],
     f: impl Fn(&BrokerTally) -> u64,
 ) -> String {
     names
         .iter()
         .zip(per)
-        .map(|(n, t)| format!("{n}={}", f(t)))
+        .map(|(n, t)| {
+            format!(
+                "{n}={}",
+                t.as_ref().map_or(String::new(), |t| f(t).to_string())
+            )
+        })
         .collect::<Vec<_>>()
         .join(";")
 }
@@ -105,7 +121,9 @@ mod tests {
             foreign: 5,
             ..copies(&[0, 0, 1, 1, 0, 0, 0])
         };
-        let (total, per) = tally_brokers(&log, &[b0, b1]);
+        let (total, per) = tally_brokers(&log, &[Some(b0.clone()), Some(b1)]);
+        let total = total.unwrap();
+        let per: Vec<BrokerTally> = per.into_iter().map(Option::unwrap).collect();
         assert_eq!(
             per[0],
             BrokerTally {
@@ -132,9 +150,18 @@ mod tests {
         assert_eq!(total.duplicates, 2, "send 2 across brokers, send 5 on 0");
         assert_eq!((total.corrupt, total.foreign, total.stored), (2, 5, 8));
         let names = ["broker-0".to_owned(), "broker-1".to_owned()];
+        let per: Vec<Option<BrokerTally>> = per.into_iter().map(Some).collect();
         assert_eq!(
             per_broker_text(&names, &per, |t| t.acked_lost),
             "broker-0=0;broker-1=2"
+        );
+        // Broker 1 dead and unread: its figures and the total are unknown, broker 0's are not.
+        let (total, per) = tally_brokers(&log, &[Some(b0), None]);
+        assert_eq!(total, None);
+        assert_eq!(per[0].unwrap().phantom, 1);
+        assert_eq!(
+            per_broker_text(&names, &per, |t| t.acked_lost),
+            "broker-0=0;broker-1="
         );
     }
 }
