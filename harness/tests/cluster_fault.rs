@@ -364,3 +364,31 @@ kill = "0.5s"
     assert_eq!(f.recovery_ms, None, "never restarted: {f:?}");
     assert!(cluster.brokers[1].exited().is_some(), "broker 1 was killed");
 }
+
+/// Broker 0 of the harness's own cluster stopped (SIGSTOP) for 700 ms and continued: its
+/// sends wait and are answered after SIGCONT, both stores are read back, nothing is lost.
+#[test]
+fn pausing_broker_0_of_2_keeps_every_acknowledged_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = KILL
+        .replace("name = \"cluster-kill\"", "name = \"cluster-pause\"")
+        .replace(
+            "broker = 1\nkill = \"1s\"\nrestart = true\nrestart_after = \"1.5s\"\n",
+            "broker = 0\npause = \"1s for 700ms\"\n",
+        );
+    let profile = Profile::parse(&text, "pause.toml", Path::new("pause.toml"), &[]).unwrap();
+    assert!(profile.fault.as_ref().unwrap().pause.is_some());
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    let r = &outcome.rows[0];
+    assert!(r.valid, "{r:?}");
+    assert_eq!(r.seg.counts.ok, r.seg.sent, "{r:?}");
+    let f = &r.fault;
+    assert_eq!(f.fault_broker, "broker-0", "{f:?}");
+    assert_eq!(f.acked_lost, Some(0), "{f:?}");
+    assert_eq!(f.broker_acked_lost, "broker-0=0;broker-1=0", "{f:?}");
+    let series = std::fs::read_to_string(dir.path().join("timeseries.csv")).unwrap();
+    assert!(
+        series.contains("pause") && series.contains("resume"),
+        "{series}"
+    );
+}
