@@ -101,9 +101,11 @@ pub struct RunArgs {
     /// collapses to that single value. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// PID of the broker at --target, for CPU/RSS sampling.
-    #[arg(long)]
-    pub broker_pid: Option<u32>,
+    /// PID of the broker at --target, for CPU/RSS sampling and `fault.pause`; or, with
+    /// --namesrv, NAME=PID of a broker of the route (its brokerName), for `[fault]` pause and
+    /// kill. Repeatable (one NAME=PID per broker).
+    #[arg(long, value_name = "PID|NAME=PID")]
+    pub broker_pid: Vec<String>,
     /// The broker-under-test binary. Default: $BROKER_UNDER_TEST_BIN, next to this binary,
     /// or target/{release,debug} of the workspace.
     #[arg(long)]
@@ -259,11 +261,14 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let done = CancellationToken::new();
     // Ctrl-C stops the load; everything measured so far is still written.
     let signal_thread = interrupt::watch_ctrl_c("harness-signal", &cancel, &done)?;
+    let pids = fault::BrokerPids::parse(&args.broker_pid)
+        .map_err(|e| exit::invalid(anyhow::anyhow!(e)))?;
     let opts = runner::RunOptions {
         target: args.target,
         namesrv: args.namesrv,
         out: args.out.clone(),
-        broker_pid: args.broker_pid,
+        broker_pid: pids.single,
+        broker_pids: pids.named,
         broker_bin: args.broker_bin.clone(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         cancel: cancel.clone(),

@@ -31,6 +31,9 @@ pub struct Cell {
     pub consumer: Option<Consumer>,
     /// The profile's `[fault]` plus this cell's fault axes; None without faults.
     pub fault: Option<FaultPlan>,
+    /// Brokers of the cell's cluster: the `cluster.brokers` axis, else `[cluster] brokers`;
+    /// None without `[cluster]`.
+    pub brokers: Option<u32>,
 }
 
 /// One unit of work: a cell and its repetition number (1-based).
@@ -61,6 +64,7 @@ fn short_key(key: &str) -> &str {
         .or_else(|| key.strip_prefix("workload."))
         .or_else(|| key.strip_prefix("consumer."))
         .or_else(|| key.strip_prefix("fault."))
+        .or_else(|| key.strip_prefix("cluster."))
         .unwrap_or(key)
 }
 
@@ -80,6 +84,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
         let mut broker = profile.broker.clone();
         let mut consumer_table = profile.consumer_table.clone();
         let mut fault_table = profile.fault_table.clone();
+        let mut brokers = profile.cluster.as_ref().map(|c| c.brokers);
         let mut params = Vec::new();
         for (axis, &pick) in profile.axes.iter().zip(&picks) {
             let value = &axis.values[pick];
@@ -94,6 +99,9 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 t.insert(k.to_owned(), value.clone());
             } else if let Some(k) = axis.key.strip_prefix("fault.") {
                 fault_table.insert(k.to_owned(), value.clone());
+            } else if axis.key == crate::profile::CLUSTER_BROKERS_AXIS {
+                // Checked when the profile was read: an integer in 1..=MAX_BROKERS.
+                brokers = value.as_integer().map(|n| n as u32).or(brokers);
             }
         }
         // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
@@ -130,6 +138,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             broker,
             consumer,
             fault,
+            brokers,
         });
     }
     Ok(cells)

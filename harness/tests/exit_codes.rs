@@ -133,21 +133,52 @@ fn bad_broker_keys_fail_before_the_first_cell() {
     assert!(!out.exists());
 }
 
-/// Fault experiments and the knee search drive one broker: with `[cluster]` each is refused
-/// before anything starts (exit 3), naming the pair, instead of wrong figures. (Consumers run on
-/// a cluster: `cluster_consumer.rs`.)
+/// What does not compose is refused before anything starts (exit 3), naming the pair, instead
+/// of wrong figures: a fault on a broker the cluster does not have, and a fault or a knee search
+/// split over shards. (Consumers, faults and knee searches run on a cluster: `cluster_consumer.rs`,
+/// `cluster_fault.rs`.)
 #[test]
-fn features_that_drive_one_broker_are_refused_with_a_cluster() {
+fn features_that_do_not_compose_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = "name = \"c\"\n[cluster]\nbrokers = 2\n[workload]\nduration = \"2s\"\n";
-    let extra = "[fault]\npause = \"1s for 200ms\"\n";
-    let (code, err) = run_profile(dir.path(), "c", &format!("{cluster}{extra}"), &[]);
-    assert_eq!(code, exit::INVALID_INPUT, "{err}");
-    assert!(
-        err.contains("[fault]") && err.contains("[cluster]"),
-        "{err}"
-    );
-    assert!(!dir.path().join("out").exists(), "nothing written: {err}");
+    let cases = [
+        (
+            format!(
+                "{cluster}[fault]
+pause = \"1s for 200ms\"
+broker = 2
+"
+            ),
+            vec![],
+            "`fault.broker` = 2",
+        ),
+        (
+            "name = \"c\"
+[workload]
+duration = \"2s\"
+[fault]
+pause = \"1s for 200ms\"
+"
+            .to_string(),
+            vec!["--shard", "1/2"],
+            "[fault]",
+        ),
+        (
+            "name = \"c\"
+[workload]
+model = \"knee\"
+"
+            .to_string(),
+            vec!["--shard", "1/2"],
+            "knee",
+        ),
+    ];
+    for (text, args, names) in cases {
+        let (code, err) = run_profile(dir.path(), "c", &text, &args);
+        assert_eq!(code, exit::INVALID_INPUT, "{err}");
+        assert!(err.contains(names), "{names}: {err}");
+        assert!(!dir.path().join("out").exists(), "nothing written: {err}");
+    }
 }
 
 /// A copy of the committed smoke run whose harness RSS rises by 20 MiB a second when `grow`.

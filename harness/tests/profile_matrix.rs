@@ -359,7 +359,8 @@ consumer_send_backs,consumer_send_back_failed,consumer_suspends,retry_delay_p50_
 broker_sndbck_put_nums,broker_sndbck2dlq_times,broker_schedule_put_nums,broker_schedule_deliver_nums,consumer_recovery_ms,consumer_restart_duplicates,\
 broker_consumed,broker_lag_max,\
 acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
-slo_met,slo_failed,knee_rate,knee_limited_by,order_inversions,order_source,order_read,consume_order_violations,\
+app_recovery_ms,fault_broker,broker_acked_lost,broker_phantom,broker_duplicates,\
+slo_met,slo_failed,knee_rate,knee_limited_by,knee_broker_share,order_inversions,order_source,order_read,consume_order_violations,\
 consume_order_redelivered"
     );
     assert_eq!(

@@ -127,18 +127,35 @@ impl CellCluster {
         Ok(cluster)
     }
 
-    /// The first broker that exited, if any.
-    pub fn exited(&mut self) -> Option<(usize, ExitStatus)> {
+    /// The first broker that exited, if any, other than `skip` (a broker a fault killed).
+    pub fn exited(&mut self, skip: Option<usize>) -> Option<(usize, ExitStatus)> {
         self.brokers
             .iter_mut()
             .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
             .find_map(|(i, b)| b.exited().map(|s| (i, s)))
     }
 
-    /// Stops the brokers (SIGTERM, `grace`), then the name server; removes the stores.
+    /// Broker `i`'s store folder.
+    pub fn store(&self, i: usize) -> Option<&Path> {
+        self.stores.get(i).map(PathBuf::as_path)
+    }
+
+    /// How many brokers were started (their stores outlive them until [`CellCluster::stop`]).
+    pub fn store_count(&self) -> usize {
+        self.stores.len()
+    }
+
+    /// Stops the brokers (SIGTERM, `grace`) and keeps their stores (a fault's reconciliation
+    /// reads them next). Returns each broker's exit status; empty when already stopped.
+    pub fn stop_brokers(&mut self, grace: Duration) -> Vec<Option<ExitStatus>> {
+        self.brokers.drain(..).map(|b| b.stop(grace)).collect()
+    }
+
+    /// Stops the brokers (if still running), then the name server; removes the stores.
     /// Returns each broker's exit status.
     pub fn stop(mut self, grace: Duration) -> Vec<Option<ExitStatus>> {
-        let statuses = self.brokers.drain(..).map(|b| b.stop(grace)).collect();
+        let statuses = self.stop_brokers(grace);
         self.stop_namesrv();
         for s in &self.stores {
             let _ = std::fs::remove_dir_all(s);

@@ -45,7 +45,8 @@ impl JobCluster {
         let (Some(spec), Some(bin)) = (spec, bin) else {
             return Ok(None);
         };
-        let n = spec.brokers as usize;
+        // The `cluster.brokers` axis, else [cluster] brokers.
+        let n = cell.brokers.unwrap_or(spec.brokers) as usize;
         let cc = CellCluster::start(bin, cell, n, job_dir, cpus)?;
         Ok(Some(JobCluster {
             namesrv: cc.namesrv_addr,
@@ -84,9 +85,29 @@ impl JobCluster {
             .unwrap_or_default()
     }
 
-    /// A started broker that exited mid-job, as an invalid-row reason.
-    pub fn crashed(&mut self) -> Option<String> {
-        let (i, st) = self.cell.as_mut()?.exited()?;
+    /// The harness's own cluster (None with `--namesrv`).
+    pub fn cell(&self) -> Option<&CellCluster> {
+        self.cell.as_ref()
+    }
+
+    /// Started broker `i` (cell order), for a fault to stop, kill or replace.
+    pub fn broker_mut(&mut self, i: usize) -> Option<&mut crate::broker::BrokerProcess> {
+        self.cell.as_mut()?.brokers.get_mut(i)
+    }
+
+    /// The route's brokers in router order (name, address, write queues); empty before
+    /// [`JobCluster::prepare`].
+    pub fn routes(&self) -> Vec<super::router::BrokerRoute> {
+        self.load
+            .as_ref()
+            .map(|l| l.router.brokers.clone())
+            .unwrap_or_default()
+    }
+
+    /// A started broker that exited mid-job, as an invalid-row reason; `skip` is a broker a
+    /// fault killed on purpose (cell order).
+    pub fn crashed(&mut self, skip: Option<usize>) -> Option<String> {
+        let (i, st) = self.cell.as_mut()?.exited(skip)?;
         Some(format!(
             "broker-{i} exited mid-cell ({st}); see broker-{i}.log"
         ))
@@ -120,16 +141,28 @@ impl JobCluster {
         total
     }
 
-    /// Stops what the job started; a broker that did not exit cleanly is the reason returned.
-    pub fn stop(mut self, grace: Duration) -> Option<String> {
-        self.load = None;
-        let cell = self.cell.take()?;
-        cell.stop(grace)
+    /// Stops the started brokers and keeps their stores; a broker that did not exit cleanly,
+    /// other than `dead` (killed by a fault and not restarted, cell order), is the reason
+    /// returned. Nothing to do with `--namesrv`.
+    pub fn stop_brokers(&mut self, grace: Duration, dead: Option<usize>) -> Option<String> {
+        let cell = self.cell.as_mut()?;
+        cell.stop_brokers(grace)
             .into_iter()
             .enumerate()
             .find_map(|(i, st)| match st {
-                Some(s) if !s.success() => Some(format!("broker-{i} exited with {s} at shutdown")),
+                Some(s) if !s.success() && Some(i) != dead => {
+                    Some(format!("broker-{i} exited with {s} at shutdown"))
+                }
                 _ => None,
             })
+    }
+
+    /// Stops what the job started; a broker that did not exit cleanly is the reason returned.
+    pub fn stop(mut self, grace: Duration) -> Option<String> {
+        self.load = None;
+        let reason = self.stop_brokers(grace, None);
+        let cell = self.cell.take()?;
+        cell.stop(grace);
+        reason
     }
 }

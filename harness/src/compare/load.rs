@@ -23,6 +23,12 @@ const TEXT_COLUMNS: &[&str] = &[
     "order_source",
     "broker_consumed",
     "broker_lag_max",
+    "broker_acked_lost",
+    "broker_phantom",
+    "broker_duplicates",
+    "knee_broker_share",
+    // The brokerName a fault hit.
+    "fault_broker",
 ];
 /// Columns every `summary.csv` must have for cells to be matched at all.
 const REQUIRED_SUMMARY: &[&str] = &["cell_id", "repetition"];

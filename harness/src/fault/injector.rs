@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::broker::{self, BrokerProcess};
-use crate::fault::outcomes::OutcomeLog;
+use crate::fault::outcomes::{OutcomeLog, Recovery};
 use crate::profile::FaultPlan;
 use crate::runner::client::KeySpace;
 
@@ -19,6 +19,8 @@ use crate::runner::client::KeySpace;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
     Kill,
+    /// The restart of a kill with `restart_after` (at once otherwise: part of the kill).
+    Restart,
     Stop,
     Cont,
 }
@@ -26,6 +28,9 @@ enum Action {
 /// How to start the broker again after a kill: the job's binary, configuration and folder.
 #[derive(Debug, Clone)]
 pub struct Restarter {
+    /// The file-name stem of the restarts' conf and log: `broker` (one broker) or `broker-1`
+    /// (broker 1 of a cluster) → `broker-1-restart-<n>.log`.
+    pub name: String,
     pub bin: PathBuf,
     pub conf: BTreeMap<String, String>,
     pub dir: PathBuf,
@@ -40,7 +45,8 @@ pub struct Injector {
     events: Vec<(Instant, Action)>,
     next: usize,
     restarter: Option<Restarter>,
-    /// `--broker-pid` with `--target` (pause only).
+    /// The pid of a broker the harness did not start: `--broker-pid PID` with `--target`
+    /// (pause only), or `--broker-pid NAME=PID` with `--namesrv` (pause and kill).
     target_pid: Option<u32>,
     /// The pid a SIGSTOP went to and no SIGCONT yet.
     stopped: Option<u32>,
@@ -48,26 +54,35 @@ pub struct Injector {
     dead: bool,
     pub kills: u32,
     pub pauses: u32,
-    recoveries: Vec<Duration>,
+    recoveries: Vec<Recovery>,
     /// (kill, restarted broker ready) of each restart, for the consumers' recovery.
     restarts: Vec<(Instant, Instant)>,
     /// The load's UNIQ_KEY space, set when the load starts.
     pub keys: Option<KeySpace>,
+    /// On a cluster, the faulted broker's router index, once the route is known.
+    faulted: Option<usize>,
+    /// When the last kill happened (its restart's pair in `restarts`).
+    killed_at: Option<Instant>,
     /// What was done since the last [`Injector::take_events`] (timeseries.csv's `event`).
     done: Vec<&'static str>,
 }
 
 impl Injector {
-    /// An injector for `plan` over a schedule of `sends` sends.
+    /// An injector for `plan` over a schedule of `sends` sends; `cluster`: the broker it hits
+    /// is `plan.broker` of a cluster (its recovery is told from the application's).
     pub fn new(
         plan: &FaultPlan,
         sends: u64,
         restarter: Option<Restarter>,
         target_pid: Option<u32>,
+        cluster: bool,
     ) -> Injector {
         Injector {
             plan: plan.clone(),
-            log: Arc::new(OutcomeLog::new(sends)),
+            log: Arc::new(OutcomeLog::on_cluster(
+                sends,
+                cluster.then_some(plan.broker),
+            )),
             events: Vec::new(),
             next: 0,
             restarter,
@@ -79,8 +94,29 @@ impl Injector {
             recoveries: Vec::new(),
             restarts: Vec::new(),
             keys: None,
+            faulted: None,
+            killed_at: None,
             done: Vec::new(),
         }
+    }
+
+    /// On a cluster: the faulted broker is `index` of the router. Called before the load
+    /// starts (the outcome log is made again, to tell that broker's answers from the others').
+    pub fn set_faulted(&mut self, index: usize) {
+        self.faulted = Some(index);
+        self.log = Arc::new(OutcomeLog::on_cluster(self.log.len(), Some(index)));
+    }
+
+    /// The faulted broker's router index, once the route named it (clusters only).
+    pub fn faulted(&self) -> Option<usize> {
+        self.faulted
+    }
+
+    /// The faulted broker's name among `names` (router order); empty with one broker.
+    pub fn faulted_name(&self, names: &[String]) -> String {
+        self.faulted
+            .and_then(|i| names.get(i).cloned())
+            .unwrap_or_default()
     }
 
     /// The actions done since the last call, space-separated (`kill restart`), for the
@@ -112,7 +148,18 @@ impl Injector {
             }
         };
         if let Some(kill) = self.plan.kill {
-            add(kill, &[(Duration::ZERO, Action::Kill)]);
+            let later = self.plan.restart && !self.plan.restart_after.is_zero();
+            if later {
+                add(
+                    kill,
+                    &[
+                        (Duration::ZERO, Action::Kill),
+                        (self.plan.restart_after, Action::Restart),
+                    ],
+                );
+            } else {
+                add(kill, &[(Duration::ZERO, Action::Kill)]);
+            }
         }
         if let Some(p) = self.plan.pause {
             add(
@@ -123,6 +170,17 @@ impl Injector {
         events.sort_by_key(|(t, _)| *t);
         self.events = events;
         self.next = 0;
+    }
+
+    /// The pid of the faulted broker when the harness did not start it (`--namesrv`), known
+    /// once the route names the broker.
+    pub fn set_target_pid(&mut self, pid: u32) {
+        self.target_pid = Some(pid);
+    }
+
+    /// The plan's broker index (0 with one broker).
+    pub fn broker_index(&self) -> usize {
+        self.plan.broker
     }
 
     /// When the next signal is due.
@@ -161,6 +219,7 @@ impl Injector {
             self.next += 1;
             match action {
                 Action::Kill => self.kill(process.as_deref_mut())?,
+                Action::Restart => self.restart_now(process.as_deref_mut())?,
                 Action::Stop => {
                     let pid = self.pid(process.as_deref())?;
                     if !self.dead {
@@ -179,7 +238,7 @@ impl Injector {
 
     fn pid(&self, process: Option<&BrokerProcess>) -> Result<u32, String> {
         process.map(|p| p.pid).or(self.target_pid).ok_or_else(|| {
-            "fault: pause needs the broker's pid: pass --broker-pid with --target".to_owned()
+            "fault: pause needs the broker's pid: pass --broker-pid PID with --target, or --broker-pid NAME=PID with --namesrv".to_owned()
         })
     }
 
@@ -193,28 +252,67 @@ impl Injector {
     }
 
     fn kill(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
-        let Some(p) = process else {
-            return Err("fault: kill needs a broker the harness started (not --target)".into());
-        };
         if self.dead {
             return Ok(());
         }
+        let Some(p) = process else {
+            return self.kill_by_pid();
+        };
         // A stopped broker dies of SIGKILL as well; it must not be continued afterwards.
         self.stopped = None;
         p.kill9();
         let at = Instant::now();
-        if let Some(previous) = self.log.mark_kill(at) {
+        self.mark_kill(at);
+        self.dead = true;
+        self.killed_at = Some(at);
+        self.done.push("kill");
+        if self.plan.restart && self.plan.restart_after.is_zero() {
+            self.restart_now(Some(p))?;
+        }
+        Ok(())
+    }
+
+    /// Starts the killed broker again (on its store and port) and replaces `process` with it.
+    fn restart_now(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
+        let (Some(p), Some(at)) = (process, self.killed_at) else {
+            return Ok(());
+        };
+        if !self.dead {
+            return Ok(());
+        }
+        *p = self.restart(p.addr.port())?;
+        self.dead = false;
+        self.restarts.push((at, Instant::now()));
+        self.done.push("restart");
+        Ok(())
+    }
+
+    fn mark_kill(&mut self, at: Instant) {
+        let previous = self.log.mark_kill(at);
+        if self.kills > 0 {
             self.recoveries.push(previous);
         }
         self.kills += 1;
+    }
+
+    /// SIGKILL to a broker of a cluster the harness did not start (`--namesrv` with
+    /// `--broker-pid NAME=PID`). It is not started again: its command line is not ours.
+    fn kill_by_pid(&mut self) -> Result<(), String> {
+        let pid = self.target_pid.ok_or(
+            "fault: kill needs a broker the harness started, or its pid (--broker-pid NAME=PID with --namesrv)",
+        )?;
+        if self.plan.restart {
+            return Err(
+                "fault: restart needs a broker the harness started (its command line is not known)"
+                    .into(),
+            );
+        }
+        self.stopped = None;
+        broker::send_signal(pid, libc::SIGKILL)
+            .map_err(|e| format!("fault: SIGKILL to {pid}: {e}"))?;
+        self.mark_kill(Instant::now());
         self.dead = true;
         self.done.push("kill");
-        if self.plan.restart {
-            *p = self.restart(p.addr.port())?;
-            self.dead = false;
-            self.restarts.push((at, Instant::now()));
-            self.done.push("restart");
-        }
         Ok(())
     }
 
@@ -228,7 +326,8 @@ impl Injector {
         let mut conf = r.conf.clone();
         conf.insert("listenPort".into(), port.to_string());
         let n = self.kills;
-        let conf_path = r.dir.join(format!("broker-restart-{n}.conf"));
+        let stem = format!("{}-restart-{n}", r.name);
+        let conf_path = r.dir.join(format!("{stem}.conf"));
         broker::write_conf(&conf_path, &conf)
             .map_err(|e| format!("fault: writing {}: {e}", conf_path.display()))?;
         let mut last = String::new();
@@ -236,7 +335,7 @@ impl Injector {
             match BrokerProcess::start(
                 &r.bin,
                 &conf_path,
-                &r.dir.join(format!("broker-restart-{n}.log")),
+                &r.dir.join(format!("{stem}.log")),
                 r.cpus.as_deref(),
                 Duration::from_secs(20),
             ) {
@@ -246,24 +345,32 @@ impl Injector {
             std::thread::sleep(Duration::from_millis(100));
         }
         Err(format!(
-            "fault: restarting the broker on port {port} failed: {last}; see broker-restart-{n}.log"
+            "fault: restarting the broker on port {port} failed: {last}; see {stem}.log"
         ))
     }
 
-    /// The largest time from a kill to the first success of a send written after it, over all
-    /// kills; None when no kill recovered (no restart, or nothing succeeded afterwards).
+    fn all_recoveries(&self) -> impl Iterator<Item = Recovery> + '_ {
+        let last = (self.kills > 0).then(|| self.log.recoveries());
+        self.recoveries.iter().copied().chain(last)
+    }
+
+    /// The largest time from a kill to the first success from the faulted broker of a send
+    /// written after it, over all kills; None when no kill recovered (no restart, or nothing
+    /// succeeded afterwards).
     pub fn recovery(&self) -> Option<Duration> {
-        self.recoveries
-            .iter()
-            .copied()
-            .chain(self.log.recovery())
-            .max()
+        self.all_recoveries().filter_map(|r| r.broker).max()
+    }
+
+    /// The same for the application: the first final success of any broker (on one broker,
+    /// the broker's recovery).
+    pub fn app_recovery(&self) -> Option<Duration> {
+        self.all_recoveries().filter_map(|r| r.app).max()
     }
 
     /// Kills that never saw a success afterwards (with `restart`, a broker that did not come
     /// back in time for the load).
     pub fn unrecovered(&self) -> u32 {
-        let recovered = self.recoveries.len() as u32 + u32::from(self.log.recovery().is_some());
+        let recovered = self.all_recoveries().filter(|r| r.broker.is_some()).count() as u32;
         self.kills.saturating_sub(recovered)
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::fault::injector::{Injector, Restarter};
 use crate::matrix::Cell;
-use crate::reconcile::reconcile_store;
+use crate::reconcile::{reconcile_store, Tally};
 use crate::report::cells::Fixed;
 use crate::report::FaultColumns;
 
@@ -22,12 +22,13 @@ pub fn injector_for(
 ) -> Option<Injector> {
     let plan = cell.fault.as_ref()?;
     let restarter = own_broker.map(|(bin, conf)| Restarter {
+        name: "broker".into(),
         bin: bin.to_owned(),
         conf: conf.clone(),
         dir: dir.to_owned(),
         cpus: cpus.map(<[usize]>::to_vec),
     });
-    Some(Injector::new(plan, sends, restarter, target_pid))
+    Some(Injector::new(plan, sends, restarter, target_pid, false))
 }
 
 /// After the job's broker stopped: reads the store back (when the harness owns it) and returns
@@ -39,7 +40,8 @@ pub fn finish(
     cell: &Cell,
 ) -> Result<FaultColumns, String> {
     let mut cols = FaultColumns {
-        recovery_ms: injector.recovery().map(|d| Fixed(d.as_secs_f64() * 1000.0)),
+        recovery_ms: injector.recovery().map(ms),
+        app_recovery_ms: injector.app_recovery().map(ms),
         ..FaultColumns::default()
     };
     let (Some((bin, conf)), Some(keys)) = (own_broker, injector.keys.as_ref()) else {
@@ -47,13 +49,23 @@ pub fn finish(
     };
     let w = &cell.workload;
     let t = reconcile_store(bin, conf, dir, &w.topic, w.queues, keys, &injector.log)?;
+    set_totals(&mut cols, &t);
+    Ok(cols)
+}
+
+/// Milliseconds with one decimal, as the recovery columns hold them.
+pub fn ms(d: std::time::Duration) -> Fixed<1> {
+    Fixed(d.as_secs_f64() * 1000.0)
+}
+
+/// The reconciliation's totals into their columns.
+pub fn set_totals(cols: &mut FaultColumns, t: &Tally) {
     cols.acked_lost = Some(t.acked_lost);
     cols.phantom = Some(t.phantom);
     cols.busy_stored = Some(t.busy_stored);
     cols.duplicates = Some(t.duplicates);
     cols.corrupt = Some(t.corrupt);
     cols.unacked_in_flight = Some(t.unacked_in_flight);
-    Ok(cols)
 }
 
 /// Why the cells' faults cannot run against a broker at `--target`, if they cannot: a kill

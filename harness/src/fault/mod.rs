@@ -5,14 +5,20 @@
 //! * outcomes.rs — every send's final outcome by send number, and the recovery time
 //! * injector.rs — the schedule of signals and restarts, driven from the job's sampling loop
 //! * job.rs      — the job's hooks: an injector before the load, the reconciliation after it
+//! * cluster.rs  — the same for one broker of a cluster (`[fault] broker = K`), every broker
+//!   read back
+//! * pids.rs     — `--broker-pid PID` / `NAME=PID`: brokers the harness did not start
 //!
 //! The plan itself is the profile's `[fault]` table ([`crate::profile::FaultPlan`]).
 
+pub mod cluster;
 mod injector;
 pub mod job;
 mod outcomes;
+mod pids;
 
 pub use injector::{Injector, Restarter};
+pub use pids::BrokerPids;
 
 /// The second's `event` cell: what the job's injector did since the last row (none without
 /// `[fault]`).
@@ -21,4 +27,4 @@ pub fn event_of(injector: Option<&mut Injector>) -> crate::report::TimeseriesEve
         event: injector.map_or_else(String::new, Injector::take_events),
     }
 }
-pub use outcomes::{OutcomeLog, SendState};
+pub use outcomes::{OutcomeLog, Recovery, SendState};

@@ -459,6 +459,7 @@ pub(super) const RECONCILIATION: &[(&str, &str)] = &[
     ("phantom", "stored but never acknowledged"),
     ("duplicates", "stored twice"),
     ("recovery_ms", "recovery (ms)"),
+    ("app_recovery_ms", "application's recovery (ms)"),
 ];
 
 /// A fault job's reconciliation figures for the timeline's caption; empty for other jobs.

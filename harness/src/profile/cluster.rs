@@ -27,6 +27,30 @@ impl ClusterSpec {
     }
 }
 
+/// The matrix axis that varies the brokers per cell (`"cluster.brokers" = [1, 2]`): one
+/// broker against two in one run (`profiles/cluster-capacity.toml`).
+pub const CLUSTER_BROKERS_AXIS: &str = "cluster.brokers";
+
+/// The `cluster.brokers` axis's values: integers in 1..=[`MAX_BROKERS`], with `[cluster]`.
+pub fn check_brokers_axis(values: &[toml::Value], has_cluster: bool) -> Result<(), String> {
+    if !has_cluster {
+        return Err(format!(
+            "matrix axis `{CLUSTER_BROKERS_AXIS}` needs [cluster] (add [cluster] brokers = N; the axis then varies N per cell)"
+        ));
+    }
+    for v in values {
+        match v.as_integer() {
+            Some(n) if (1..=i64::from(MAX_BROKERS)).contains(&n) => {}
+            _ => {
+                return Err(format!(
+                    "matrix axis `{CLUSTER_BROKERS_AXIS}`: value {v} is not a broker count between 1 and {MAX_BROKERS}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `1.injectPutStallMillis` → `Some((1, "injectPutStallMillis"))`; a plain key → `None`.
 pub fn per_broker_key(key: &str) -> Option<(usize, &str)> {
     let (index, rest) = key.split_once('.')?;

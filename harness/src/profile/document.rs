@@ -276,6 +276,7 @@ impl Profile {
                 &broker,
                 consumer_table.as_ref(),
                 &fault_table,
+                raw.cluster.is_some(),
             )
             .map_err(|(m, h)| src.err(span.clone(), m, h))?;
             if let Some(k) = key.strip_prefix("broker.") {
@@ -346,6 +347,10 @@ impl Profile {
             }
             None => None,
         };
+        if let (Some(plan), Some(c)) = (&fault, &cluster) {
+            let span = find_key_span(text, "fault", "broker");
+            (plan.check_brokers(c.brokers as usize)).map_err(|m| src.err(span, m, None))?;
+        }
         let ab = match raw.ab {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
             None => None,
@@ -477,6 +482,7 @@ impl Profile {
                 &self.broker,
                 self.consumer_table.as_ref(),
                 &self.fault_table,
+                self.cluster.is_some(),
             )
             .map_err(|(m, _)| set_err(m))?;
         }
@@ -523,8 +529,11 @@ fn check_axis(
     broker: &BTreeMap<String, String>,
     consumer: Option<&toml::Table>,
     fault: &toml::Table,
+    has_cluster: bool,
 ) -> Result<(), (String, Option<String>)> {
-    if let Some(k) = key.strip_prefix("fault.") {
+    if key == super::CLUSTER_BROKERS_AXIS {
+        super::check_brokers_axis(values, has_cluster).map_err(|m| (m, None))?;
+    } else if let Some(k) = key.strip_prefix("fault.") {
         if fault.contains_key(k) {
             return Err((
                 format!("`{k}` is both fixed in [fault] and a matrix axis"),
@@ -583,11 +592,11 @@ fn check_axis(
         check_consumer_axis(key, values, consumer)?;
     } else {
         let help = format!(
-            "write \"workload.{key}\", \"broker.{key}\", \"consumer.{key}\" or \"fault.{key}\""
+            "write \"workload.{key}\", \"broker.{key}\", \"consumer.{key}\" or \"fault.{key}\" (or \"cluster.brokers\")"
         );
         return Err((
             format!(
-                "matrix axis `{key}` must start with `workload.`, `broker.`, `consumer.` or `fault.`"
+                "matrix axis `{key}` must start with `workload.`, `broker.`, `consumer.` or `fault.`, or be `cluster.brokers`"
             ),
             Some(help),
         ));

@@ -9,7 +9,14 @@ use super::secs::parse_secs;
 use super::workload::{Model, Workload};
 
 /// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every"];
+pub const FAULT_KEYS: &[&str] = &[
+    "kill",
+    "restart",
+    "restart_after",
+    "pause",
+    "every",
+    "broker",
+];
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +33,17 @@ pub struct FaultPlan {
     pub kill: Option<Duration>,
     /// After a kill, start the broker again on the same store and port. Default: false.
     pub restart: bool,
+    /// How long the broker stays dead before the restart (`kill = "10s"`, `restart_after =
+    /// "10s"`: back at 20 s). Default: 0s (at once).
+    pub restart_after: Duration,
     /// SIGSTOP, then SIGCONT. Written `"3s for 1500ms"`. Default: none.
     pub pause: Option<Pause>,
     /// Repeat the kill (with restart) and the pause at this period. Default: once.
     pub every: Option<Duration>,
+    /// Which broker of a cluster the faults hit: its 0-based index in the route's order
+    /// (`broker-K` of `[cluster]`; with `--namesrv`, the K-th brokerName in sorted order).
+    /// Default: 0.
+    pub broker: usize,
 }
 
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -82,6 +96,15 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 plan.pause = Some(parse_pause(text)?);
             }
             "every" => plan.every = Some(duration_of(k, v)?),
+            "restart_after" => plan.restart_after = duration_of(k, v)?,
+            "broker" => {
+                plan.broker = v
+                    .as_integer()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .ok_or_else(|| {
+                        format!("`fault.broker` must be a broker index from 0 (got {v})")
+                    })?
+            }
             other => {
                 let help = super::did_you_mean(other, FAULT_KEYS)
                     .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
@@ -112,6 +135,9 @@ impl FaultPlan {
         if self.restart && self.kill.is_none() {
             return Err("`fault.restart = true` needs a `kill`".into());
         }
+        if !self.restart_after.is_zero() && !self.restart {
+            return Err("`fault.restart_after` needs `restart = true`".into());
+        }
         if self.kill.is_none() && self.pause.is_none() {
             return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
         }
@@ -130,9 +156,31 @@ impl FaultPlan {
                     ));
                 }
             }
+            if self.kill.is_some() && self.restart_after >= every {
+                return Err(format!(
+                    "`fault.restart_after` ({:?}) must be shorter than `fault.every` ({every:?}): the next kill would find the broker dead",
+                    self.restart_after
+                ));
+            }
             if every < Duration::from_millis(100) {
                 return Err("`fault.every` must be at least 100ms".into());
             }
+        }
+        Ok(())
+    }
+
+    /// Checks `broker` against the brokers a profile starts (`[cluster] brokers`, 1 without
+    /// it); with `--namesrv` the route decides, at the start of each job.
+    pub fn check_brokers(&self, brokers: usize) -> Result<(), String> {
+        if self.broker >= brokers {
+            return Err(format!(
+                "`fault.broker` = {} names broker {}, but the profile starts {brokers} broker{} (brokers count from 0: use 0..{}, or add [cluster] brokers = {})",
+                self.broker,
+                self.broker,
+                if brokers == 1 { "" } else { "s" },
+                brokers.saturating_sub(1),
+                self.broker + 1
+            ));
         }
         Ok(())
     }
@@ -160,6 +208,12 @@ impl FaultPlan {
             if k >= measured {
                 return Err(format!(
                     "`fault.kill` at {k:?} is not inside the measured window ({measured:?})"
+                ));
+            }
+            if k + self.restart_after >= measured {
+                return Err(format!(
+                    "`fault.restart_after`: the restart at {:?} is not inside the measured window ({measured:?})",
+                    k + self.restart_after
                 ));
             }
         }
@@ -213,10 +267,38 @@ mod tests {
             ("kil = \"2s\"", "did you mean `kill`"),
             ("kill = true", "must be a duration"),
             ("every = \"5s\"", "needs `kill"),
+            ("kill = \"2s\"\nbroker = -1", "broker index"),
+            (
+                "kill = \"2s\"\nrestart_after = \"1s\"",
+                "needs `restart = true`",
+            ),
+            (
+                "kill = \"2s\"\nrestart = true\nrestart_after = \"3s\"\nevery = \"3s\"",
+                "shorter than `fault.every`",
+            ),
         ] {
             let e = fault_plan(&table(text)).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn the_broker_must_be_one_the_profile_starts() {
+        let plan = fault_plan(&table("kill = \"2s\"\nbroker = 2"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.broker, 2);
+        assert!(plan.check_brokers(3).is_ok());
+        let e = plan.check_brokers(2).unwrap_err();
+        assert!(
+            e.contains("starts 2 brokers") && e.contains("brokers = 3"),
+            "{e}"
+        );
+        let e = plan.check_brokers(1).unwrap_err();
+        assert!(e.contains("starts 1 broker "), "{e}");
+        let plan = fault_plan(&table("kill = \"2s\"")).unwrap().unwrap();
+        assert_eq!(plan.broker, 0);
+        assert!(plan.check_brokers(1).is_ok());
     }
 
     #[test]

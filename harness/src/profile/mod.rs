@@ -35,7 +35,9 @@ mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
 pub use auth::{AuthSection, AUTH_KEYS};
-pub use cluster::{bare_key, per_broker_key, ClusterSpec, MAX_BROKERS};
+pub use cluster::{
+    bare_key, check_brokers_axis, per_broker_key, ClusterSpec, CLUSTER_BROKERS_AXIS, MAX_BROKERS,
+};
 pub use consumer::{
     consumer_with, ClientVersion, ConsumeFrom, ConsumeMode, Consumer, PercentilePoint, Processing,
     CONSUMER_KEYS,

@@ -5,12 +5,16 @@
 //!   every record decoded and CRC-checked
 //! * tally.rs — the comparison: `acked_lost`, `phantom`, `busy_stored`, `duplicates`,
 //!   `corrupt`, `unacked_in_flight`
-//! * store.rs — a fresh broker opened on the job's store directory, read, and stopped
+//! * store.rs — a fresh broker opened on the job's store directory, read, and stopped; or a
+//!   running broker read through the protocol (a cluster the harness did not start)
+//! * brokers.rs — a cluster: every broker's copies against the broker of each final answer
 
+mod brokers;
 mod pull;
 mod store;
 mod tally;
 
+pub use brokers::{per_broker_text, tally_brokers, BrokerTally};
 pub use pull::{pull_answer, pull_request, read_queue, read_queue_from, Stored};
-pub use store::reconcile_store;
+pub use store::{read_live, read_store, reconcile_store, Copies};
 pub use tally::{tally, Tally};

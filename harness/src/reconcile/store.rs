@@ -14,6 +14,17 @@ use crate::reconcile::pull::{read_queue, Stored};
 use crate::reconcile::tally::{tally, Tally};
 use crate::runner::client::{AdminConn, KeySpace};
 
+/// What one broker's queues hold of a job's sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Copies {
+    /// Records found per send number, saturating at 255.
+    pub copies: Vec<u8>,
+    /// Records whose body CRC does not match.
+    pub corrupt: u64,
+    /// Records without one of the job's keys.
+    pub foreign: u64,
+}
+
 /// Opens a broker on `conf` (the job's configuration and store) with an ephemeral port, reads
 /// `queues` queues of `topic`, and tallies them against `log`. Files go to `dir`.
 pub fn reconcile_store(
@@ -25,34 +36,65 @@ pub fn reconcile_store(
     keys: &KeySpace,
     log: &OutcomeLog,
 ) -> Result<Tally, String> {
+    let c = read_store(
+        bin,
+        conf,
+        dir,
+        "reconcile-broker",
+        topic,
+        queues,
+        keys,
+        log.len(),
+    )?;
+    Ok(tally(log, &c.copies, c.corrupt, c.foreign))
+}
+
+/// Opens a broker on `conf`'s store (files `<stem>.conf` / `<stem>.log` in `dir`), reads
+/// `queues` queues of `topic`, stops it. The broker is not registered anywhere: a cluster
+/// broker's `namesrvAddr` is dropped.
+#[allow(clippy::too_many_arguments)]
+pub fn read_store(
+    bin: &Path,
+    conf: &BTreeMap<String, String>,
+    dir: &Path,
+    stem: &str,
+    topic: &str,
+    queues: u32,
+    keys: &KeySpace,
+    sends: u64,
+) -> Result<Copies, String> {
     let mut conf = conf.clone();
     conf.insert("listenPort".into(), "0".into());
-    let conf_path = dir.join("reconcile-broker.conf");
+    conf.remove("namesrvAddr");
+    let conf_path = dir.join(format!("{stem}.conf"));
     broker::write_conf(&conf_path, &conf)
         .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
     let process = BrokerProcess::start(
         bin,
         &conf_path,
-        &dir.join("reconcile-broker.log"),
+        &dir.join(format!("{stem}.log")),
         None,
         Duration::from_secs(30),
     )
     .map_err(|e| format!("reconcile: opening the store: {e}"))?;
-    let result = read_all(process.addr, topic, queues, keys, log);
+    let result = read_live(process.addr, topic, queues, keys, sends);
     process.stop(Duration::from_secs(10));
     result
 }
 
-fn read_all(
+/// Reads `queues` queues of `topic` from the broker at `addr` through PULL_MESSAGE (from
+/// offset 0; a queue whose first records were deleted answers PULL_OFFSET_MOVED with its
+/// minimum offset, where the reader goes on).
+pub fn read_live(
     addr: std::net::SocketAddr,
     topic: &str,
     queues: u32,
     keys: &KeySpace,
-    log: &OutcomeLog,
-) -> Result<Tally, String> {
-    let mut conn =
-        AdminConn::connect(addr, Duration::from_secs(2)).map_err(|e| format!("reconcile: {e}"))?;
-    let mut copies = vec![0u8; log.len() as usize];
+    sends: u64,
+) -> Result<Copies, String> {
+    let mut conn = AdminConn::connect(addr, Duration::from_secs(2))
+        .map_err(|e| format!("reconcile: {addr}: {e}"))?;
+    let mut copies = vec![0u8; sends as usize];
     let (mut corrupt, mut foreign) = (0u64, 0u64);
     for q in 0..queues {
         read_queue(
@@ -71,7 +113,11 @@ fn read_all(
                 },
             },
         )
-        .map_err(|e| format!("reconcile: reading {topic} queue {q}: {e}"))?;
+        .map_err(|e| format!("reconcile: reading {topic} queue {q} at {addr}: {e}"))?;
     }
-    Ok(tally(log, &copies, corrupt, foreign))
+    Ok(Copies {
+        copies,
+        corrupt,
+        foreign,
+    })
 }

@@ -73,7 +73,7 @@ mod tests {
             Outcome::Ok,                             // 6: stored twice
         ];
         for (seq, o) in outcomes.into_iter().enumerate() {
-            log.record(seq as u64, o, t, t);
+            log.record(seq as u64, o, None, t, t);
         }
         let copies = [1, 0, 1, 0, 1, 0, 2];
         let got = tally(&log, &copies, 3, 4);

@@ -15,4 +15,7 @@ pub struct KneeColumns {
     pub knee_rate: Option<Fixed<1>>,
     /// The term that failed first at the lowest failing rate above the knee: what limits it.
     pub knee_limited_by: String,
+    /// On a cluster: each broker's share of the acknowledged sends at the knee (its
+    /// confirming probe), `name=0.502;…` in route order; empty with one broker.
+    pub knee_broker_share: String,
 }

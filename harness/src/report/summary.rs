@@ -128,7 +128,18 @@ pub struct FaultColumns {
     pub duplicates: Option<u64>,
     pub corrupt: Option<u64>,
     pub unacked_in_flight: Option<u64>,
+    /// Kill to the first SUCCESS from the faulted broker of a send written after it.
     pub recovery_ms: Option<Fixed<1>>,
+    /// Kill to the first final SUCCESS of any broker (a retry on another broker counts): the
+    /// application's recovery. On one broker the same as `recovery_ms`.
+    pub app_recovery_ms: Option<Fixed<1>>,
+    /// The broker the faults hit (its brokerName); empty with one broker.
+    pub fault_broker: String,
+    /// Per-broker reconciliation, `name=count;…` in route order (`reconcile::brokers`);
+    /// empty with one broker.
+    pub broker_acked_lost: String,
+    pub broker_phantom: String,
+    pub broker_duplicates: String,
 }
 
 /// Resource figures of a run, from the sampler.
@@ -441,6 +452,7 @@ mod tests {
                 corrupt: Some(0),
                 unacked_in_flight: Some(4),
                 recovery_ms: Some(Fixed(123.45)),
+                ..FaultColumns::default()
             },
             knee: KneeColumns::default(),
             order: OrderColumns {
@@ -459,7 +471,7 @@ mod tests {
 1,2,3,4,5,6,7,8,9,10,14,15,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,7,store,1000,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,"
         );
         assert_eq!(
             line.split(',').count(),
@@ -493,7 +505,7 @@ mod tests {
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

@@ -41,6 +41,13 @@ impl BrokerSampler {
         }
     }
 
+    /// Broker `i` of a cluster, restarted by a fault: sample its new process from now on.
+    pub fn follow_at(&mut self, i: usize, pid: u32) {
+        if let Some(p) = self.procs.get_mut(i).filter(|p| p.pid != pid) {
+            *p = SampledProcess::new(pid);
+        }
+    }
+
     /// `(cpu %, rss MiB)` summed over the processes that are alive, and their CPU-seconds
     /// since the previous call; None when no process answered.
     pub fn sample(&mut self) -> (Option<(f64, f64)>, Option<f64>) {

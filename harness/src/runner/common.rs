@@ -117,7 +117,7 @@ impl Common {
             }
         }
         if let Some(log) = &self.outcomes {
-            log.record(e.seq, outcome, e.written, now);
+            log.record(e.seq, outcome, e.broker, e.written, now);
         }
         let service = answered.then(|| us(now - e.written));
         self.end_send(rec, e.segment, outcome, Some(us(now - e.intended)), service);

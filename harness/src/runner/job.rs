@@ -100,8 +100,24 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         };
         let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
         let sends = cfg_probe.scheduled_sends().unwrap_or(0);
-        let mut injector =
-            fault::job::injector_for(cell, sends, own_broker, &job_dir, cpus, ctx.opts.broker_pid);
+        let mut injector = match &cluster {
+            Some(c) => fault::cluster::injector_for(
+                cell,
+                sends,
+                c,
+                ctx.broker_bin.as_deref(),
+                &job_dir,
+                cpus,
+            ),
+            None => fault::job::injector_for(
+                cell,
+                sends,
+                own_broker,
+                &job_dir,
+                cpus,
+                ctx.opts.broker_pid,
+            ),
+        };
         let (addr, mut process, pid) = match (first, shared, ctx.opts.target, &ctx.broker_bin) {
             (Some(Some((addr, pid))), _, _, _) => (addr, None, Some(pid)),
             (Some(None), _, _, _) => (
@@ -155,7 +171,19 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 _ => {}
             }
         }
-        if let Some(inj) = &injector {
+        if let (Some(inj), Some(c)) = (&injector, cluster.as_mut()) {
+            let bin = ctx.broker_bin.as_deref();
+            let (cols, stop) = fault::cluster::finish(inj, c, bin, &job_dir, cell);
+            match cols {
+                Ok(cols) => fault_cols = cols,
+                Err(e) => {
+                    invalid.get_or_insert(e);
+                }
+            }
+            if let Some(reason) = stop.filter(|_| outcome.is_ok() && !interrupted) {
+                invalid.get_or_insert(reason);
+            }
+        } else if let Some(inj) = &injector {
             match fault::job::finish(inj, own_broker, &job_dir, cell) {
                 Ok(cols) => fault_cols = cols,
                 Err(e) => {

@@ -4,6 +4,8 @@
 //! search's result. A probe that is invalid (generator late, …) is run once more before it
 //! counts as a failure.
 
+use std::borrow::Borrow;
+
 use crate::broker::BrokerProcess;
 use crate::compare::load::{CellKey, Row};
 use crate::compare::rules::{Env, EvalError};
@@ -29,7 +31,10 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
     // One broker for every probe unless the profile asks for a fresh one each time. When it
     // cannot start, the first probe starts its own and reports why in its row.
     let mut shared: Option<BrokerProcess> = None;
-    if !knee.fresh_broker_per_probe && ctx.opts.target.is_none() {
+    // A cluster (`[cluster]` or `--namesrv`) is set up by each probe's job: its own name server
+    // and brokers, or the existing cluster's route.
+    let cluster = profile.cluster.is_some() || ctx.opts.namesrv.is_some();
+    if !knee.fresh_broker_per_probe && ctx.opts.target.is_none() && !cluster {
         if let Some(bin) = ctx.broker_bin.clone() {
             if std::fs::create_dir_all(&job_dir).is_ok() {
                 shared = start_broker(ctx, &bin, cell, &job_dir).ok();
@@ -110,9 +115,14 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         ),
         None => (None, "search not finished".to_owned()),
     };
+    let share = knee_rate
+        .and_then(|k| at_knee(&rows, k))
+        .map(broker_share)
+        .unwrap_or_default();
     for r in &mut rows {
         r.knee.knee_rate = knee_rate.map(Fixed);
         r.knee.knee_limited_by = limited_by.clone();
+        r.knee.knee_broker_share = share.clone();
     }
     if let Some(rate) = knee_rate {
         ctx.progress.line(&format!(
@@ -121,6 +131,32 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         ));
     }
     (rows, interrupted)
+}
+
+/// The probe that confirmed the knee `k`: the last one at that rate that met the SLO.
+fn at_knee<R: Borrow<SummaryRow>>(rows: &[R], k: f64) -> Option<&SummaryRow> {
+    rows.iter().map(Borrow::borrow).rev().find(|r| {
+        r.knee.slo_met == Some(true) && r.target_rate.is_some_and(|t| (t - k).abs() < 0.05)
+    })
+}
+
+/// Each cluster broker's share of a probe's acknowledged attempts, `name=0.502;…` in route
+/// order; empty with one broker.
+pub fn broker_share(row: &SummaryRow) -> String {
+    let s = &row.seg;
+    let total: u64 = s.per_broker.iter().map(|b| b[0]).sum();
+    if s.broker_names.is_empty() || total == 0 {
+        return String::new();
+    }
+    s.broker_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let ok = s.per_broker.get(i).map_or(0, |b| b[0]);
+            format!("{n}={:.3}", ok as f64 / total as f64)
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 /// The cell as one open-loop probe at `rate`.
@@ -230,11 +266,7 @@ pub fn capacity_table(rows: &[SummaryRow]) -> String {
     for (_, rep, probes) in &groups {
         let knee = probes[0].knee.knee_rate.map(|f| f.0);
         // The figures at the knee: its last passing probe (the confirmation).
-        let at = knee.and_then(|k| {
-            probes.iter().rev().find(|r| {
-                r.knee.slo_met == Some(true) && r.target_rate.is_some_and(|t| (t - k).abs() < 0.05)
-            })
-        });
+        let at = knee.and_then(|k| at_knee(probes, k));
         let (p99, busy) = at.map_or(("-".into(), "-".into()), |r| {
             (
                 format!("{:.3}", r.seg.latency_us[2] as f64 / 1000.0),
@@ -251,6 +283,12 @@ pub fn capacity_table(rows: &[SummaryRow]) -> String {
             busy,
             probes[0].knee.knee_limited_by
         ));
+        if !probes[0].knee.knee_broker_share.is_empty() {
+            out.push_str(&format!(
+                "    share of ok at the knee: {}\n",
+                probes[0].knee.knee_broker_share.replace(';', " ")
+            ));
+        }
     }
     out
 }

@@ -6,7 +6,6 @@
 
 mod broker_sampler;
 pub mod client;
-mod combination;
 mod common;
 mod conn;
 mod consumer_hook;

@@ -16,6 +16,9 @@ pub struct RunOptions {
     pub namesrv: Option<SocketAddr>,
     pub out: Option<PathBuf>,
     pub broker_pid: Option<u32>,
+    /// `--broker-pid NAME=PID` with `--namesrv`: the pids of the cluster's brokers, by
+    /// brokerName, for `[fault]` (pause and kill).
+    pub broker_pids: std::collections::BTreeMap<String, u32>,
     pub broker_bin: Option<PathBuf>,
     pub command_line: String,
     pub cancel: CancellationToken,

@@ -364,9 +364,13 @@ impl Pacer {
         };
         match self.pick(Some(q.broker)) {
             // No connection to that broker: the Java client's connect failure, a transport
-            // error, is isolated and the send moves to another broker.
+            // error, is isolated and the send moves to another broker, as its retry would.
+            // Without retries (retryTimesWhenSendFailed = 0) the application gets the error.
             Pick::Down => {
                 router.record(q.broker, Duration::ZERO, true, false, now);
+                if self.common.policy == crate::profile::RetryPolicy::None {
+                    return (Pick::Down, None);
+                }
                 match router.select(Some(q.broker), now) {
                     Some(other) if other.broker != q.broker => {
                         (self.pick(Some(other.broker)), Some(other.queue_id))

@@ -51,8 +51,8 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if let (Some(access_key), false) = (signing, opts.quiet) {
         eprintln!("ACL: every request is signed with access key {access_key}");
     }
-    if let Some(why) = super::combination::cluster_problem(profile, &cells, opts.namesrv.is_some())
-    {
+    let namesrv = opts.namesrv.is_some();
+    if let Some(why) = crate::fault::cluster::problem(&cells, namesrv, &opts.broker_pids) {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
     }
     if opts.target.is_some() {
@@ -229,7 +229,8 @@ fn check_broker_config(
             .collect();
         problems = check_cells(bin, cells, &confs, scratch.path())?;
         // Brokers 1.. of a cluster have their own keys: their configurations too.
-        for i in 1..profile.cluster.as_ref().map_or(1, |c| c.brokers as usize) {
+        let most = cells.iter().filter_map(|c| c.brokers).max().unwrap_or(1);
+        for i in 1..most as usize {
             let confs: Vec<_> = cells
                 .iter()
                 .map(|c| crate::cluster::broker_conf(c, i, &scratch.path().join("store"), None))

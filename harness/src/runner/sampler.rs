@@ -107,6 +107,9 @@ pub fn drive(
     let addr = router.as_ref().map_or(addr, |r| r.brokers[0].addr);
     if let Some(c) = &cluster {
         *broker_names = c.broker_names();
+        if let Some(f) = fault.as_deref_mut() {
+            crate::fault::cluster::resolve(f, c, &ctx.opts.broker_pids)?;
+        }
     }
     let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
         .map_err(|e| format!("admin connection: {e}"))?;
@@ -169,7 +172,14 @@ pub fn drive(
                 load.stop();
             }
             if let Some(f) = fault.as_deref_mut() {
-                if let Err(e) = f.tick(Instant::now(), process.as_deref_mut()) {
+                // One broker: the job's process; a cluster: broker K of the cell (None with
+                // --namesrv, signalled by pid).
+                let k = f.broker_index();
+                let target = match process.as_deref_mut() {
+                    Some(p) => Some(p),
+                    None => cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
+                };
+                if let Err(e) = f.tick(Instant::now(), target) {
                     crashed.get_or_insert(e);
                     load.stop();
                 }
@@ -180,12 +190,25 @@ pub fn drive(
             if let Some(p) = process.as_deref() {
                 brokers.follow(p.pid);
             }
+            if let (Some(f), Some(c)) = (fault.as_deref(), cluster.as_deref_mut()) {
+                let k = f.broker_index();
+                if let Some(p) = c.broker_mut(k) {
+                    brokers.follow_at(k, p.pid);
+                }
+            }
             let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
-            if crashed.is_none() && !expected_dead {
-                if let Some(st) = process.as_mut().and_then(|p| p.exited()) {
+            let dead_broker = expected_dead
+                .then(|| fault.as_deref().map(Injector::broker_index))
+                .flatten();
+            if crashed.is_none() {
+                if let Some(st) = process
+                    .as_mut()
+                    .filter(|_| !expected_dead)
+                    .and_then(|p| p.exited())
+                {
                     crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
                     load.stop();
-                } else if let Some(why) = cluster.as_mut().and_then(|c| c.crashed()) {
+                } else if let Some(why) = cluster.as_mut().and_then(|c| c.crashed(dead_broker)) {
                     crashed = Some(why);
                     load.stop();
                 }

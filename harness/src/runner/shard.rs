@@ -164,6 +164,24 @@ pub fn check_cells(spread: &Spread, cells: &[Cell]) -> anyhow::Result<()> {
             c.label
         )));
     }
+    // Every shard would run its own injector (one kill per shard) or its own search (each on a
+    // share of the load it takes for the whole), so neither splits.
+    if let Some(c) = cells.iter().find(|c| c.fault.is_some()) {
+        return Err(crate::exit::invalid(anyhow::anyhow!(
+            "--shard {}: cell {} ({}) has a [fault], and each shard would inject it on its own; run fault experiments in one process (no --shard)",
+            spread.shard,
+            c.id,
+            c.label
+        )));
+    }
+    if let Some(c) = cells.iter().find(|c| c.workload.model == Model::Knee) {
+        return Err(crate::exit::invalid(anyhow::anyhow!(
+            "--shard {}: cell {} ({}) is a knee search (model = \"knee\"), whose next rate depends on the whole load's answers; search in one process, or split a model = \"steps\" ladder over shards",
+            spread.shard,
+            c.id,
+            c.label
+        )));
+    }
     Ok(())
 }
 
