@@ -20,9 +20,11 @@
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
 //! * link.rs          — a connection that reconnects after a broker restart
 //! * restart.rs       — a restart's recovery time and duplicates
+//! * backlog.rs       — the prefilled backlog's drain: first pull to last message (`drain_rate`)
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
+mod backlog;
 mod bench;
 mod body;
 mod failure;
@@ -47,6 +49,7 @@ mod tracking;
 mod wire;
 
 pub use allocate::allocate_averagely;
+pub use backlog::drain_rate;
 pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};

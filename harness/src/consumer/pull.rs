@@ -131,6 +131,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     };
     let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
+    shared.metrics.backlog.pull_sent();
     let resp = match inst.wire.call(cmd, timeout).await {
         Ok(r) => r,
         Err(e) => {

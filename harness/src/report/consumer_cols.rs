@@ -53,6 +53,7 @@ pub struct SummaryConsumer {
     broker_schedule_deliver_nums: Option<u64>,
     consumer_recovery_ms: Option<Fixed<1>>,
     consumer_restart_duplicates: Option<u64>,
+    drain_rate: Option<Fixed<1>>,
 }
 
 impl SummaryConsumer {
@@ -106,6 +107,7 @@ impl SummaryConsumer {
             broker_schedule_deliver_nums: f.retry.broker.map(|b| b[3]),
             consumer_recovery_ms: f.recovery.map(|d| Fixed(d.as_secs_f64() * 1000.0)),
             consumer_restart_duplicates: f.restart_duplicates,
+            drain_rate: f.drain_rate.map(Fixed),
         }
     }
 }

@@ -31,6 +31,53 @@ pub fn start(
     Ok(Some(run))
 }
 
+/// With a prefill, before the load: one `backlog` row per second until the consumers have
+/// eaten the prefilled backlog (or `drain_timeout` passed), numbered from `second` on, so that
+/// `drain_rate`'s seconds are not folded into the load's first one.
+pub fn backlog(
+    ctx: &Ctx,
+    cell: &Cell,
+    repetition: u32,
+    cfg: &LoadConfig,
+    run: Option<&mut ConsumerRun>,
+    second: &mut u64,
+) -> Result<(), String> {
+    let Some(run) = run else { return Ok(()) };
+    let mut failed = None;
+    let empty = crate::recorder::Interval::default();
+    run.drain_backlog(|run| {
+        *second += 1;
+        let sample = crate::runner::sampler::Sample {
+            partial: false,
+            drain: false,
+            second: *second,
+            segment: None,
+            broker: None,
+            broker_cpu_s: None,
+            harness_cpu: 0.0,
+            harness_rss_mb: crate::broker::self_rss_mb(),
+            store_disk_mb: None,
+            end_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        };
+        let name = &ctx.profile.name;
+        let mut row = crate::runner::sampler::timeseries_row(
+            name, cell, repetition, cfg, &sample, &empty, None,
+        );
+        row.key.phase = "backlog";
+        row.consumer = TimeseriesConsumer::of(Some(&run.second()));
+        if let Err(e) = ctx.streams.lock().series.append(&row) {
+            failed.get_or_insert(format!("writing the time series: {e}"));
+        }
+        if ctx.opts.cancel.is_cancelled() {
+            run.cancel();
+        }
+    });
+    failed.map_or(Ok(()), Err)
+}
+
 /// The consumer cells of this second's row, and its two histograms (`e2e`, `stored_e2e`) for
 /// the interval log.
 pub fn second(
@@ -113,9 +160,10 @@ pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<Strin
 /// The consumers' line under a job's `done:` line.
 pub fn progress_line(f: &ConsumerFigures) -> String {
     format!(
-        "  consumers: consumed {} ({:.0}/s) flow control count/size/span/not-locked {}/{}/{}/{} lag max {} e2e p50/p99 {:.1}/{:.1} ms lost {} dup {}{}",
+        "  consumers: consumed {} ({:.0}/s{}) flow control count/size/span/not-locked {}/{}/{}/{} lag max {} e2e p50/p99 {:.1}/{:.1} ms lost {} dup {}{}",
         f.consumed,
         f.consume_rate,
+        f.drain_rate.map_or_else(String::new, |r| format!(", backlog drained at {r:.0}/s")),
         f.fc[0],
         f.fc[1],
         f.fc[2],

@@ -127,6 +127,8 @@ pub fn drive(
         cfg.outcomes = Some(f.log.clone());
     }
     let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
+    let mut second = 0u64;
+    consumer_hook::backlog(ctx, cell, repetition, &cfg, consumers.as_mut(), &mut second)?;
     let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
     let mut order = JobOrder::before_load(
         w,
@@ -151,7 +153,6 @@ pub fn drive(
     let mut last_cpu = broker::self_cpu_time();
     let mut last_spin = 0u64;
     let mut last_t = Instant::now();
-    let mut second = 0u64;
     let mut next = load.start + Duration::from_secs(1);
     // One interval for the whole job, refilled every second: no per-second allocation.
     let mut interval = Interval::default();
