@@ -69,7 +69,7 @@ cluster: build ## Two brokers and a name server per cell: retry none / rocketmq-
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock)
 	$(CARGO) bench -p broker-under-test $(EXTRA_CARGO_ARGS)
 
-floor: build ## The generator's own ceiling: minimal sender vs harness against the null responder, pinned; prints both rates and the ratio
+floor: build ## The harness against minimal peers on the null responder, pinned, 5 alternating runs: generator/floor-sender and consumers/floor-puller, median ratios
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
 
 SOAK_OUT     ?= $(RESULTS)/soak

@@ -14,6 +14,9 @@
 //! faster than either sender: it answers send requests from a fixed template and reads only the
 //! fields it must echo (`code`, `opaque`, `flag`), so one responder core outruns one sender core.
 
+pub mod canned;
+pub mod consume;
+pub mod puller;
 pub mod request;
 pub mod responder;
 pub mod sender;
