@@ -3,9 +3,11 @@
 # (the responder on one core, the measured side on the other), alternating RUNS times:
 #   send:    floor-sender (minimal pipelined sender)  vs  harness run profiles/floor.toml
 #   consume: floor-puller (minimal puller)            vs  harness run profiles/consume-floor.toml
-# Prints every run's rates and the median of the per-run ratios (goal: >= GOAL each).
-# The machine may be busy: alternating runs in one command make the ratios comparable, the
-# absolute rates are not.
+# Prints every run's rates and the median of the per-run ratios (goal: >= GOAL each), and the
+# same for CPU time per message (user + system seconds of the measured process over everything
+# it answered or consumed, warm-up included): floor cost / harness cost. On a busy machine the
+# pinned rates measure the neighbours (a starved responder limits both sides alike and the rate
+# ratio drifts towards 1); CPU per message is what each side pays, whoever else runs.
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${OUT:-results/floor}
@@ -39,36 +41,62 @@ column_of() {
   sed -n 2p "$csv" | cut -d, -f"$col"
 }
 
-harness_run() { # profile out column
+# user + system CPU seconds in $tmp/time (written by /usr/bin/time -f '%U %S')
+cpu_s() { awk '{ print $1 + $2 }' "$tmp/time"; }
+
+# The sum of timeseries.csv column NAME over every row (warm-up included).
+series_sum() {
+  local csv=$1 name=$2 col
+  col=$(head -1 "$csv" | tr ',' '\n' | grep -nx "$name" | cut -d: -f1)
+  awk -F, -v c="$col" 'NR > 1 { s += $c } END { print s + 0 }' "$csv"
+}
+
+harness_run() { # profile out column: prints "<column value> <cpu s>"
   rm -rf "$2"
-  taskset -c "$GEN_CPU" "$BIN/harness" run "$1" --target "$addr" --out "$2" \
-    --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
+  /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$BIN/harness" run "$1" \
+    --target "$addr" --out "$2" --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
     || { cat "$tmp/harness.out" >&2; echo "floor: harness run $1 failed" >&2; exit 1; }
-  column_of "$2/summary.csv" "$3"
+  echo "$(column_of "$2/summary.csv" "$3") $(cpu_s)"
+}
+
+floor_run() { # command...: prints "<rate> <total> <cpu s>"
+  local line
+  line=$(/usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$@")
+  echo "$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$line") $(cpu_s)"
+}
+
+# One run's line: floor rate, harness rate, floor and harness CPU µs per message.
+record() { # file label floor_rate floor_total floor_cpu harness_rate harness_total harness_cpu
+  awk -v fr="$3" -v ft="$4" -v fc="$5" -v hr="$6" -v ht="$7" -v hc="$8" -v label="$2" -v i="$i" 'BEGIN {
+    fu = fc * 1e6 / ft; hu = hc * 1e6 / ht;
+    printf "run %d %s: floor %9.0f/s %6.3f us/msg  harness %9.0f/s %6.3f us/msg  rate ratio %.3f  cpu ratio %.3f\n",
+      i, label, fr, fu, hr, hu, hr / fr, fu / hu
+  }'
+  echo "$3 $6 $(awk -v fc="$5" -v ft="$4" -v hc="$8" -v ht="$7" 'BEGIN { print fc / ft, hc / ht }')" >>"$1"
 }
 
 : >"$tmp/send" ; : >"$tmp/consume"
 for i in $(seq 1 "$RUNS"); do
-  line=$(taskset -c "$GEN_CPU" "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
-  m=$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line")
-  h=$(harness_run profiles/floor.toml "$OUT/send-$i" achieved_rate)
-  echo "$m $h" >>"$tmp/send"
-  printf 'run %d send   : floor-sender %10.0f/s  harness %10.0f/s  ratio %.3f\n' "$i" "$m" "$h" "$(awk -v h="$h" -v m="$m" 'BEGIN{print h/m}')"
+  read -r fr ft fc < <(floor_run "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
+  read -r hr hc < <(harness_run profiles/floor.toml "$OUT/send-$i" achieved_rate)
+  record "$tmp/send" "send   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-$i/timeseries.csv" ok)" "$hc"
 
-  line=$(taskset -c "$GEN_CPU" "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
-  m=$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line")
-  h=$(harness_run profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
-  echo "$m $h" >>"$tmp/consume"
-  printf 'run %d consume: floor-puller %10.0f/s  harness %10.0f/s  ratio %.3f\n' "$i" "$m" "$h" "$(awk -v h="$h" -v m="$m" 'BEGIN{print h/m}')"
+  read -r fr ft fc < <(floor_run "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
+  read -r hr hc < <(harness_run profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
+  record "$tmp/consume" "consume" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-$i/summary.csv" consumed)" "$hc"
 done
 
 median_line() { # file label
-  awk '{ print $2 / $1, $1, $2 }' "$1" | sort -g | awk -v label="$2" -v g="$GOAL" '
-    { r[NR] = $1; m[NR] = $2; h[NR] = $3 }
+  awk '{ print $2 / $1, $3 / $4 }' "$1" | awk -v label="$2" -v g="$GOAL" '
+    { r[NR] = $1; c[NR] = $2 }
+    function median(a, n,   i, j, t) {
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return a[int((n + 1) / 2)]
+    }
     END {
-      k = int((NR + 1) / 2);
-      printf "%s: median ratio %.3f (floor %.0f/s, harness %.0f/s in that run; goal >= %s: %s)\n",
-        label, r[k], m[k], h[k], g, (r[k] >= g ? "met" : "NOT met")
+      rr = median(r, NR); cr = median(c, NR);
+      printf "%s: median rate ratio %.3f, median cpu ratio %.3f (goal >= %s: %s)\n",
+        label, rr, cr, g, (rr >= g && cr >= g ? "met" : "NOT met")
     }'
 }
 median_line "$tmp/send" "generator/floor-sender        "

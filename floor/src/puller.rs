@@ -53,6 +53,8 @@ pub struct PullerReport {
     pub elapsed: Duration,
     /// Whether every queue answered "no new message" (a prepared backlog was drained).
     pub drained: bool,
+    /// Messages over the whole run, warm-up included: what the process's CPU time paid for.
+    pub total: u64,
 }
 
 impl PullerReport {
@@ -243,6 +245,7 @@ pub fn run(cfg: &PullerConfig) -> Result<PullerReport, PullerError> {
         pulls,
         elapsed,
         drained,
+        total: taken,
     })
 }
 

@@ -1,5 +1,6 @@
 //! `floor-puller --target ADDR`: the minimal puller. Prints one line,
-//! `rate=<messages per second> messages=<n> pulls=<n> seconds=<s> drained=<bool>`.
+//! `rate=<messages per second> messages=<n> pulls=<n> seconds=<s> drained=<bool>
+//! total=<messages, warm-up included>`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -64,12 +65,13 @@ fn main_inner(cli: Cli) -> anyhow::Result<()> {
     };
     let report = run(&cfg).with_context(|| format!("pulling from {}", cfg.target))?;
     println!(
-        "rate={:.0} messages={} pulls={} seconds={:.3} drained={}",
+        "rate={:.0} messages={} pulls={} seconds={:.3} drained={} total={}",
         report.rate(),
         report.messages,
         report.pulls,
         report.elapsed.as_secs_f64(),
-        report.drained
+        report.drained,
+        report.total
     );
     Ok(())
 }
