@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::consumer::{ConsumerFigures, ConsumerRun};
 use crate::matrix::Cell;
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
+use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::context::Ctx;
 use crate::runner::plan::LoadConfig;
 
@@ -34,27 +35,38 @@ pub fn start(
 /// With a prefill, before the load: one `backlog` row per second until the consumers have
 /// eaten the prefilled backlog (or `drain_timeout` passed), numbered from `second` on, so that
 /// `drain_rate`'s seconds are not folded into the load's first one.
+/// The rows carry the broker's and the harness's CPU: which one limits the drain.
 pub fn backlog(
     ctx: &Ctx,
     cell: &Cell,
     repetition: u32,
     cfg: &LoadConfig,
-    run: Option<&mut ConsumerRun>,
+    (run, brokers): (Option<&mut ConsumerRun>, &mut BrokerSampler),
     second: &mut u64,
 ) -> Result<(), String> {
     let Some(run) = run else { return Ok(()) };
     let mut failed = None;
     let empty = crate::recorder::Interval::default();
+    brokers.sample();
+    let (mut last_cpu, mut last_t) = (crate::broker::self_cpu_time(), Instant::now());
+    let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     run.drain_backlog(|run| {
         *second += 1;
+        let (cpu, now) = (crate::broker::self_cpu_time(), Instant::now());
+        let harness_cpu = cpu.saturating_sub(last_cpu).as_secs_f64()
+            / (now - last_t).as_secs_f64().max(1e-3)
+            / cores
+            * 100.0;
+        (last_cpu, last_t) = (cpu, now);
+        let (broker, broker_cpu_s) = brokers.sample();
         let sample = crate::runner::sampler::Sample {
             partial: false,
             drain: false,
             second: *second,
             segment: None,
-            broker: None,
-            broker_cpu_s: None,
-            harness_cpu: 0.0,
+            broker,
+            broker_cpu_s,
+            harness_cpu,
             harness_rss_mb: crate::broker::self_rss_mb(),
             store_disk_mb: None,
             end_unix_s: std::time::SystemTime::now()

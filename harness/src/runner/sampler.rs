@@ -128,7 +128,8 @@ pub fn drive(
     }
     let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, &mut cfg)?;
     let mut second = 0u64;
-    consumer_hook::backlog(ctx, cell, repetition, &cfg, consumers.as_mut(), &mut second)?;
+    let hooked = (consumers.as_mut(), &mut brokers);
+    consumer_hook::backlog(ctx, cell, repetition, &cfg, hooked, &mut second)?;
     let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
     let mut order = JobOrder::before_load(
         w,
