@@ -14,6 +14,9 @@ OUT=${OUT:-results/floor}
 GOAL=${GOAL:-0.5}
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-5s}
+# BEFORE=path/to/an/older/harness: each run also measures that binary right after this one, so a
+# change's before/after ratios come from the same runs.
+BEFORE=${BEFORE:-}
 cpus=$(nproc)
 if [ "$cpus" -ge 2 ]; then GEN_CPU=0; RESP_CPU=1; else GEN_CPU=0; RESP_CPU=0; fi
 for b in null-responder floor-sender floor-puller harness; do
@@ -51,12 +54,12 @@ series_sum() {
   awk -F, -v c="$col" 'NR > 1 { s += $c } END { print s + 0 }' "$csv"
 }
 
-harness_run() { # profile out column: prints "<column value> <cpu s>"
-  rm -rf "$2"
-  /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$BIN/harness" run "$1" \
-    --target "$addr" --out "$2" --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
-    || { cat "$tmp/harness.out" >&2; echo "floor: harness run $1 failed" >&2; exit 1; }
-  echo "$(column_of "$2/summary.csv" "$3") $(cpu_s)"
+harness_run() { # binary profile out column: prints "<column value> <cpu s>"
+  rm -rf "$3"
+  /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$1" run "$2" \
+    --target "$addr" --out "$3" --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
+    || { cat "$tmp/harness.out" >&2; echo "floor: $1 run $2 failed" >&2; exit 1; }
+  echo "$(column_of "$3/summary.csv" "$4") $(cpu_s)"
 }
 
 floor_run() { # command...: prints "<rate> <total> <cpu s>"
@@ -75,15 +78,23 @@ record() { # file label floor_rate floor_total floor_cpu harness_rate harness_to
   echo "$3 $6 $(awk -v fc="$5" -v ft="$4" -v hc="$8" -v ht="$7" 'BEGIN { print fc / ft, hc / ht }')" >>"$1"
 }
 
-: >"$tmp/send" ; : >"$tmp/consume"
+: >"$tmp/send" ; : >"$tmp/consume"; : >"$tmp/send-before" ; : >"$tmp/consume-before"
 for i in $(seq 1 "$RUNS"); do
   read -r fr ft fc < <(floor_run "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
-  read -r hr hc < <(harness_run profiles/floor.toml "$OUT/send-$i" achieved_rate)
+  read -r hr hc < <(harness_run "$BIN/harness" profiles/floor.toml "$OUT/send-$i" achieved_rate)
   record "$tmp/send" "send   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-$i/timeseries.csv" ok)" "$hc"
+  if [ -n "$BEFORE" ]; then
+    read -r hr hc < <(harness_run "$BEFORE" profiles/floor.toml "$OUT/send-before-$i" achieved_rate)
+    record "$tmp/send-before" "send (before)   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-before-$i/timeseries.csv" ok)" "$hc"
+  fi
 
   read -r fr ft fc < <(floor_run "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
-  read -r hr hc < <(harness_run profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
+  read -r hr hc < <(harness_run "$BIN/harness" profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
   record "$tmp/consume" "consume" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-$i/summary.csv" consumed)" "$hc"
+  if [ -n "$BEFORE" ]; then
+    read -r hr hc < <(harness_run "$BEFORE" profiles/consume-floor.toml "$OUT/consume-before-$i" consume_rate)
+    record "$tmp/consume-before" "consume (before)" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-before-$i/summary.csv" consumed)" "$hc"
+  fi
 done
 
 median_line() { # file label
@@ -101,3 +112,7 @@ median_line() { # file label
 }
 median_line "$tmp/send" "generator/floor-sender        "
 median_line "$tmp/consume" "harness consumers/floor-puller"
+if [ -n "$BEFORE" ]; then
+  median_line "$tmp/send-before" "BEFORE generator/floor-sender        "
+  median_line "$tmp/consume-before" "BEFORE harness consumers/floor-puller"
+fi
