@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability processing-bench report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench report cluster gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +71,8 @@ cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant 
 
 floor: build ## The harness against minimal peers on the null responder, pinned, 5 alternating runs: generator/floor-sender and consumers/floor-puller, median ratios
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
+pull-vs-send: build ## The broker's CPU per message on its send path and on its pull path (one process: the harness sends a backlog, floor-puller drains it); SIZE=, BATCH=
+	BIN=$(RELEASE_BIN) bash scripts/pull-vs-send-cpu.sh
 
 SOAK_OUT     ?= $(RESULTS)/soak
 SOAK_ARGS    ?=
