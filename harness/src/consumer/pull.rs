@@ -180,7 +180,10 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
             shared
                 .restart
                 .pulled(q.queue_id, msgs[0].queue_offset, inst.wire.opened_at());
-            let added = q.pq.lock().put(msgs);
+            let added = match shared.cfg.mode {
+                ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
+                ConsumeMode::Orderly => q.pq.lock().put(msgs),
+            };
             dispatch(inst, q, added);
             Duration::ZERO
         }
