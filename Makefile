@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor soak soak-hour shards durability processing-bench report cluster cluster-failover cluster-capacity gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench report cluster cluster-failover cluster-capacity gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -75,8 +75,10 @@ cluster-capacity: build ## Knee search: one broker against two behind a name ser
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock; ACL signing per send)
 	$(CARGO) bench -p broker-under-test -p remoting $(EXTRA_CARGO_ARGS)
 
-floor: build ## The generator's own ceiling: minimal sender vs harness against the null responder, pinned; prints both rates and the ratio
+floor: build ## The harness against minimal peers on the null responder, pinned, 5 alternating runs: generator/floor-sender and consumers/floor-puller, median ratios
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
+pull-vs-send: build ## The broker's CPU per message on its send path and on its pull path (one process: the harness sends a backlog, floor-puller drains it); SIZE=, BATCH=
+	BIN=$(RELEASE_BIN) bash scripts/pull-vs-send-cpu.sh
 
 SOAK_OUT     ?= $(RESULTS)/soak
 SOAK_ARGS    ?=

@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# make floor: the minimal pipelined sender and the harness against the same null responder,
-# back to back, the responder pinned to one core and the sender to the other.
-# Prints both rates and their ratio (goal: >= 0.35).
+# make floor: the harness against minimal peers, on the same null responder and pinned cores
+# (the responder on one core, the measured side on the other), alternating RUNS times:
+#   send:    floor-sender (minimal pipelined sender)  vs  harness run profiles/floor.toml
+#   consume: floor-puller (minimal puller)            vs  harness run profiles/consume-floor.toml
+# Prints every run's rates and the median of the per-run ratios (goal: >= GOAL each), and the
+# same for CPU time per message (user + system seconds of the measured process over everything
+# it answered or consumed, warm-up included): floor cost / harness cost. On a busy machine the
+# pinned rates measure the neighbours (a starved responder limits both sides alike and the rate
+# ratio drifts towards 1); CPU per message is what each side pays, whoever else runs.
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${OUT:-results/floor}
-GOAL=${GOAL:-0.35}
+GOAL=${GOAL:-0.5}
+RUNS=${RUNS:-5}
+DURATION=${DURATION:-5s}
+# BEFORE=path/to/an/older/harness: each run also measures that binary right after this one, so a
+# change's before/after ratios come from the same runs.
+BEFORE=${BEFORE:-}
 cpus=$(nproc)
 if [ "$cpus" -ge 2 ]; then GEN_CPU=0; RESP_CPU=1; else GEN_CPU=0; RESP_CPU=0; fi
-for b in null-responder floor-sender harness; do
+for b in null-responder floor-sender floor-puller harness; do
   [ -x "$BIN/$b" ] || { echo "floor: $BIN/$b missing; run 'make build' first" >&2; exit 3; }
 done
 tmp=$(mktemp -d)
 responder_pid=
 cleanup() { [ -n "$responder_pid" ] && kill "$responder_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-taskset -c "$RESP_CPU" "$BIN/null-responder" --for 5m >"$tmp/responder.out" 2>"$tmp/responder.err" &
+taskset -c "$RESP_CPU" "$BIN/null-responder" --for 30m --message-size 128 >"$tmp/responder.out" 2>"$tmp/responder.err" &
 responder_pid=$!
 for _ in $(seq 1 100); do
   grep -q '^listening on ' "$tmp/responder.out" 2>/dev/null && break
@@ -23,20 +34,85 @@ for _ in $(seq 1 100); do
 done
 addr=$(sed -n 's/^listening on //p' "$tmp/responder.out")
 [ -n "$addr" ] || { echo "floor: the null responder did not start:" >&2; cat "$tmp/responder.err" >&2; exit 1; }
-echo "null responder on $addr (cpu $RESP_CPU); senders on cpu $GEN_CPU"
+echo "null responder on $addr (cpu $RESP_CPU); measured side on cpu $GEN_CPU; $RUNS alternating runs of $DURATION"
 
-minimal=$(taskset -c "$GEN_CPU" "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration 5s)
-min_rate=$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$minimal")
-echo "minimal sender : $minimal"
+# column VALUE of summary.csv's first row
+column_of() {
+  local csv=$1 name=$2 col
+  col=$(head -1 "$csv" | tr ',' '\n' | grep -nx "$name" | cut -d: -f1)
+  [ -n "$col" ] || { echo "floor: $csv has no $name column" >&2; exit 1; }
+  sed -n 2p "$csv" | cut -d, -f"$col"
+}
 
-rm -rf "$OUT"
-taskset -c "$GEN_CPU" "$BIN/harness" run profiles/floor.toml --target "$addr" --out "$OUT" >"$tmp/harness.out" 2>&1 \
-  || { cat "$tmp/harness.out" >&2; echo "floor: harness run failed" >&2; exit 1; }
-col=$(head -1 "$OUT/summary.csv" | tr ',' '\n' | grep -nx 'achieved_rate' | cut -d: -f1)
-[ -n "$col" ] || { echo "floor: $OUT/summary.csv has no achieved_rate column" >&2; exit 1; }
-h_rate=$(sed -n 2p "$OUT/summary.csv" | cut -d, -f"$col")
-echo "harness        : rate=$h_rate (closed loop, every histogram on; $OUT)"
-awk -v h="$h_rate" -v m="$min_rate" -v g="$GOAL" 'BEGIN {
-  r = h / m;
-  printf "ratio          : %.3f  (goal >= %s: %s)\n", r, g, (r >= g ? "met" : "NOT met")
-}'
+# user + system CPU seconds in $tmp/time (written by /usr/bin/time -f '%U %S')
+cpu_s() { awk '{ print $1 + $2 }' "$tmp/time"; }
+
+# The sum of timeseries.csv column NAME over every row (warm-up included).
+series_sum() {
+  local csv=$1 name=$2 col
+  col=$(head -1 "$csv" | tr ',' '\n' | grep -nx "$name" | cut -d: -f1)
+  awk -F, -v c="$col" 'NR > 1 { s += $c } END { print s + 0 }' "$csv"
+}
+
+harness_run() { # binary profile out column: prints "<column value> <cpu s>"
+  rm -rf "$3"
+  /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$1" run "$2" \
+    --target "$addr" --out "$3" --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
+    || { cat "$tmp/harness.out" >&2; echo "floor: $1 run $2 failed" >&2; exit 1; }
+  echo "$(column_of "$3/summary.csv" "$4") $(cpu_s)"
+}
+
+floor_run() { # command...: prints "<rate> <total> <cpu s>"
+  local line
+  line=$(/usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$@")
+  echo "$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$line") $(cpu_s)"
+}
+
+# One run's line: floor rate, harness rate, floor and harness CPU µs per message.
+record() { # file label floor_rate floor_total floor_cpu harness_rate harness_total harness_cpu
+  awk -v fr="$3" -v ft="$4" -v fc="$5" -v hr="$6" -v ht="$7" -v hc="$8" -v label="$2" -v i="$i" 'BEGIN {
+    fu = fc * 1e6 / ft; hu = hc * 1e6 / ht;
+    printf "run %d %s: floor %9.0f/s %6.3f us/msg  harness %9.0f/s %6.3f us/msg  rate ratio %.3f  cpu ratio %.3f\n",
+      i, label, fr, fu, hr, hu, hr / fr, fu / hu
+  }'
+  echo "$3 $6 $(awk -v fc="$5" -v ft="$4" -v hc="$8" -v ht="$7" 'BEGIN { print fc / ft, hc / ht }')" >>"$1"
+}
+
+: >"$tmp/send" ; : >"$tmp/consume"; : >"$tmp/send-before" ; : >"$tmp/consume-before"
+for i in $(seq 1 "$RUNS"); do
+  read -r fr ft fc < <(floor_run "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
+  read -r hr hc < <(harness_run "$BIN/harness" profiles/floor.toml "$OUT/send-$i" achieved_rate)
+  record "$tmp/send" "send   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-$i/timeseries.csv" ok)" "$hc"
+  if [ -n "$BEFORE" ]; then
+    read -r hr hc < <(harness_run "$BEFORE" profiles/floor.toml "$OUT/send-before-$i" achieved_rate)
+    record "$tmp/send-before" "send (before)   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-before-$i/timeseries.csv" ok)" "$hc"
+  fi
+
+  read -r fr ft fc < <(floor_run "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
+  read -r hr hc < <(harness_run "$BIN/harness" profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
+  record "$tmp/consume" "consume" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-$i/summary.csv" consumed)" "$hc"
+  if [ -n "$BEFORE" ]; then
+    read -r hr hc < <(harness_run "$BEFORE" profiles/consume-floor.toml "$OUT/consume-before-$i" consume_rate)
+    record "$tmp/consume-before" "consume (before)" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-before-$i/summary.csv" consumed)" "$hc"
+  fi
+done
+
+median_line() { # file label
+  awk '{ print $2 / $1, $3 / $4 }' "$1" | awk -v label="$2" -v g="$GOAL" '
+    { r[NR] = $1; c[NR] = $2 }
+    function median(a, n,   i, j, t) {
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return a[int((n + 1) / 2)]
+    }
+    END {
+      rr = median(r, NR); cr = median(c, NR);
+      printf "%s: median rate ratio %.3f, median cpu ratio %.3f (goal >= %s: %s)\n",
+        label, rr, cr, g, (rr >= g && cr >= g ? "met" : "NOT met")
+    }'
+}
+median_line "$tmp/send" "generator/floor-sender        "
+median_line "$tmp/consume" "harness consumers/floor-puller"
+if [ -n "$BEFORE" ]; then
+  median_line "$tmp/send-before" "BEFORE generator/floor-sender        "
+  median_line "$tmp/consume-before" "BEFORE harness consumers/floor-puller"
+fi

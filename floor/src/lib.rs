@@ -10,10 +10,19 @@
 //!   can push through one connection.
 //! - the harness in closed loop, with every histogram and classification on.
 //!
-//! The ratio of the two rates is the harness's efficiency. The responder must therefore be much
-//! faster than either sender: it answers send requests from a fixed template and reads only the
+//! The ratio of the two rates is the harness's efficiency (`make floor` also compares the CPU
+//! each spends per message, which a busy machine does not skew). The consumers are measured the
+//! same way: [`puller`] is the minimal puller (long polling off, 32 a pull, one pull in flight per
+//! queue, records counted by their length fields), the responder answers pulls from a
+//! [`canned`] batch ([`consume`] holds the group requests around them), and the harness's
+//! consumers run `profiles/consume-floor.toml` against the same responder.
+//!
+//! The responder must be much faster than either sender: it answers send requests from a fixed template and reads only the
 //! fields it must echo (`code`, `opaque`, `flag`), so one responder core outruns one sender core.
 
+pub mod canned;
+pub mod consume;
+pub mod puller;
 pub mod request;
 pub mod responder;
 pub mod sender;

@@ -6,6 +6,11 @@
 //! (17), heartbeats (34) and runtime info (28, an empty table) are answered from a full decode,
 //! since they are rare; any other code gets 3, "request type N not supported".
 //!
+//! Pulls (11) get a canned FOUND answer of `maxMsgNums` real records at the offset asked for,
+//! read from the JSON header without a decode (`consume.rs`), so that a consumer can be
+//! measured the way a sender is; the group requests a push consumer needs around its pulls
+//! are answered from a full decode.
+//!
 //! One named thread per connection; every connection thread and the accept thread stop within
 //! 100 ms of [`Running::stop`] (or drop) and are joined. A frame longer than
 //! [`remoting::MAX_FRAME_LEN`] closes its connection before anything is allocated for it.
@@ -19,8 +24,11 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use remoting::{
-    peek_frame, HeaderPeek, RemotingCommand, RequestCode, ResponseCode, FLAG_ONEWAY, MAX_FRAME_LEN,
+    peek_frame, HeaderPeek, RemotingCommand, RequestCode, ResponseCode, SerializeType, FLAG_ONEWAY,
+    MAX_FRAME_LEN,
 };
+
+use crate::consume::{Answer, ConsumeSide};
 
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -30,6 +38,7 @@ const READ_CHUNK: usize = 256 * 1024;
 /// A bound, not yet serving responder.
 pub struct NullResponder {
     listener: TcpListener,
+    consume: Arc<ConsumeSide>,
 }
 
 /// A serving responder; dropping it stops and joins every thread.
@@ -44,7 +53,17 @@ impl NullResponder {
     pub fn bind(addr: SocketAddr) -> io::Result<NullResponder> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
-        Ok(NullResponder { listener })
+        Ok(NullResponder {
+            listener,
+            consume: Arc::new(ConsumeSide::new(128, None)),
+        })
+    }
+
+    /// Pull answers carry messages of `message_size` body bytes; with `backlog`, each queue
+    /// holds that many and then answers PULL_NOT_FOUND.
+    pub fn with_pulls(mut self, message_size: usize, backlog: Option<i64>) -> NullResponder {
+        self.consume = Arc::new(ConsumeSide::new(message_size, backlog));
+        self
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -59,7 +78,7 @@ impl NullResponder {
         let (stop2, answered2) = (stop.clone(), answered.clone());
         let accept = thread::Builder::new()
             .name("null-accept".into())
-            .spawn(move || accept_loop(self.listener, &stop2, &answered2))?;
+            .spawn(move || accept_loop(self.listener, &stop2, &answered2, &self.consume))?;
         Ok(Running {
             addr,
             stop,
@@ -98,19 +117,26 @@ impl Drop for Running {
     }
 }
 
-fn accept_loop(listener: TcpListener, stop: &Arc<AtomicBool>, answered: &Arc<AtomicU64>) {
+fn accept_loop(
+    listener: TcpListener,
+    stop: &Arc<AtomicBool>,
+    answered: &Arc<AtomicU64>,
+    consume: &Arc<ConsumeSide>,
+) {
     let mut conns: Vec<JoinHandle<()>> = Vec::new();
     let mut next_id = 0u64;
     while !stop.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((stream, _)) => {
                 next_id += 1;
-                let (stop, answered) = (stop.clone(), answered.clone());
+                let (stop, answered, consume) = (stop.clone(), answered.clone(), consume.clone());
                 let spawned = thread::Builder::new()
                     .name(format!("null-conn-{next_id}"))
                     .spawn(move || {
+                        let mut mine = Vec::new();
                         // A connection error ends only that connection.
-                        let _ = serve(stream, &stop, &answered);
+                        let _ = serve(stream, &stop, &answered, &consume, &mut mine);
+                        consume.forget(&mine);
                     });
                 if let Ok(h) = spawned {
                     conns.push(h);
@@ -128,7 +154,13 @@ fn accept_loop(listener: TcpListener, stop: &Arc<AtomicBool>, answered: &Arc<Ato
     }
 }
 
-fn serve(mut stream: TcpStream, stop: &AtomicBool, answered: &AtomicU64) -> io::Result<()> {
+fn serve(
+    mut stream: TcpStream,
+    stop: &AtomicBool,
+    answered: &AtomicU64,
+    consume: &ConsumeSide,
+    mine: &mut Vec<String>,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(POLL))?;
     let mut inbox: Vec<u8> = Vec::with_capacity(2 * READ_CHUNK);
@@ -153,7 +185,11 @@ fn serve(mut stream: TcpStream, stop: &AtomicBool, answered: &AtomicU64) -> io::
         };
         inbox.truncate(start + n);
         out.clear();
-        let consumed = answer_all(&inbox, &mut out, &mut offset, answered)?;
+        let peer = Peer {
+            consume,
+            mine: &mut *mine,
+        };
+        let consumed = answer_all(&inbox, &mut out, &mut offset, answered, peer)?;
         inbox.drain(..consumed);
         if !out.is_empty() {
             stream.write_all(&out)?;
@@ -162,12 +198,20 @@ fn serve(mut stream: TcpStream, stop: &AtomicBool, answered: &AtomicU64) -> io::
     Ok(())
 }
 
+/// A connection's view of the consumer side.
+struct Peer<'a> {
+    consume: &'a ConsumeSide,
+    /// Client ids this connection registered.
+    mine: &'a mut Vec<String>,
+}
+
 /// Answers every complete frame in `inbox` into `out`; returns how many bytes were consumed.
 fn answer_all(
     inbox: &[u8],
     out: &mut Vec<u8>,
     offset: &mut u64,
     answered: &AtomicU64,
+    peer: Peer<'_>,
 ) -> io::Result<usize> {
     let mut pos = 0;
     let mut count = 0;
@@ -192,10 +236,26 @@ fn answer_all(
                     count += 1;
                 }
             }
+            Some(p)
+                if p.code == RequestCode::PULL_MESSAGE.as_i32()
+                    && peer
+                        .consume
+                        .answer_pull_fast(json_header(frame), p.opaque, out) =>
+            {
+                count += 1;
+            }
             _ => {
                 let cmd = RemotingCommand::decode(Bytes::copy_from_slice(frame))
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                if let Some(resp) = answer_other(&cmd) {
+                let resp = match peer.consume.answer(&cmd, peer.mine, out) {
+                    Answer::Written => {
+                        count += 1;
+                        continue;
+                    }
+                    Answer::Command(resp) => (!cmd.is_oneway()).then_some(resp),
+                    Answer::NotMine => answer_other(&cmd),
+                };
+                if let Some(resp) = resp {
                     let mut buf = BytesMut::new();
                     resp.encode(&mut buf);
                     out.extend_from_slice(&buf);
@@ -206,6 +266,20 @@ fn answer_all(
     }
     answered.fetch_add(count, Ordering::Relaxed);
     Ok(pos)
+}
+
+/// The header of a JSON-serialized frame (length prefix stripped); empty for any other.
+fn json_header(frame: &[u8]) -> &[u8] {
+    let Some(mark) = frame.get(..4) else {
+        return &[];
+    };
+    let mark = u32::from_be_bytes(mark.try_into().expect("4 bytes"));
+    let json = SerializeType::from_byte((mark >> 24) as u8).is_ok_and(|t| t == SerializeType::Json);
+    let len = (mark & 0x00FF_FFFF) as usize;
+    match frame.get(4..4 + len) {
+        Some(h) if json => h,
+        _ => &[],
+    }
 }
 
 fn is_send(code: i32) -> bool {

@@ -34,6 +34,8 @@ pub struct SenderConfig {
 pub struct SenderReport {
     pub responses: u64,
     pub elapsed: Duration,
+    /// Responses over the whole run, warm-up included: what the process's CPU time paid for.
+    pub total: u64,
 }
 
 impl SenderReport {
@@ -87,6 +89,7 @@ pub fn run(cfg: &SenderConfig) -> Result<SenderReport, SenderError> {
     let mut sent: u64 = 0;
     let mut outstanding: usize = 0;
     let mut counted: u64 = 0;
+    let mut total: u64 = 0;
     let mut inbox = vec![0u8; 256 * 1024];
     let mut filled = 0usize;
     loop {
@@ -122,6 +125,7 @@ pub fn run(cfg: &SenderConfig) -> Result<SenderReport, SenderError> {
         inbox.copy_within(used..filled, 0);
         filled -= used;
         outstanding -= frames.min(outstanding);
+        total += frames as u64;
         let at = Instant::now();
         if at >= measure_from && at < end {
             counted += frames as u64;
@@ -130,6 +134,7 @@ pub fn run(cfg: &SenderConfig) -> Result<SenderReport, SenderError> {
     Ok(SenderReport {
         responses: counted,
         elapsed: cfg.duration,
+        total,
     })
 }
 

@@ -273,3 +273,59 @@ fn a_held_back_dispatch_shows_in_the_time_series_and_in_e2e_latency() {
     assert!(measured.len() >= 2, "{measured:?}");
     assert!(measured.iter().any(|&b| b > 0), "{measured:?}");
 }
+
+/// Issue 29: a prefilled backlog is drained before the load, in `backlog` rows of its own, and
+/// its rate is `drain_rate`. Two consume threads at 1 ms a message cap the drain at 2,000/s,
+/// so 3,000 messages take at least 1.5 s: at least one full `backlog` second.
+const BACKLOG: &str = r#"
+name = "backlog"
+pin = false
+[workload]
+rate = 100
+warmup = "0.5s"
+duration = "1s"
+connections = 1
+message_size = 128
+queues = 2
+[consumer]
+consume_threads = 2
+processing_time = "1ms"
+prefill = 3000
+drain_timeout = "30s"
+[validity]
+max_lag_p99_us = 1000000
+"#;
+
+#[test]
+fn a_prefilled_backlog_has_its_own_phase_and_drain_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = run(BACKLOG, dir.path());
+    let c = rows[0].consumer.clone().expect("consumer figures");
+    eprintln!("figures: {c:?}");
+    assert_eq!(c.lost, Some(0), "{c:?}");
+    let rate = c.drain_rate.expect("the backlog drained");
+    assert!(
+        (100.0..=2_200.0).contains(&rate),
+        "two threads at 1 ms bound the drain: {rate}"
+    );
+    let mut r = csv::Reader::from_path(dir.path().join("timeseries.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let (phase, consumed) = (col("phase"), col("consumed"));
+    let rows: Vec<(String, u64)> = r
+        .records()
+        .map(|x| x.unwrap())
+        .map(|x| (x[phase].to_owned(), x[consumed].parse().unwrap()))
+        .collect();
+    let backlog = rows.iter().take_while(|(p, _)| p == "backlog").count();
+    assert!(backlog >= 1, "backlog rows first: {rows:?}");
+    assert!(
+        rows[backlog..].iter().all(|(p, _)| p != "backlog"),
+        "no backlog row after the load started: {rows:?}"
+    );
+    let eaten: u64 = rows[..backlog].iter().map(|(_, n)| n).sum();
+    assert!(
+        eaten >= 3000,
+        "the backlog's rows hold its messages: {rows:?}"
+    );
+}

@@ -18,6 +18,7 @@ pub mod header;
 pub mod headers;
 pub mod message;
 pub mod peek;
+pub mod record_ref;
 pub mod route;
 pub mod template;
 

@@ -119,13 +119,17 @@ pub fn encode_batch(entries: &[BatchEntry]) -> BytesMut {
     buf
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(crate) struct Cursor<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], MessageDecodeError> {
+    pub(crate) fn take(
+        &mut self,
+        n: usize,
+        what: &'static str,
+    ) -> Result<&'a [u8], MessageDecodeError> {
         if self.buf.len() - self.pos < n {
             return Err(MessageDecodeError::Truncated(what));
         }
@@ -133,25 +137,33 @@ impl<'a> Cursor<'a> {
         self.pos += n;
         Ok(s)
     }
-    fn i16(&mut self, what: &'static str) -> Result<i16, MessageDecodeError> {
+    pub(crate) fn i16(&mut self, what: &'static str) -> Result<i16, MessageDecodeError> {
         let b = self.take(2, what)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
-    fn i32(&mut self, what: &'static str) -> Result<i32, MessageDecodeError> {
+    pub(crate) fn i32(&mut self, what: &'static str) -> Result<i32, MessageDecodeError> {
         let b = self.take(4, what)?;
         Ok(i32::from_be_bytes(b.try_into().unwrap()))
     }
-    fn i64(&mut self, what: &'static str) -> Result<i64, MessageDecodeError> {
+    pub(crate) fn i64(&mut self, what: &'static str) -> Result<i64, MessageDecodeError> {
         let b = self.take(8, what)?;
         Ok(i64::from_be_bytes(b.try_into().unwrap()))
     }
-    fn len(&mut self, value: i64, field: &'static str) -> Result<usize, MessageDecodeError> {
+    pub(crate) fn len(
+        &mut self,
+        value: i64,
+        field: &'static str,
+    ) -> Result<usize, MessageDecodeError> {
         if value < 0 || value as usize > self.buf.len() - self.pos {
             return Err(MessageDecodeError::BadLength { field, len: value });
         }
         Ok(value as usize)
     }
-    fn host(&mut self, v6: bool, what: &'static str) -> Result<SocketAddr, MessageDecodeError> {
+    pub(crate) fn host(
+        &mut self,
+        v6: bool,
+        what: &'static str,
+    ) -> Result<SocketAddr, MessageDecodeError> {
         let ip: IpAddr = if v6 {
             let b: [u8; 16] = self.take(16, what)?.try_into().unwrap();
             Ipv6Addr::from(b).into()
@@ -319,92 +331,19 @@ pub enum RecordAt {
 }
 
 /// Decodes the record at the start of `buf`, verifying the body CRC when `check_crc`.
-/// An `Err` means a torn or corrupt record: recovery stops there.
+/// An `Err` means a torn or corrupt record: recovery stops there. The parsing is
+/// [`crate::record_ref::decode_record_ref`]'s; this copies the result out of `buf`.
 pub fn decode_record(buf: &[u8], check_crc: bool) -> Result<RecordAt, MessageDecodeError> {
-    let mut c = Cursor { buf, pos: 0 };
-    let total = c.i32("TOTALSIZE")?;
-    let magic = c.i32("MAGICCODE")? as u32;
-    if total == 0 && magic == 0 {
-        return Ok(RecordAt::Empty);
-    }
-    if magic == MAGIC_BLANK {
-        return Ok(RecordAt::EndOfFile {
-            len: total.max(0) as usize,
-        });
-    }
-    if magic != MAGIC_V1 && magic != MAGIC_V2 {
-        return Err(MessageDecodeError::BadMagic(magic));
-    }
-    if total < 8 || total as usize > buf.len() {
-        return Err(MessageDecodeError::BadLength {
-            field: "TOTALSIZE",
-            len: total as i64,
-        });
-    }
-    let stored_crc = c.i32("BODYCRC")? as u32;
-    let queue_id = c.i32("QUEUEID")?;
-    let flag = c.i32("FLAG")?;
-    let queue_offset = c.i64("QUEUEOFFSET")?;
-    let physical_offset = c.i64("PHYSICALOFFSET")?;
-    let sys_flag = c.i32("SYSFLAG")?;
-    let born_timestamp = c.i64("BORNTIMESTAMP")?;
-    let born_host = c.host(sys_flag & SYSFLAG_BORNHOST_V6 != 0, "BORNHOST")?;
-    let store_timestamp = c.i64("STORETIMESTAMP")?;
-    let store_host = c.host(sys_flag & SYSFLAG_STOREHOST_V6 != 0, "STOREHOSTADDRESS")?;
-    let reconsume_times = c.i32("RECONSUMETIMES")?;
-    let prepared_transaction_offset = c.i64("PREPARED TRANSACTION OFFSET")?;
-    let body_len = c.i32("BODY length")? as i64;
-    let body_len = c.len(body_len, "BODY")?;
-    let body = c.take(body_len, "BODY")?.to_vec();
-    let topic_len = if magic == MAGIC_V2 {
-        c.i16("TOPIC length")? as i64
-    } else {
-        c.take(1, "TOPIC length")?[0] as i64
-    };
-    let topic_len = c.len(topic_len, "TOPIC")?;
-    let topic = std::str::from_utf8(c.take(topic_len, "TOPIC")?)
-        .map_err(|_| MessageDecodeError::InvalidUtf8("TOPIC"))?
-        .to_owned();
-    let props_len = c.i16("PROPERTIES length")? as i64;
-    let props_len = c.len(props_len, "PROPERTIES")?;
-    let properties = std::str::from_utf8(c.take(props_len, "PROPERTIES")?)
-        .map_err(|_| MessageDecodeError::InvalidUtf8("PROPERTIES"))?
-        .to_owned();
-    if c.pos != total as usize {
-        return Err(MessageDecodeError::BadLength {
-            field: "TOTALSIZE",
-            len: total as i64,
-        });
-    }
-    if check_crc {
-        let computed = body_crc(&body);
-        if computed != stored_crc {
-            return Err(MessageDecodeError::CrcMismatch {
-                stored: stored_crc,
-                computed,
-            });
-        }
-    }
-    let record = MessageRecord {
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        body,
-        topic,
-        properties,
-    };
-    Ok(RecordAt::Message {
-        record: Box::new(record),
-        len: total as usize,
-    })
+    Ok(
+        match crate::record_ref::decode_record_ref(buf, check_crc)? {
+            crate::record_ref::RecordRefAt::Message { record, len } => RecordAt::Message {
+                record: Box::new(record.to_record()),
+                len,
+            },
+            crate::record_ref::RecordRefAt::EndOfFile { len } => RecordAt::EndOfFile { len },
+            crate::record_ref::RecordRefAt::Empty => RecordAt::Empty,
+        },
+    )
 }
 
 /// Decodes a PULL_MESSAGE body: concatenated records, each CRC-checked.

@@ -1,5 +1,5 @@
 //! `floor-sender --target ADDR`: the minimal pipelined sender. Prints one line,
-//! `rate=<responses per second> responses=<n> seconds=<s>`.
+//! `rate=<responses per second> responses=<n> seconds=<s> total=<responses, warm-up included>`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -73,10 +73,11 @@ fn main_inner(cli: &Cli) -> anyhow::Result<()> {
     };
     let report = run(&cfg).with_context(|| format!("sending to {}", cli.target))?;
     println!(
-        "rate={:.0} responses={} seconds={:.3}",
+        "rate={:.0} responses={} seconds={:.3} total={}",
         report.rate(),
         report.responses,
-        report.elapsed.as_secs_f64()
+        report.elapsed.as_secs_f64(),
+        report.total
     );
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! A PULL_MESSAGE body into messages. A record that is truncated or fails its CRC is an error
 //! the consumer counts; the records before it are kept, the rest of the body is dropped.
+//! Records are read in place (`RecordRef`): only the fields a `Msg` keeps are copied out.
 
-use remoting::message::{
-    decode_record, property, RecordAt, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID,
-};
+use remoting::message::{property, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
+use remoting::record_ref::{decode_record_ref, RecordRefAt};
 
 use crate::consumer::process_queue::Msg;
 
@@ -12,26 +12,28 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
     let mut out = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
-        match decode_record(rest, true) {
-            Ok(RecordAt::Message { record, len }) => {
+        match decode_record_ref(rest, true) {
+            Ok(RecordRefAt::Message { record, len }) => {
                 out.push(Msg {
                     queue_offset: record.queue_offset,
                     body_len: record.body.len() as u64,
                     born_ms: record.born_timestamp,
                     stored_ms: record.store_timestamp,
-                    uniq_key: property(&record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
+                    uniq_key: property(record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
                         .map(str::to_owned),
                     commit_log_offset: record.physical_offset,
                     reconsume_times: record.reconsume_times,
                     // resetRetryAndNamespace: a retried message shows its original topic.
-                    topic: property(&record.properties, PROPERTY_RETRY_TOPIC)
-                        .filter(|_| record.topic.starts_with("%RETRY%"))
-                        .unwrap_or(&record.topic)
-                        .to_owned(),
+                    topic: if record.topic.starts_with("%RETRY%") {
+                        property(record.properties, PROPERTY_RETRY_TOPIC).unwrap_or(record.topic)
+                    } else {
+                        record.topic
+                    }
+                    .to_owned(),
                 });
                 rest = &rest[len.min(rest.len())..];
             }
-            Ok(RecordAt::EndOfFile { .. } | RecordAt::Empty) => break,
+            Ok(RecordRefAt::EndOfFile { .. } | RecordRefAt::Empty) => break,
             Err(e) => {
                 let at = body.len() - rest.len();
                 return (out, Some(format!("record at byte {at}: {e}")));

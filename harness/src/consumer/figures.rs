@@ -29,6 +29,9 @@ pub struct ConsumerFigures {
     pub consumed: u64,
     /// Consume starts per second over the measured window.
     pub consume_rate: f64,
+    /// Distinct prefill messages per second from the first pull to the backlog's last message;
+    /// None without a prefill or when the backlog did not drain.
+    pub drain_rate: Option<f64>,
     pub fc: [u64; 4],
     pub lag_max: i64,
     /// Messages acknowledged by the broker and never consumed by the end of the drain; None

@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
+use crate::consumer::backlog::Backlog;
 use crate::consumer::gate::FlowControl;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::seqset::SeqSet;
@@ -62,6 +63,9 @@ pub struct Metrics {
     pub lag_max: AtomicI64,
     /// The job's order accounting, once the runner hands it over (`harness::order`).
     pub order: OnceLock<Arc<OrderLedger>>,
+    /// The prefilled backlog's drain (`drain_rate`), fed by the ledger of `backlog_of`.
+    pub backlog: Backlog,
+    backlog_of: Option<Arc<SendTracking>>,
     /// Per broker of the route, by name: what was consumed of its queues and its lag.
     brokers: Mutex<BTreeMap<Arc<str>, BrokerCounts>>,
 }
@@ -121,8 +125,16 @@ impl Metrics {
             lag: AtomicI64::new(0),
             lag_max: AtomicI64::new(0),
             order: OnceLock::new(),
+            backlog: Backlog::new(std::time::Instant::now()),
+            backlog_of: None,
             brokers: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// First consumes of `prefill`'s messages drain the backlog.
+    pub fn with_backlog(mut self, prefill: Arc<SendTracking>) -> Metrics {
+        self.backlog_of = Some(prefill);
+        self
     }
 
     pub fn start_measuring(&self) {
@@ -150,12 +162,27 @@ impl Metrics {
         if let Some(order) = self.order.get() {
             order.consumed(msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
         }
+        let mut backlog = 0;
         // A redelivery after a failure is a retry (counted in `failure.rs`), not a duplicate.
         for m in msgs.iter().filter(|m| m.reconsume_times == 0) {
             let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {
                 Some((prefix, seq)) => {
                     match self.ledgers.iter().find(|l| l.sent.prefix == prefix) {
-                        Some(l) => !l.consumed.insert(l.sent.index(seq)),
+                        Some(l) => {
+                            let index = l.sent.index(seq);
+                            let first = l.consumed.insert(index);
+                            // Only acknowledged prefill messages make up the backlog's length.
+                            if first
+                                && self
+                                    .backlog_of
+                                    .as_ref()
+                                    .is_some_and(|b| Arc::ptr_eq(b, &l.sent))
+                                && l.sent.acked.contains(index)
+                            {
+                                backlog += 1;
+                            }
+                            !first
+                        }
                         None => {
                             self.foreign.fetch_add(1, Ordering::Relaxed);
                             false
@@ -170,6 +197,9 @@ impl Metrics {
             if seen_before {
                 self.duplicates.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if backlog > 0 {
+            self.backlog.consumed(backlog);
         }
         if !self.measuring.load(Ordering::Acquire) {
             return;

@@ -22,9 +22,11 @@
 //! * links.rs         — an instance's links, one per broker of the route
 //! * route.rs         — one broker or a cluster's route (name server, 30-s refresh); `Mq`
 //! * restart.rs       — a restart's recovery time and duplicates
+//! * backlog.rs       — the prefilled backlog's drain: first pull to last message (`drain_rate`)
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
 mod allocate;
+mod backlog;
 mod bench;
 mod body;
 mod failure;
@@ -51,6 +53,7 @@ mod tracking;
 mod wire;
 
 pub use allocate::allocate_averagely;
+pub use backlog::drain_rate;
 pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};

@@ -54,6 +54,29 @@ impl ProcessQueue {
         added
     }
 
+    /// Concurrently: [`ProcessQueue::put`] keeping in the cache only what the gates and the
+    /// commit offset read (offset, body size). The consume requests own the messages; nothing
+    /// takes them back out of the cache in this mode (only orderly's `take` does), so copying
+    /// their UNIQ_KEY and topic into it would be two allocations per message for nothing.
+    pub fn put_keys(&mut self, msgs: Vec<Msg>) -> Vec<Msg> {
+        let mut added = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if self.msgs.contains_key(&m.queue_offset) {
+                continue;
+            }
+            self.size += m.body_len;
+            self.queue_offset_max = self.queue_offset_max.max(m.queue_offset);
+            let key = Msg {
+                queue_offset: m.queue_offset,
+                body_len: m.body_len,
+                ..Msg::default()
+            };
+            self.msgs.insert(m.queue_offset, key);
+            added.push(m);
+        }
+        added
+    }
+
     /// Cached messages (`msgCount`; orderly: taken but uncommitted ones included).
     pub fn count(&self) -> u64 {
         (self.msgs.len() + self.consuming.len()) as u64
@@ -173,6 +196,32 @@ mod tests {
         assert_eq!(pq.remove(&[10]), 14);
         assert_eq!(pq.remove(&[14]), 15, "empty: queueOffsetMax + 1");
         assert_eq!((pq.count(), pq.size_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn keys_only_caching_counts_and_commits_as_the_full_cache() {
+        let (mut full, mut keys) = (ProcessQueue::default(), ProcessQueue::default());
+        let batch = |r: std::ops::Range<i64>| -> Vec<Msg> {
+            r.map(|o| Msg {
+                uniq_key: Some(format!("K{o}")),
+                topic: "T".into(),
+                ..msg(o, 100)
+            })
+            .collect()
+        };
+        let a = full.put(batch(10..15));
+        let b = keys.put_keys(batch(10..15));
+        assert_eq!(a, b, "the consume requests get whole messages");
+        assert!(
+            keys.put_keys(batch(12..13)).is_empty(),
+            "an offset is cached once"
+        );
+        for pq in [&full, &keys] {
+            assert_eq!((pq.count(), pq.size_bytes(), pq.max_span()), (5, 500, 4));
+        }
+        assert_eq!(full.remove(&[11, 12]), keys.remove(&[11, 12]));
+        assert_eq!(full.remove(&[10, 13, 14]), keys.remove(&[10, 13, 14]));
+        assert_eq!((keys.count(), keys.size_bytes()), (0, 0));
     }
 
     #[test]

@@ -131,6 +131,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     };
     let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
+    shared.metrics.backlog.pull_sent();
     let resp = match inst.call(&q.broker, cmd, timeout).await {
         Ok(r) => r,
         Err(e) => {
@@ -181,7 +182,10 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                 msgs[0].queue_offset,
                 inst.link_of(q).and_then(|l| l.opened_at()),
             );
-            let added = q.pq.lock().put(msgs);
+            let added = match shared.cfg.mode {
+                ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
+                ConsumeMode::Orderly => q.pq.lock().put(msgs),
+            };
             dispatch(inst, q, added);
             Duration::ZERO
         }

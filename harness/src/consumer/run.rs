@@ -83,7 +83,9 @@ impl ConsumerRun {
             topic: workload.topic.clone(),
             committed: Mutex::new(BTreeMap::new()),
             rebalance_wakers: Mutex::new(Vec::new()),
-            metrics: Arc::new(Metrics::new(vec![load.clone(), prefill.clone()])),
+            metrics: Arc::new(
+                Metrics::new(vec![load.clone(), prefill.clone()]).with_backlog(prefill.clone()),
+            ),
             model: ProcessingModel::new(cfg, Instant::now()),
             started: AtomicU64::new(0),
             log: EventLog::create(log_path).map_err(|e| format!("consumer.log: {e}"))?,
@@ -94,6 +96,7 @@ impl ConsumerRun {
         });
         if cfg.prefill > 0 {
             let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
+            shared.metrics.backlog.set_target(acked);
             shared.log.line(
                 "prefill",
                 "INFO",
@@ -310,6 +313,38 @@ impl ConsumerRun {
         }
     }
 
+    /// With a prefill, before the load starts: waits (up to `drain_timeout`) until every
+    /// acknowledged prefill message was consumed, calling `each_second` once a second
+    /// meanwhile, so the backlog's seconds are their own phase and not the load's first ones.
+    /// Returns whether the backlog drained.
+    pub fn drain_backlog(&mut self, mut each_second: impl FnMut(&mut Self)) -> bool {
+        if self.shared.cfg.prefill == 0 {
+            return false;
+        }
+        let backlog = &self.shared.metrics.clone();
+        let timeout = self.shared.cfg.drain_timeout.duration();
+        let end = Instant::now() + timeout;
+        let mut next = Instant::now() + Duration::from_secs(1);
+        while !backlog.backlog.drained() {
+            if Instant::now() >= end || self.shared.cancel.is_cancelled() {
+                self.shared.log.line(
+                    "backlog",
+                    "WARN",
+                    &format!("the prefilled backlog was not consumed within {timeout:?}; the load starts on what is left"),
+                );
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            if Instant::now() >= next {
+                next += Duration::from_secs(1);
+                each_second(self);
+            }
+        }
+        // The backlog's last (partial) second is its own row too.
+        each_second(self);
+        true
+    }
+
     fn second_cached(&self) -> u64 {
         self.instances
             .lock()
@@ -375,6 +410,7 @@ impl ConsumerRun {
         ConsumerFigures {
             consumed: Metrics::count(&m.consumed),
             consume_rate,
+            drain_rate: m.backlog.rate(),
             fc: std::array::from_fn(|i| Metrics::count(&m.fc[i])),
             lag_max: m.lag_max.load(Ordering::Relaxed),
             lost: m.tracks_acks().then(|| m.missing()),

@@ -56,6 +56,7 @@ pub struct SummaryConsumer {
     /// Per broker of a cluster, `broker-0=N;broker-1=M` (empty with one broker).
     broker_consumed: Option<String>,
     broker_lag_max: Option<String>,
+    drain_rate: Option<Fixed<1>>,
 }
 
 impl SummaryConsumer {
@@ -111,6 +112,7 @@ impl SummaryConsumer {
             consumer_restart_duplicates: f.restart_duplicates,
             broker_consumed: per_broker(f, |b| b.consumed.to_string()),
             broker_lag_max: per_broker(f, |b| b.lag_max.to_string()),
+            drain_rate: f.drain_rate.map(Fixed),
         }
     }
 }

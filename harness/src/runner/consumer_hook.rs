@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::consumer::{ConsumerFigures, ConsumerRun, Target};
 use crate::matrix::Cell;
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
+use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::context::Ctx;
 use crate::runner::plan::LoadConfig;
 
@@ -33,6 +34,64 @@ pub fn start(
     let run = ConsumerRun::start(c, &cell.workload, target, cfg.scheduled_sends(), Some(&log))?;
     cfg.tracking = Some(run.tracking());
     Ok(Some(run))
+}
+
+/// With a prefill, before the load: one `backlog` row per second until the consumers have
+/// eaten the prefilled backlog (or `drain_timeout` passed), numbered from `second` on, so that
+/// `drain_rate`'s seconds are not folded into the load's first one.
+/// The rows carry the broker's and the harness's CPU: which one limits the drain.
+pub fn backlog(
+    ctx: &Ctx,
+    cell: &Cell,
+    repetition: u32,
+    cfg: &LoadConfig,
+    (run, brokers): (Option<&mut ConsumerRun>, &mut BrokerSampler),
+    second: &mut u64,
+) -> Result<(), String> {
+    let Some(run) = run else { return Ok(()) };
+    let mut failed = None;
+    let empty = crate::recorder::Interval::default();
+    brokers.sample();
+    let (mut last_cpu, mut last_t) = (crate::broker::self_cpu_time(), Instant::now());
+    let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+    run.drain_backlog(|run| {
+        *second += 1;
+        let (cpu, now) = (crate::broker::self_cpu_time(), Instant::now());
+        let harness_cpu = cpu.saturating_sub(last_cpu).as_secs_f64()
+            / (now - last_t).as_secs_f64().max(1e-3)
+            / cores
+            * 100.0;
+        (last_cpu, last_t) = (cpu, now);
+        let (broker, broker_cpu_s) = brokers.sample();
+        let sample = crate::runner::sampler::Sample {
+            partial: false,
+            drain: false,
+            second: *second,
+            segment: None,
+            broker,
+            broker_cpu_s,
+            harness_cpu,
+            harness_rss_mb: crate::broker::self_rss_mb(),
+            store_disk_mb: None,
+            end_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        };
+        let name = &ctx.profile.name;
+        let mut row = crate::runner::sampler::timeseries_row(
+            name, cell, repetition, cfg, &sample, &empty, None,
+        );
+        row.key.phase = "backlog";
+        row.consumer = TimeseriesConsumer::of(Some(&run.second()));
+        if let Err(e) = ctx.streams.lock().series.append(&row) {
+            failed.get_or_insert(format!("writing the time series: {e}"));
+        }
+        if ctx.opts.cancel.is_cancelled() {
+            run.cancel();
+        }
+    });
+    failed.map_or(Ok(()), Err)
 }
 
 /// The consumer cells of this second's row, and its two histograms (`e2e`, `stored_e2e`) for
@@ -117,9 +176,10 @@ pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<Strin
 /// The consumers' line under a job's `done:` line.
 pub fn progress_line(f: &ConsumerFigures) -> String {
     format!(
-        "  consumers: consumed {} ({:.0}/s) flow control count/size/span/not-locked {}/{}/{}/{} lag max {} e2e p50/p99 {:.1}/{:.1} ms lost {} dup {}{}",
+        "  consumers: consumed {} ({:.0}/s{}) flow control count/size/span/not-locked {}/{}/{}/{} lag max {} e2e p50/p99 {:.1}/{:.1} ms lost {} dup {}{}",
         f.consumed,
         f.consume_rate,
+        f.drain_rate.map_or_else(String::new, |r| format!(", backlog drained at {r:.0}/s")),
         f.fc[0],
         f.fc[1],
         f.fc[2],

@@ -131,6 +131,9 @@ pub fn drive(
     }
     let namesrv = cluster.as_ref().map(|c| c.namesrv);
     let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, namesrv, &mut cfg)?;
+    let mut second = 0u64;
+    let hooked = (consumers.as_mut(), &mut brokers);
+    consumer_hook::backlog(ctx, cell, repetition, &cfg, hooked, &mut second)?;
     let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
     let mut order = JobOrder::before_load(
         w,
@@ -155,7 +158,6 @@ pub fn drive(
     let mut last_cpu = broker::self_cpu_time();
     let mut last_spin = 0u64;
     let mut last_t = Instant::now();
-    let mut second = 0u64;
     let mut next = load.start + Duration::from_secs(1);
     // One interval for the whole job, refilled every second: no per-second allocation.
     let mut interval = Interval::default();
