@@ -28,6 +28,7 @@ mod failure;
 mod fault;
 mod knee;
 mod secs;
+mod set;
 mod settings;
 mod slo;
 mod value;
