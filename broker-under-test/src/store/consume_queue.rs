@@ -16,6 +16,9 @@ use super::types::ArrivingListener;
 pub(crate) const CQ_ENTRY_SIZE: usize = 20;
 /// `mappedFileSizeConsumeQueue` = 300,000 entries.
 pub(crate) const CQ_ENTRIES_PER_FILE: usize = 300_000;
+/// The largest logical offset whose file and byte position still fit: a record recovered from a
+/// damaged CommitLog can carry any queue offset in its header, which is not under the body CRC.
+const MAX_LOGIC_OFFSET: i64 = i64::MAX / CQ_ENTRY_SIZE as i64 - CQ_ENTRIES_PER_FILE as i64;
 
 /// One consume-queue entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,6 +312,14 @@ impl ConsumeQueues {
         queue_offset: i64,
         entry: CqEntry,
     ) -> Result<(), StoreError> {
+        if !(0..=MAX_LOGIC_OFFSET).contains(&queue_offset) {
+            // RocketMQ logs the same words for an entry out of order and writes it where the
+            // offset says; an offset past any file position has nowhere to go, so it is skipped.
+            eprintln!(
+                "[BUG]logic queue order maybe wrong, expectLogicOffset: {queue_offset} Topic: {topic} QID: {queue_id}: skipped"
+            );
+            return Ok(());
+        }
         let q = self.find_or_create(topic, queue_id);
         if q.max_offset() == 0 && queue_offset > 0 {
             q.start_at(queue_offset);
@@ -365,6 +376,33 @@ mod tests {
             size: 100,
             tag_hash: 0,
         }
+    }
+
+    /// A queue offset read back from damaged bytes (negative, or past any file position) is
+    /// skipped instead of overflowing the file arithmetic; the queue stays usable.
+    #[test]
+    fn an_offset_no_file_can_hold_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = ConsumeQueues::open_empty(dir.path().join("cq")).unwrap();
+        for bad in [
+            -1,
+            -(1 << 40),
+            i64::MAX,
+            i64::MAX / 20,
+            MAX_LOGIC_OFFSET + 1,
+        ] {
+            t.dispatch("Damaged", 0, bad, entry(1)).unwrap();
+        }
+        let q = t.find_or_create("Damaged", 0);
+        assert_eq!((q.min_offset(), q.max_offset()), (0, 0));
+        t.dispatch("Damaged", 0, 0, entry(0)).unwrap();
+        assert_eq!(q.get(0), Some(entry(0)));
+        // The largest offset that fits still starts a queue there.
+        t.dispatch("Far", 0, MAX_LOGIC_OFFSET, entry(7)).unwrap();
+        assert_eq!(
+            t.find_or_create("Far", 0).get(MAX_LOGIC_OFFSET),
+            Some(entry(7))
+        );
     }
 
     /// Two full files and part of a third; the CommitLog min moved past the first file's last
