@@ -210,10 +210,13 @@ pause = "1s for 1500ms"
             after += b;
         }
     }
-    // A loaded machine can starve the broker for a moment before the pause too; the burst
-    // after SIGCONT must still dominate.
+    // The analytic floor: of the ~1,500 sends released at SIGCONT, the one send thread serves
+    // at most 1,000 within the 200 ms a request may wait, so at least ~500 are failed fast
+    // (400 leaves room for the 10 ms cleaner's cadence). A loaded machine can starve the broker
+    // before the pause too (seen: 244 busy in seconds 1-2 at load 12); the burst must still
+    // be more than twice that.
     assert!(
-        after > 0 && before * 10 <= after,
+        after >= 400 && before * 2 < after,
         "busy before the pause {before}, after SIGCONT {after}:\n{series}"
     );
     // The injector's moments are in the `event` column of their seconds: SIGSTOP at 1.5 s in
