@@ -454,7 +454,7 @@ async fn persist_all(inst: &Instance) {
 }
 
 /// Each queue's offset goes to the broker that holds the queue.
-async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
+pub async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
     for q in queues {
         let offset = q.offset.load(Ordering::Acquire);
         if offset < 0 {

@@ -6,6 +6,7 @@
 //! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop and the consume tasks
+//! * offset_illegal.rs — code 21: the queue dropped, its offset fixed per client version
 //! * gate.rs          — the decision order before each pull, and its log texts
 //! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
@@ -38,6 +39,7 @@ mod links;
 mod locks;
 mod log;
 mod metrics;
+mod offset_illegal;
 mod process_queue;
 mod processing;
 mod pull;

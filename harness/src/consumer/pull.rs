@@ -209,23 +209,20 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
             inst.log(
                 "WARN",
                 &format!(
-                    "the pull request offset illegal, {} {:?}",
+                    "the pull request offset illegal, {} {}",
                     inst.pull_request(q),
-                    resp.remark
+                    crate::consumer::offset_illegal::pull_result(h.as_ref())
                 ),
             );
-            if let Some(n) = next_begin {
-                // 4.x drops the queue and re-adds it from this offset at the next rebalance;
-                // we continue from it at once (the offset is the same, the pause is shorter).
-                q.next_offset.store(n, Ordering::Release);
-                q.offset.store(n, Ordering::Release);
-                publish_committed(inst, q);
-                inst.log(
-                    "WARN",
-                    &format!("fix the pull request offset, {}", inst.pull_request(q)),
-                );
+            match next_begin {
+                Some(n) => {
+                    // Dropped now, fixed as the version does (offset_illegal.rs): the pull
+                    // loop ends here; a rebalance starts the queue again from `n`.
+                    crate::consumer::offset_illegal::handle(inst, q, n);
+                    Duration::ZERO
+                }
+                None => exception,
             }
-            exception
         }
         215 => {
             shared.metrics.pull(PullResult::Error);

@@ -4,6 +4,9 @@
 //! * Recovery: from the restarted broker being ready to the first consume start of a message
 //!   that was pulled on a connection opened after the kill. Messages still cached from before
 //!   the kill do not count: consuming them says nothing about the consumer having recovered.
+//!   On a cluster only the killed broker's queues count (broker K of `[fault] broker = K`):
+//!   the other brokers' queues were consumed all along, on connections opened before the kill
+//!   or after (a link reopened for another reason says nothing about broker K).
 //! * Duplicates: those consumed after the first restart (offsets the killed broker had not
 //!   persisted, and in-memory offsets not yet committed, are read again).
 //!
@@ -36,6 +39,8 @@ struct Inner {
     restarts: Vec<(Instant, Instant)>,
     /// Duplicates counted when the first restart was noted.
     duplicates_before: Option<u64>,
+    /// On a cluster: the killed broker's name; only its queues' pulls tell its recovery.
+    broker: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -82,11 +87,21 @@ impl RestartWatch {
         self.pending.store(open, Ordering::Release);
     }
 
-    /// The broker was killed at `killed` and was ready again at `ready`; `duplicates` so far.
-    pub fn restarted(&self, killed: Instant, ready: Instant, duplicates: u64) {
+    /// The broker (on a cluster: the one named `broker`) was killed at `killed` and was ready
+    /// again at `ready`; `duplicates` so far.
+    pub fn restarted(
+        &self,
+        killed: Instant,
+        ready: Instant,
+        duplicates: u64,
+        broker: Option<&str>,
+    ) {
         let mut inner = self.inner.lock();
         inner.restarts.push((killed, ready));
         inner.duplicates_before.get_or_insert(duplicates);
+        if let Some(b) = broker {
+            inner.broker = Some(b.to_owned());
+        }
     }
 
     /// The longest recovery over the restarts (None without a restart, or when the consumers
@@ -99,8 +114,9 @@ impl RestartWatch {
             .map(|&(killed, ready)| {
                 inner
                     .pulls
-                    .values()
-                    .flatten()
+                    .iter()
+                    .filter(|(q, _)| inner.broker.as_deref().is_none_or(|b| *q.broker == *b))
+                    .flat_map(|(_, list)| list)
                     .filter(|p| p.opened >= killed)
                     .filter_map(|p| p.consumed)
                     .min()
@@ -144,7 +160,7 @@ mod tests {
         w.consumed(q0, &[msg(0)], t0 + s(1));
         // Killed at 10 s, ready at 12 s; a cached message from the old connection is consumed
         // at 13 s: not a recovery.
-        w.restarted(t0 + s(10), t0 + s(12), 5);
+        w.restarted(t0 + s(10), t0 + s(12), 5, None);
         w.consumed(q0, &[msg(40)], t0 + s(13));
         assert_eq!(
             w.figures(5),
@@ -158,5 +174,21 @@ mod tests {
         w.consumed(q0, &[msg(30)], t0 + s(22));
         assert_eq!(w.figures(9), (Some(s(10)), Some(4)));
         assert!(!w.pending.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn on_a_cluster_only_the_killed_broker_s_queues_tell_its_recovery() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let w = RestartWatch::default();
+        let (q0, q1) = (&Mq::new("broker-0", 0), &Mq::new("broker-1", 0));
+        w.restarted(t0 + s(10), t0 + s(12), 0, Some("broker-1"));
+        // Broker 0's link reopened after the kill and consumed at once: not broker 1's recovery.
+        w.pulled(q0, 100, Some(t0 + s(11)));
+        w.consumed(q0, &[msg(100)], t0 + s(13));
+        assert_eq!(w.figures(0), (None, Some(0)));
+        w.pulled(q1, 50, Some(t0 + s(14)));
+        w.consumed(q1, &[msg(50)], t0 + s(15));
+        assert_eq!(w.figures(0), (Some(s(3)), Some(0)));
     }
 }

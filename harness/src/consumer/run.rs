@@ -174,18 +174,27 @@ impl ConsumerRun {
         let _ = self.shared.metrics.order.set(ledger);
     }
 
-    /// The broker was killed and restarted: `restarts` holds (kill, ready again) of every
-    /// restart so far; the ones not seen yet are noted.
-    pub fn follow_restarts(&mut self, restarts: &[(Instant, Instant)]) {
+    /// The broker (on a cluster: `broker`, broker K of `[fault] broker = K`) was killed and
+    /// restarted: `restarts` holds (kill, ready again) of every restart so far; the ones not
+    /// seen yet are noted, with what was consumed per broker until then (consumer.log), so a
+    /// reader can tell that the consumers resumed every broker's queues afterwards.
+    pub fn follow_restarts(&mut self, restarts: &[(Instant, Instant)], broker: Option<&str>) {
         for &(killed, ready) in restarts.iter().skip(self.restarts_seen) {
             let dups = Metrics::count(&self.shared.metrics.duplicates);
-            self.shared.restart.restarted(killed, ready, dups);
+            self.shared.restart.restarted(killed, ready, dups, broker);
+            let consumed: Vec<String> = self
+                .per_broker_all()
+                .iter()
+                .map(|(name, c)| format!("{name}={}", c.consumed))
+                .collect();
             self.shared.log.line(
                 "fault",
                 "INFO",
                 &format!(
-                    "the broker was killed and is back after {:?}",
-                    ready.saturating_duration_since(killed)
+                    "{} was killed and is back after {:?}; consumed so far {}",
+                    broker.unwrap_or("the broker"),
+                    ready.saturating_duration_since(killed),
+                    consumed.join(";")
                 ),
             );
         }

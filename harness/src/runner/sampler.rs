@@ -186,7 +186,9 @@ pub fn drive(
                     load.stop();
                 }
                 if let Some(c) = consumers.as_mut() {
-                    c.follow_restarts(f.restarts());
+                    // On a cluster the consumers' recovery is broker K's queues'.
+                    let name = f.faulted_name(broker_names);
+                    c.follow_restarts(f.restarts(), Some(name.as_str()).filter(|n| !n.is_empty()));
                 }
             }
             if let Some(p) = process.as_deref() {
