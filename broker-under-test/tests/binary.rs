@@ -263,3 +263,59 @@ fn check_validates_ranges_without_serving() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
     assert!(!dir.path().join("store").exists());
 }
+
+/// A broker on an explicit listenPort whose listenPort + 1 is held by another socket (on a
+/// machine with brokers on ephemeral ports, the harness's own reconnecting clients) starts all
+/// the same, on an ephemeral HA port it reports on stdout, and says why on stderr.
+#[test]
+fn a_held_listen_port_plus_one_moves_the_ha_port() {
+    let dir = tempfile::tempdir().unwrap();
+    // Hold H, and find a free H - 1 (and H - 3, the fast port) to listen on.
+    let (held, port) = (0..20)
+        .find_map(|_| {
+            let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = held.local_addr().unwrap().port().checked_sub(1)?;
+            let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+            (port > 2 && free(port) && free(port - 2)).then_some((held, port))
+        })
+        .expect("no free port below a held one in 20 tries");
+    let path = conf(dir.path(), "brokerVersionProfile=4.9\n");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("listenPort=0", &format!("listenPort={port}"));
+    std::fs::write(&path, text).unwrap();
+    let mut child = Command::new(BIN)
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut first, mut second) = (String::new(), String::new());
+    stdout.read_line(&mut first).unwrap();
+    stdout.read_line(&mut second).unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(
+        first.trim(),
+        format!("listening on 127.0.0.1:{port}"),
+        "{err}"
+    );
+    let ha: std::net::SocketAddr = second
+        .trim()
+        .strip_prefix("ha listening on ")
+        .unwrap_or_else(|| panic!("second stdout line {second:?}; stderr {err}"))
+        .parse()
+        .unwrap();
+    assert_ne!(ha.port(), held.local_addr().unwrap().port());
+    assert!(err.contains("RocketMQ would not start"), "{err}");
+}

@@ -110,6 +110,11 @@ impl HaConfig {
         bound_listen_port.wrapping_add(1)
     }
 
+    /// Whether [`Self::ha_port`] is listenPort + 1 rather than a port the configuration named.
+    pub fn ha_port_is_derived(&self, configured_listen_port: u16) -> bool {
+        configured_listen_port != 0 && (self.profile.is_4x() || self.ha_listen_port == 0)
+    }
+
     /// How a put waits for the slave, or `None` when it does not (HA reference §3.2).
     pub fn wait_policy(&self) -> Option<WaitPolicy> {
         if self.role != BrokerRole::SyncMaster {
@@ -220,15 +225,18 @@ mod tests {
         );
         assert_eq!(c.ha_port(10911, 10911), 10912);
         assert_eq!(c.ha_port(0, 40000), 7000);
+        assert!(c.ha_port_is_derived(10911) && !c.ha_port_is_derived(0));
         let c = ha(
             VersionProfile::V5_3,
             BrokerRole::AsyncMaster,
             &[("haListenPort", "7000")],
         );
         assert_eq!(c.ha_port(10911, 10911), 7000);
+        assert!(!c.ha_port_is_derived(10911), "named by haListenPort");
         let c = ha(VersionProfile::V5_3, BrokerRole::AsyncMaster, &[]);
         assert_eq!(c.ha_port(10911, 10911), 10912);
         assert_eq!(c.ha_port(0, 40000), 0);
+        assert!(c.ha_port_is_derived(10911));
     }
 
     #[test]

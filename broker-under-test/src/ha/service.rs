@@ -1,5 +1,6 @@
 //! Starting and stopping replication for one broker (HAService.start / shutdown): bind the HA
-//! port (every role, as RocketMQ; a bind failure aborts start-up), serve slaves, run the HA
+//! port (every role, as RocketMQ; a bind failure aborts start-up, but for listenPort + 1 taken by
+//! another process, see below), serve slaves, run the HA
 //! client on a SLAVE, and on a SYNC_MASTER whose profile waits, start GroupTransferService and
 //! install it as the store's gate.
 
@@ -30,9 +31,25 @@ impl HaService {
         let c = &broker.config;
         let port = c.ha.ha_port(c.listen_port, bound_listen_port);
         let want = SocketAddr::new(c.broker_ip, port);
-        let listener = TcpListener::bind(want)
-            .await
-            .with_context(|| format!("binding the HA port {want}"))?;
+        let listener = match TcpListener::bind(want).await {
+            Ok(l) => l,
+            // listenPort + 1 is taken by someone who is no broker: on a machine where brokers
+            // sit on ephemeral ports (the harness restarting one on its old port), its own
+            // reconnecting clients can hold it. RocketMQ would not start; we say so and take
+            // any port, which the name-server registration and the stdout line then carry.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && c.ha.ha_port_is_derived(c.listen_port) =>
+            {
+                eprintln!(
+                    "HA port {want} (listenPort + 1) in use ({e}): RocketMQ would not start; listening on an ephemeral HA port instead"
+                );
+                TcpListener::bind(SocketAddr::new(c.broker_ip, 0))
+                    .await
+                    .with_context(|| format!("binding an HA port on {}", c.broker_ip))?
+            }
+            Err(e) => return Err(e).with_context(|| format!("binding the HA port {want}")),
+        };
         let addr = listener.local_addr().context("reading the HA address")?;
         let _ = broker.ha.bound.set(addr);
         let ctx = master::MasterCtx::new(broker.ha.clone(), broker.store.clone(), &c.ha);

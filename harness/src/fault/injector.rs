@@ -325,7 +325,6 @@ impl Injector {
             .ok_or("fault: restart needs a broker the harness started")?;
         let mut conf = r.conf.clone();
         conf.insert("listenPort".into(), port.to_string());
-        pin_ha_port(&mut conf);
         let n = self.kills;
         let stem = format!("{}-restart-{n}", r.name);
         let conf_path = r.dir.join(format!("{stem}.conf"));
@@ -380,28 +379,5 @@ impl Drop for Injector {
     fn drop(&mut self) {
         // A broker left stopped would hang the job's shutdown (and a --target broker forever).
         let _ = self.resume();
-    }
-}
-
-/// A broker first started on `listenPort=0` bound an ephemeral HA port; restarted on its
-/// listen port it would bind listenPort + 1, which this machine's own client connections (the
-/// harness's producers and consumers reconnecting while the broker is dead) may hold as their
-/// ephemeral local port. 5.3 honours `haListenPort` > 0, so a 5.3 broker without one gets a
-/// port free now; 4.x always binds listenPort + 1, as Java does, and is left as it is.
-fn pin_ha_port(conf: &mut BTreeMap<String, String>) {
-    let is_4x = conf
-        .get("brokerVersionProfile")
-        .is_some_and(|v| v.starts_with('4'));
-    let unset = conf
-        .get("haListenPort")
-        .is_none_or(|v| v.trim().parse::<u16>().unwrap_or(0) == 0);
-    if is_4x || !unset {
-        return;
-    }
-    if let Ok(port) = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-    {
-        conf.insert("haListenPort".into(), port.to_string());
     }
 }
