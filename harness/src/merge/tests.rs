@@ -86,6 +86,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
                 },
                 consumer: Default::default(),
                 order: Default::default(),
+                ha: Default::default(),
                 event: Default::default(),
             })
             .unwrap();

@@ -120,6 +120,8 @@ pub fn drive(
         Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
         None => admin.runtime_info(info_timeout).ok(),
     };
+    let mut ha = crate::ha::HaSampler::default();
+    ha.baseline(baseline.as_ref());
     let mut brokers = BrokerSampler::new(broker_pids);
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     cfg.cluster = router;
@@ -267,6 +269,7 @@ pub fn drive(
             info.as_ref(),
         );
         row.event = crate::fault::event_of(fault.as_deref_mut());
+        row.ha = ha.second(info.as_ref());
         let start = wall_clock
             .duration_since(ctx.run_start_wall)
             .unwrap_or_default()
@@ -411,6 +414,7 @@ pub fn drive(
         .filter_map(|s| s.broker.map(|b| b.1))
         .reduce(f64::max);
     res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
+    res.ha = ha.job();
 
     // The broker's own busy counters against ours, over the whole job (warm-up included).
     let last = match &cluster {
@@ -516,6 +520,8 @@ pub fn timeseries_row(
             dispatch_behind_bytes: info("dispatchBehindBytes"),
             not_available_disk_full: i.counts.not_available[NotAvailableClass::DiskFull.index()],
             not_available_other: i.counts.not_available[NotAvailableClass::Other.index()],
+            flush_slave_timeout: i.counts.flush_slave_timeout,
+            slave_not_available: i.counts.slave_not_available,
             store_disk_mb: s.store_disk_mb.map(Fixed),
             end_unix_s: Fixed(s.end_unix_s),
         },
