@@ -67,7 +67,12 @@ pub struct CellCluster {
     namesrv: Option<RunningNameServer>,
     pub namesrv_addr: SocketAddr,
     pub brokers: Vec<BrokerProcess>,
-    stores: Vec<PathBuf>,
+    /// `[cluster] slaves = 1`: broker `i`'s slave (`cluster::slaves`), in broker order.
+    pub slaves: Vec<BrokerProcess>,
+    /// The broker.conf each broker and slave was started with (reconciliation reopens stores).
+    pub confs: Vec<BTreeMap<String, String>>,
+    pub slave_confs: Vec<BTreeMap<String, String>>,
+    pub(super) stores: Vec<PathBuf>,
 }
 
 impl CellCluster {
@@ -77,6 +82,18 @@ impl CellCluster {
         bin: &Path,
         cell: &Cell,
         n: usize,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<CellCluster, String> {
+        Self::start_pairs(bin, cell, (n, 0), job_dir, cpus)
+    }
+
+    /// [`CellCluster::start`] with `slaves` (0 or 1) slaves per broker, each started right
+    /// after its master; returns once every slave is connected (`cluster::slaves`).
+    pub fn start_pairs(
+        bin: &Path,
+        cell: &Cell,
+        (n, slaves): (usize, usize),
         job_dir: &Path,
         cpus: Option<&[usize]>,
     ) -> Result<CellCluster, String> {
@@ -97,6 +114,9 @@ impl CellCluster {
             runtime: Some(runtime),
             namesrv: Some(ns),
             brokers: Vec::new(),
+            slaves: Vec::new(),
+            confs: Vec::new(),
+            slave_confs: Vec::new(),
             stores: Vec::new(),
         };
         for i in 0..n {
@@ -123,6 +143,13 @@ impl CellCluster {
                 }
             })?;
             cluster.brokers.push(p);
+            cluster.confs.push(conf);
+            if slaves > 0 {
+                cluster.start_slave(bin, i, job_dir, pin.as_deref())?;
+            }
+        }
+        if slaves > 0 {
+            cluster.wait_slaves_connected()?;
         }
         Ok(cluster)
     }
@@ -139,6 +166,9 @@ impl CellCluster {
     /// Returns each broker's exit status.
     pub fn stop(mut self, grace: Duration) -> Vec<Option<ExitStatus>> {
         let statuses = self.brokers.drain(..).map(|b| b.stop(grace)).collect();
+        for s in self.slaves.drain(..) {
+            s.stop(grace);
+        }
         self.stop_namesrv();
         for s in &self.stores {
             let _ = std::fs::remove_dir_all(s);
@@ -162,6 +192,7 @@ impl Drop for CellCluster {
     fn drop(&mut self) {
         // Brokers kill themselves on drop (BrokerProcess); the name server stops here.
         self.brokers.clear();
+        self.slaves.clear();
         self.stop_namesrv();
     }
 }

@@ -14,7 +14,11 @@ use std::time::{Duration, Instant};
 
 use remoting::route::TopicRouteData;
 
+use super::cell::CellCluster;
+use super::discover::fetch_route;
+use super::router::Router;
 use crate::broker::{self, BrokerProcess};
+use crate::profile::FaultRole;
 use crate::runner::client::AdminConn;
 
 /// The slave's `brokerId` (RocketMQ: any id above 0 is a slave; the route lists it under it).
@@ -131,6 +135,91 @@ pub fn slaves_of(route: &TopicRouteData) -> BTreeMap<String, Vec<String>> {
             (b.broker_name.clone(), slaves)
         })
         .collect()
+}
+
+/// `[cluster] slaves = 1` before a load, for the harness's own cluster and a `--namesrv` one
+/// alike: every broker of `router` has a slave in the topic's route, and its master reports that
+/// slave connected. Returns each broker's slave addresses, by name.
+pub fn ready(
+    namesrv: SocketAddr,
+    topic: &str,
+    router: &Router,
+    wait: Duration,
+) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let end = Instant::now() + wait;
+    let slaves = loop {
+        let route = fetch_route(namesrv, topic)?;
+        let slaves = route.as_ref().map(slaves_of).unwrap_or_default();
+        let missing = router
+            .brokers
+            .iter()
+            .find(|b| slaves.get(&b.name).is_none_or(Vec::is_empty));
+        match missing {
+            None => break slaves,
+            Some(b) if Instant::now() >= end => {
+                return Err(format!(
+                    "[cluster] slaves = 1, but the route of {topic} from {namesrv} lists no slave (brokerId > 0) of {} within {wait:?}",
+                    b.name
+                ))
+            }
+            Some(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    for b in &router.brokers {
+        let left = end.saturating_duration_since(Instant::now());
+        wait_connected(b.addr, left.max(Duration::from_secs(1)))
+            .map_err(|e| format!("{}: {e}", b.name))?;
+    }
+    Ok(slaves)
+}
+
+impl crate::cluster::JobCluster {
+    /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
+    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut BrokerProcess> {
+        let cell = self.cell_mut()?;
+        match role {
+            FaultRole::Master => cell.brokers.first_mut(),
+            FaultRole::Slave => cell.slaves.first_mut(),
+        }
+    }
+}
+
+impl CellCluster {
+    /// Starts broker `i`'s slave (the broker was just started, its conf is `confs[i]`).
+    pub(super) fn start_slave(
+        &mut self,
+        bin: &Path,
+        i: usize,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<(), String> {
+        if let Some(why) = master_problem(&self.confs[i]) {
+            return Err(format!("broker-{i}: {why}"));
+        }
+        let (p, conf) = start_slave(bin, &self.confs[i], &self.brokers[i], i, job_dir, cpus)?;
+        self.stores.push(job_dir.join(format!("store-{i}-slave")));
+        self.slaves.push(p);
+        self.slave_confs.push(conf);
+        Ok(())
+    }
+
+    /// Waits until every master has its slave connected and reporting.
+    pub(super) fn wait_slaves_connected(&self) -> Result<(), String> {
+        let end = Instant::now() + CONNECT_WAIT;
+        for (i, b) in self.brokers.iter().enumerate() {
+            let left = end.saturating_duration_since(Instant::now());
+            wait_connected(b.addr, left).map_err(|e| format!("broker-{i}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The first slave that exited, if any.
+    pub fn slave_exited(&mut self) -> Option<(usize, std::process::ExitStatus)> {
+        self.slaves
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, b)| b.exited().map(|s| (i, s)))
+    }
 }
 
 #[cfg(test)]

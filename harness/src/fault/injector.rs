@@ -125,6 +125,11 @@ impl Injector {
         self.next = 0;
     }
 
+    /// `fault.role`: which member of a replicating pair the faults hit.
+    pub fn role(&self) -> Option<crate::profile::FaultRole> {
+        self.plan.role
+    }
+
     /// When the next signal is due.
     pub fn next_due(&self) -> Option<Instant> {
         self.events.get(self.next).map(|(t, _)| *t)

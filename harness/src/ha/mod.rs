@@ -9,5 +9,7 @@
 //!   the pair
 
 pub mod columns;
+pub mod reconcile;
 
 pub use columns::{HaColumns, HaSampler, TimeseriesHa};
+pub use reconcile::{reconcile_pair, PairTally};

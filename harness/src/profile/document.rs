@@ -326,11 +326,25 @@ impl Profile {
             ));
         }
 
+        if let Some(role) = fault.as_ref().and_then(|f| f.role) {
+            let pairs = raw.cluster.as_ref().is_some_and(|c| c.get_ref().slaves > 0);
+            if !pairs {
+                return Err(src.err(
+                    find_key_span(text, "fault", "role"),
+                    format!(
+                        "`fault.role = \"{}\"` hits a member of a replicating pair, and the profile starts none",
+                        role.name()
+                    ),
+                    Some("add [cluster] brokers = 1 and slaves = 1".into()),
+                ));
+            }
+        }
         let cluster = match &raw.cluster {
             Some(c) => {
-                c.get_ref()
-                    .validate()
-                    .map_err(|m| src.err(Some(c.span()), m, None))?;
+                c.get_ref().validate().map_err(|(key, m, help)| {
+                    let span = find_key_span(text, "cluster", key).or(Some(c.span()));
+                    src.err(span, m, help)
+                })?;
                 if workload.ordering != super::workload::SendOrdering::None {
                     return Err(src.err(
                         find_key_span(text, "workload", "ordering"),

@@ -9,7 +9,24 @@ use super::secs::parse_secs;
 use super::workload::{Model, Workload};
 
 /// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every"];
+pub const FAULT_KEYS: &[&str] = &["kill", "restart", "pause", "every", "role"];
+
+/// Which member of a replicating pair (`[cluster] slaves = 1`) the fault hits: broker 0's
+/// master or its slave (`fault.role`). Without it the fault hits the job's one broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultRole {
+    Master,
+    Slave,
+}
+
+impl FaultRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultRole::Master => "master",
+            FaultRole::Slave => "slave",
+        }
+    }
+}
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +47,9 @@ pub struct FaultPlan {
     pub pause: Option<Pause>,
     /// Repeat the kill (with restart) and the pause at this period. Default: once.
     pub every: Option<Duration>,
+    /// `"master"` or `"slave"`: the member of broker 0's pair (`[cluster] slaves = 1`) the
+    /// fault hits. Default: none (the job's one broker).
+    pub role: Option<FaultRole>,
 }
 
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -82,6 +102,17 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 plan.pause = Some(parse_pause(text)?);
             }
             "every" => plan.every = Some(duration_of(k, v)?),
+            "role" => {
+                plan.role = Some(match v.as_str() {
+                    Some("master") => FaultRole::Master,
+                    Some("slave") => FaultRole::Slave,
+                    _ => {
+                        return Err(format!(
+                            "`fault.role` must be \"master\" or \"slave\" (got {v})"
+                        ))
+                    }
+                })
+            }
             other => {
                 let help = super::did_you_mean(other, FAULT_KEYS)
                     .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
@@ -111,6 +142,12 @@ impl FaultPlan {
     fn validate(&self) -> Result<(), String> {
         if self.restart && self.kill.is_none() {
             return Err("`fault.restart = true` needs a `kill`".into());
+        }
+        if self.role.is_some() && self.restart {
+            return Err(
+                "`fault.role` with `restart = true` is not supported: the harness does not start a member of a pair again; remove `restart`"
+                    .into(),
+            );
         }
         if self.kill.is_none() && self.pause.is_none() {
             return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
@@ -213,6 +250,14 @@ mod tests {
             ("kil = \"2s\"", "did you mean `kill`"),
             ("kill = true", "must be a duration"),
             ("every = \"5s\"", "needs `kill"),
+            (
+                "role = \"leader\"\nkill = \"2s\"",
+                "\"master\" or \"slave\"",
+            ),
+            (
+                "role = \"slave\"\nkill = \"2s\"\nrestart = true",
+                "remove `restart`",
+            ),
         ] {
             let e = fault_plan(&table(text)).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");

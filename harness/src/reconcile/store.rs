@@ -50,9 +50,30 @@ fn read_all(
     keys: &KeySpace,
     log: &OutcomeLog,
 ) -> Result<Tally, String> {
+    let c = read_copies(addr, topic, queues, keys, log.len())?;
+    Ok(tally(log, &c.copies, c.corrupt, c.foreign))
+}
+
+/// What a store holds of a load: copies per send number (saturating at 255), and the records
+/// that were corrupt or not the load's.
+pub struct Copies {
+    pub copies: Vec<u8>,
+    pub corrupt: u64,
+    pub foreign: u64,
+}
+
+/// Reads `queues` queues of `topic` from the broker at `addr`, counting copies of the load's
+/// `sends` send numbers.
+pub fn read_copies(
+    addr: std::net::SocketAddr,
+    topic: &str,
+    queues: u32,
+    keys: &KeySpace,
+    sends: u64,
+) -> Result<Copies, String> {
     let mut conn =
         AdminConn::connect(addr, Duration::from_secs(2)).map_err(|e| format!("reconcile: {e}"))?;
-    let mut copies = vec![0u8; log.len() as usize];
+    let mut copies = vec![0u8; sends as usize];
     let (mut corrupt, mut foreign) = (0u64, 0u64);
     for q in 0..queues {
         read_queue(
@@ -73,5 +94,9 @@ fn read_all(
         )
         .map_err(|e| format!("reconcile: reading {topic} queue {q}: {e}"))?;
     }
-    Ok(tally(log, &copies, corrupt, foreign))
+    Ok(Copies {
+        copies,
+        corrupt,
+        foreign,
+    })
 }

@@ -170,7 +170,12 @@ pub fn drive(
                 load.stop();
             }
             if let Some(f) = fault.as_deref_mut() {
-                if let Err(e) = f.tick(Instant::now(), process.as_deref_mut()) {
+                // `fault.role`: the member of broker 0's pair, else the job's one broker.
+                let target = match (f.role(), cluster.as_deref_mut()) {
+                    (Some(role), Some(c)) => c.pair_member(role),
+                    _ => process.as_deref_mut(),
+                };
+                if let Err(e) = f.tick(Instant::now(), target) {
                     crashed.get_or_insert(e);
                     load.stop();
                 }
