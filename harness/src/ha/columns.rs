@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::report::cells::Fixed;
+pub use crate::report::{HaColumns, TimeseriesHa};
 
 /// The master's lag behind it: `commitLogMaxOffset − haSlaveAckOffset` once a slave reported.
 pub const LAG_KEY: &str = "haSlaveFallBehindBytes";
@@ -16,32 +15,6 @@ pub const LAG_KEY: &str = "haSlaveFallBehindBytes";
 pub const WAIT_TIMES_KEY: &str = "haWaitSlaveTimes";
 pub const WAIT_TOTAL_KEY: &str = "haWaitSlaveTotalMicros";
 pub const WAIT_MAX_KEY: &str = "haWaitSlaveMaxMicros";
-
-/// `timeseries.csv`'s replication columns: empty for a broker that reports no HA keys.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct TimeseriesHa {
-    /// The master's `haSlaveFallBehindBytes` at the end of the second.
-    pub repl_lag_bytes: Option<u64>,
-    /// Mean wait for the slave of the puts that waited in the second, µs.
-    pub slave_wait_avg_us: Option<Fixed<1>>,
-}
-
-/// `summary.csv`'s replication columns, over the whole job (warm-up included, like the broker
-/// counters they come from).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HaColumns {
-    /// The largest `repl_lag_bytes` of the job's seconds.
-    pub repl_lag_max_bytes: Option<u64>,
-    /// Puts that waited for the slave.
-    pub slave_waits: Option<u64>,
-    pub slave_wait_avg_us: Option<Fixed<1>>,
-    /// The broker's longest wait (`haWaitSlaveMaxMicros`; a process's lifetime, which is the job's).
-    pub slave_wait_max_us: Option<u64>,
-    /// Acknowledged sends (SUCCESS) absent from the master's store / the slave's store, after
-    /// a fault with `[cluster] slaves = 1` (`acked_lost` is the pair's: in neither store).
-    pub acked_lost_master: Option<u64>,
-    pub acked_lost_slave: Option<u64>,
-}
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())

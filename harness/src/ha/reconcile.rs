@@ -12,10 +12,10 @@ use std::time::Duration;
 use crate::broker::{self, BrokerProcess};
 use crate::cluster::JobCluster;
 use crate::fault::Injector;
-use crate::ha::HaColumns;
+
 use crate::profile::Workload;
 use crate::reconcile::{read_copies, tally, Copies, Tally};
-use crate::report::FaultColumns;
+use crate::report::{FaultColumns, HaColumns};
 use crate::runner::client::{AdminConn, KeySpace};
 
 /// The pair's reconciliation.

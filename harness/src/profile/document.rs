@@ -326,18 +326,9 @@ impl Profile {
             ));
         }
 
-        if let Some(role) = fault.as_ref().and_then(|f| f.role) {
-            let pairs = raw.cluster.as_ref().is_some_and(|c| c.get_ref().slaves > 0);
-            if !pairs {
-                return Err(src.err(
-                    find_key_span(text, "fault", "role"),
-                    format!(
-                        "`fault.role = \"{}\"` hits a member of a replicating pair, and the profile starts none",
-                        role.name()
-                    ),
-                    Some("add [cluster] brokers = 1 and slaves = 1".into()),
-                ));
-            }
+        let slaves = raw.cluster.as_ref().map_or(0, |c| c.get_ref().slaves);
+        if let Some((m, fix)) = fault.as_ref().and_then(|f| f.role_problem(slaves)) {
+            return Err(src.err(find_key_span(text, "fault", "role"), m, Some(fix)));
         }
         let cluster = match &raw.cluster {
             Some(c) => {

@@ -174,6 +174,20 @@ impl FaultPlan {
         Ok(())
     }
 
+    /// Why `role` cannot be used with `slaves` slaves per broker: (message, fix), or None.
+    pub fn role_problem(&self, slaves: u32) -> Option<(String, String)> {
+        let role = self.role?;
+        (slaves == 0).then(|| {
+            (
+                format!(
+                    "`fault.role = \"{}\"` hits a member of a replicating pair, and the profile starts none",
+                    role.name()
+                ),
+                "add [cluster] brokers = 1 and slaves = 1".into(),
+            )
+        })
+    }
+
     /// Checks the plan against the workload it runs with: the outcome of every send is kept
     /// by send number, which needs a fixed schedule (open or steps), one message per request and
     /// an answer per send; and every fault must fall inside the measured window.

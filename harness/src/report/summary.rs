@@ -8,10 +8,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::consumer::ConsumerFigures;
-use crate::ha::HaColumns;
 use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
+use crate::report::ha_cols::HaColumns;
 use crate::report::knee_columns::KneeColumns;
 use crate::report::order_cols::OrderColumns;
 
@@ -442,7 +442,7 @@ mod tests {
                 harness_cpu_max: Some(12.0),
                 broker_flow_control_total: Some(21),
                 broker_counters_match: Some(true),
-                ha: crate::ha::HaColumns {
+                ha: HaColumns {
                     repl_lag_max_bytes: Some(65_536),
                     slave_waits: Some(9_000),
                     slave_wait_avg_us: Some(Fixed(412.5)),

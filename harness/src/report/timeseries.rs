@@ -9,9 +9,9 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use crate::ha::TimeseriesHa;
 use crate::report::cells::{busy_columns, field_names, Fixed};
 use crate::report::consumer_cols::TimeseriesConsumer;
+use crate::report::ha_cols::TimeseriesHa;
 use crate::report::order_cols::TimeseriesOrder;
 
 /// `timeseries.csv` columns.
