@@ -144,3 +144,55 @@ fn with_the_master_killed_the_slave_keeps_every_acknowledged_send() {
     assert_eq!(row.fault.acked_lost, Some(0), "{ctx}");
     assert_eq!(row.fault.corrupt, Some(0), "{ctx}");
 }
+
+/// Two masters, no slaves: broker 0 is a SYNC_MASTER without a slave, so under 4.9 it stores
+/// every send and answers 11 at once. The Java client returns that SendResult; only with
+/// `retry_another_broker_when_not_store_ok` does it send again, on broker 1.
+#[test]
+fn eleven_is_retried_on_another_broker_only_with_the_option() {
+    let run_with = |option: bool| {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            r#"
+name = "ha-retry-{option}"
+pin = false
+[workload]
+rate = 200
+warmup = "0.5s"
+duration = "2s"
+connections = 2
+message_size = 256
+queues = 2
+retry = "rocketmq-4"
+retry_another_broker_when_not_store_ok = {option}
+[cluster]
+brokers = 2
+[broker]
+brokerVersionProfile = "4.9"
+"0.brokerRole" = "SYNC_MASTER"
+mappedFileSizeCommitLog = 4194304
+maxMessageSize = 65536
+"#
+        );
+        run(tmp.path(), &text).0
+    };
+    let plain = run_with(false);
+    let c = &plain.seg.counts;
+    let ctx = format!("{plain:?}");
+    assert!(c.slave_not_available > 0, "{ctx}");
+    assert_eq!(
+        plain.seg.attempts, plain.seg.sent,
+        "11 is never retried: {ctx}"
+    );
+    assert_eq!(plain.seg.sent, accounted(&plain), "{ctx}");
+
+    let retried = run_with(true);
+    let c = &retried.seg.counts;
+    let ctx = format!("{retried:?}");
+    assert_eq!(
+        c.slave_not_available, 0,
+        "every 11 was sent again elsewhere: {ctx}"
+    );
+    assert_eq!(c.ok, retried.seg.sent, "{ctx}");
+    assert!(retried.seg.attempts > retried.seg.sent, "{ctx}");
+}
