@@ -196,3 +196,47 @@ maxMessageSize = 65536
     assert_eq!(c.ok, retried.seg.sent, "{ctx}");
     assert!(retried.seg.attempts > retried.seg.sent, "{ctx}");
 }
+
+/// `--namesrv` with `[cluster] slaves = 1`: the pair of an existing cluster is found through the
+/// route (brokerAddrs id 1) and its master's runtime info, and the replication columns come
+/// from that master.
+#[test]
+fn namesrv_finds_the_slave_in_the_route() {
+    use harness::cluster::CellCluster;
+    let dir = tempfile::tempdir().unwrap();
+    let base = Profile::parse(
+        "name = \"pair\"\n[cluster]\nbrokers = 1\nslaves = 1\n[broker]\nbrokerVersionProfile = \"4.9\"\n\
+brokerRole = \"SYNC_MASTER\"\nhaSendHeartbeatInterval = 200\nmappedFileSizeCommitLog = 4194304\nmaxMessageSize = 65536\n",
+        "pair.toml",
+        Path::new("pair.toml"),
+        &[],
+    )
+    .unwrap();
+    let cell = &harness::matrix::expand(&base).unwrap()[0];
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let cluster =
+        CellCluster::start_pairs(&common::broker_bin(), cell, (1, 1), &outside, None).unwrap();
+    let profile = Profile::parse(
+        "name = \"pair\"\npin = false\n[cluster]\nbrokers = 1\nslaves = 1\n[workload]\nrate = 200\n\
+warmup = \"0.3s\"\nduration = \"1s\"\nconnections = 1\nmessage_size = 64\n",
+        "pair.toml",
+        Path::new("pair.toml"),
+        &[],
+    )
+    .unwrap();
+    let mut opts = options(&dir.path().join("run"));
+    opts.namesrv = Some(cluster.namesrv_addr);
+    let outcome = run_profile(&profile, &opts).unwrap();
+    let r = &outcome.rows[0];
+    let ctx = format!("{r:?}");
+    assert_eq!(r.seg.counts.ok, r.seg.sent, "{ctx}");
+    // Every put of the SYNC_MASTER waited for the slave found through the route.
+    assert!(
+        r.res.ha.slave_waits.is_some_and(|n| n >= r.seg.sent),
+        "{ctx}"
+    );
+    assert!(r.res.ha.repl_lag_max_bytes.is_some(), "{ctx}");
+    let statuses = cluster.stop(std::time::Duration::from_secs(10));
+    assert!(statuses.iter().all(|s| s.is_some_and(|s| s.success())));
+}
