@@ -86,10 +86,7 @@ async fn a_slave_registers_as_id_1_and_finds_its_master_through_the_name_server(
     assert_eq!(addrs.get(&1), Some(&slave.addr.to_string()));
 
     // The slave learnt the master's HA address from its registration answer and replicates.
-    assert_eq!(
-        m.call(send_v2(2, "RoutedHa", 0, b"via namesrv")).await.code,
-        0
-    );
+    assert_eq!(m.call(send_v2(2, "RoutedHa", 0, b"via namesrv")).await.code, 0);
     let mut s = Client::connect(slave.addr).await;
     loop {
         let mi = m.runtime_info().await;

@@ -418,9 +418,7 @@ async fn sync_master_cost_printed() {
         let mut micros = Vec::with_capacity(2_000);
         for i in 0..2_000 {
             let begin = Instant::now();
-            let r = c
-                .call(send_v2(i + 1, TOPIC, i % QUEUES, &body(i as usize)))
-                .await;
+            let r = c.call(send_v2(i + 1, TOPIC, i % QUEUES, &body(i as usize))).await;
             micros.push(begin.elapsed().as_micros() as u64);
             assert_eq!(r.code, 0, "{role} send {i}");
         }
