@@ -72,7 +72,9 @@ pub struct CellCluster {
     /// The broker.conf each broker and slave was started with (reconciliation reopens stores).
     pub confs: Vec<BTreeMap<String, String>>,
     pub slave_confs: Vec<BTreeMap<String, String>>,
-    pub(super) stores: Vec<PathBuf>,
+    stores: Vec<PathBuf>,
+    /// The slaves' stores, apart from `stores` (which is indexed by broker).
+    pub(super) slave_stores: Vec<PathBuf>,
 }
 
 impl CellCluster {
@@ -118,6 +120,7 @@ impl CellCluster {
             confs: Vec::new(),
             slave_confs: Vec::new(),
             stores: Vec::new(),
+            slave_stores: Vec::new(),
         };
         for i in 0..n {
             let store = job_dir.join(format!("store-{i}"));
@@ -170,7 +173,7 @@ impl CellCluster {
             s.stop(grace);
         }
         self.stop_namesrv();
-        for s in &self.stores {
+        for s in self.stores.iter().chain(&self.slave_stores) {
             let _ = std::fs::remove_dir_all(s);
         }
         statuses

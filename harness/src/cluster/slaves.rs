@@ -197,7 +197,8 @@ impl CellCluster {
             return Err(format!("broker-{i}: {why}"));
         }
         let (p, conf) = start_slave(bin, &self.confs[i], &self.brokers[i], i, job_dir, cpus)?;
-        self.stores.push(job_dir.join(format!("store-{i}-slave")));
+        self.slave_stores
+            .push(job_dir.join(format!("store-{i}-slave")));
         self.slaves.push(p);
         self.slave_confs.push(conf);
         Ok(())

@@ -14,7 +14,7 @@ use crate::cluster::JobCluster;
 use crate::fault::Injector;
 
 use crate::profile::Workload;
-use crate::reconcile::{read_copies, tally, Copies, Tally};
+use crate::reconcile::{read_live, tally, Copies, Tally};
 use crate::report::{FaultColumns, HaColumns};
 use crate::runner::client::{AdminConn, KeySpace};
 
@@ -149,7 +149,7 @@ fn read_store(
     let result = AdminConn::connect(p.addr, Duration::from_secs(2))
         .and_then(|mut a| a.create_topic(&w.topic, w.queues, Duration::from_secs(5)))
         .map_err(|e| format!("reconcile: topic {} on {name}'s store: {e}", w.topic))
-        .and_then(|()| read_copies(p.addr, &w.topic, w.queues, keys, sends));
+        .and_then(|()| read_live(p.addr, &w.topic, w.queues, keys, sends));
     p.stop(Duration::from_secs(10));
     result.map_err(|e| format!("{name}: {e}"))
 }

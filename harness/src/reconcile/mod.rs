@@ -12,5 +12,5 @@ mod store;
 mod tally;
 
 pub use pull::{pull_answer, pull_request, read_queue, read_queue_from, Stored};
-pub use store::{read_copies, reconcile_store, Copies};
+pub use store::{read_live, reconcile_store, Copies};
 pub use tally::{tally, Tally};

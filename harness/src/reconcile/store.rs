@@ -50,12 +50,13 @@ fn read_all(
     keys: &KeySpace,
     log: &OutcomeLog,
 ) -> Result<Tally, String> {
-    let c = read_copies(addr, topic, queues, keys, log.len())?;
+    let c = read_live(addr, topic, queues, keys, log.len())?;
     Ok(tally(log, &c.copies, c.corrupt, c.foreign))
 }
 
-/// What a store holds of a load: copies per send number (saturating at 255), and the records
-/// that were corrupt or not the load's.
+/// What one broker's queues hold of a job's sends: copies per send number (saturating at 255),
+/// and the records that were corrupt or not the job's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Copies {
     pub copies: Vec<u8>,
     pub corrupt: u64,
@@ -64,7 +65,7 @@ pub struct Copies {
 
 /// Reads `queues` queues of `topic` from the broker at `addr`, counting copies of the load's
 /// `sends` send numbers.
-pub fn read_copies(
+pub fn read_live(
     addr: std::net::SocketAddr,
     topic: &str,
     queues: u32,
