@@ -361,7 +361,7 @@ consumer_send_backs,consumer_send_back_failed,consumer_suspends,retry_delay_p50_
 broker_sndbck_put_nums,broker_sndbck2dlq_times,broker_schedule_put_nums,broker_schedule_deliver_nums,consumer_recovery_ms,consumer_restart_duplicates,\
 acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
 slo_met,slo_failed,knee_rate,knee_limited_by,order_inversions,order_source,order_read,consume_order_violations,\
-consume_order_redelivered,repl_lag_max_bytes,slave_waits,slave_wait_avg_us,slave_wait_max_us,acked_lost_master,acked_lost_slave"
+consume_order_redelivered,repl_lag_max_bytes,slave_waits,slave_wait_avg_us,slave_wait_p50_us,slave_wait_p99_us,slave_wait_max_us,acked_lost_master,acked_lost_slave"
     );
     assert_eq!(
         TIMESERIES_COLUMNS.join(","),
@@ -370,6 +370,6 @@ busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,b
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
 harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,store_disk_mb,\
 end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms,order_inversions,\
-consume_order_violations,repl_lag_bytes,slave_wait_avg_us,event"
+consume_order_violations,repl_lag_bytes,slave_wait_avg_us,slave_wait_p99_us,event"
     );
 }

@@ -206,6 +206,7 @@ mod tests {
             ha: TimeseriesHa {
                 repl_lag_bytes: Some(8_192),
                 slave_wait_avg_us: Some(Fixed(350.25)),
+                slave_wait_p99_us: Some(1_000),
             },
             event: TimeseriesEvent {
                 event: "kill restart".into(),
@@ -216,7 +217,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,3,,8192,350.2,kill restart"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.
