@@ -171,9 +171,10 @@ pub fn drive(
             }
             if let Some(f) = fault.as_deref_mut() {
                 // `fault.role`: the member of broker 0's pair, else the job's one broker.
-                let target = match (f.role(), cluster.as_deref_mut()) {
-                    (Some(role), Some(c)) => c.pair_member(role),
-                    _ => process.as_deref_mut(),
+                // A role never falls back to another broker: no pair, no target (an error).
+                let target = match f.role() {
+                    Some(role) => cluster.as_deref_mut().and_then(|c| c.pair_member(role)),
+                    None => process.as_deref_mut(),
                 };
                 if let Err(e) = f.tick(Instant::now(), target) {
                     crashed.get_or_insert(e);
