@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -165,6 +165,9 @@ pub struct BrokerProcess {
     pub addr: SocketAddr,
     pub pid: u32,
     stdout: Option<JoinHandle<()>>,
+    /// The HA port from the second stdout line, `ha listening on IP:PORT` (set by the stdout
+    /// reader; never for a broker that does not print it).
+    ha: Arc<OnceLock<SocketAddr>>,
 }
 
 impl BrokerProcess {
@@ -203,6 +206,8 @@ impl BrokerProcess {
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
         let (tx, rx) = mpsc::sync_channel::<String>(1);
+        let ha = Arc::new(OnceLock::new());
+        let ha_line = ha.clone();
         // Keeps reading so the broker never blocks on a full pipe; ends at the child's exit.
         let stdout = thread::Builder::new()
             .name("broker-stdout".into())
@@ -211,6 +216,10 @@ impl BrokerProcess {
                 for line in BufReader::new(out).lines().map_while(Result::ok) {
                     if !sent && line.starts_with("listening on ") {
                         sent = tx.try_send(line).is_ok();
+                    } else if let Some(a) = line.strip_prefix("ha listening on ") {
+                        if let Ok(a) = a.trim().parse::<SocketAddr>() {
+                            let _ = ha_line.set(a);
+                        }
                     }
                 }
             })?;
@@ -219,6 +228,7 @@ impl BrokerProcess {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             pid,
             stdout: Some(stdout),
+            ha,
         };
         let deadline = Instant::now() + ready_timeout;
         loop {
@@ -247,6 +257,21 @@ impl BrokerProcess {
                     }
                 }
             }
+        }
+    }
+
+    /// The bound HA port (`ha listening on`, printed right after `listening on`), waiting up to
+    /// `wait` for the line; None for a broker that does not print it.
+    pub fn ha_addr(&self, wait: Duration) -> Option<SocketAddr> {
+        let end = Instant::now() + wait;
+        loop {
+            if let Some(a) = self.ha.get() {
+                return Some(*a);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(5));
         }
     }
 

@@ -14,6 +14,7 @@ pub mod drift;
 pub mod exit;
 pub mod fault;
 pub mod fnv;
+pub mod ha;
 pub mod html;
 pub mod interrupt;
 pub mod matrix;

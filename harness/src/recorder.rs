@@ -2,7 +2,8 @@
 //!
 //! Every send scheduled in a segment ends in exactly one [`Outcome`], so
 //! `sent = ok + busy + system_error + flush_disk_timeout + message_illegal + other_codes +
-//! not_available_disk_full + not_available_other + timeouts + dropped + connection_errors`. Each worker (pacer, one per connection) owns a
+//! not_available_disk_full + not_available_other + flush_slave_timeout + slave_not_available +
+//! timeouts + dropped + connection_errors`. Each worker (pacer, one per connection) owns a
 //! [`Recorder`]; they are merged once at the end. A sampler takes the per-second
 //! [`Interval`] out of each recorder for the time series.
 
@@ -127,10 +128,30 @@ pub enum Outcome {
     MessageIllegal,
     /// Code 14.
     NotAvailable(NotAvailableClass),
+    /// Code 12: a SYNC_MASTER stored the message but no slave acknowledged it in time. The Java
+    /// client returns it as `SendStatus.FLUSH_SLAVE_TIMEOUT`, a result, not an exception.
+    FlushSlaveTimeout,
+    /// Code 11: a SYNC_MASTER stored the message with no slave connected (or one too far
+    /// behind); `SendStatus.SLAVE_NOT_AVAILABLE`.
+    SlaveNotAvailable,
     OtherCode(i32),
     Timeout,
     Dropped,
     ConnectionError,
+}
+
+impl Outcome {
+    /// Whether the Java client returns a `SendResult` for this answer (SEND_OK or one of the
+    /// statuses 10 / 11 / 12, whose message the master stored) rather than throwing.
+    pub fn is_send_result(self) -> bool {
+        matches!(
+            self,
+            Outcome::Ok
+                | Outcome::FlushDiskTimeout
+                | Outcome::FlushSlaveTimeout
+                | Outcome::SlaveNotAvailable
+        )
+    }
 }
 
 /// Classifies a response. Code 2 is busy whatever the remark; code 1 is busy only for
@@ -142,6 +163,8 @@ pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
     const FLUSH_DISK_TIMEOUT: i32 = ResponseCode::FLUSH_DISK_TIMEOUT as i32;
     const MESSAGE_ILLEGAL: i32 = ResponseCode::MESSAGE_ILLEGAL as i32;
     const SERVICE_NOT_AVAILABLE: i32 = ResponseCode::SERVICE_NOT_AVAILABLE as i32;
+    const FLUSH_SLAVE_TIMEOUT: i32 = ResponseCode::FLUSH_SLAVE_TIMEOUT as i32;
+    const SLAVE_NOT_AVAILABLE: i32 = ResponseCode::SLAVE_NOT_AVAILABLE as i32;
     match code {
         SUCCESS => Outcome::Ok,
         SYSTEM_BUSY => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
@@ -154,6 +177,8 @@ pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
         SERVICE_NOT_AVAILABLE => {
             Outcome::NotAvailable(NotAvailableClass::from_remark(remark.unwrap_or("")))
         }
+        FLUSH_SLAVE_TIMEOUT => Outcome::FlushSlaveTimeout,
+        SLAVE_NOT_AVAILABLE => Outcome::SlaveNotAvailable,
         other => Outcome::OtherCode(other),
     }
 }
@@ -210,6 +235,9 @@ pub struct Counts {
     pub other_codes: u64,
     /// Code 14 per [`NotAvailableClass`] (also counted in [`Counts::errors`]).
     pub not_available: [u64; 2],
+    /// Codes 12 and 11 (also counted in [`Counts::errors`]).
+    pub flush_slave_timeout: u64,
+    pub slave_not_available: u64,
     pub timeouts: u64,
     pub dropped: u64,
     pub connection_errors: u64,
@@ -229,6 +257,8 @@ impl Counts {
             Outcome::MessageIllegal => &mut self.message_illegal,
             Outcome::NotAvailable(c) => &mut self.not_available[c.index()],
             Outcome::OtherCode(_) => &mut self.other_codes,
+            Outcome::FlushSlaveTimeout => &mut self.flush_slave_timeout,
+            Outcome::SlaveNotAvailable => &mut self.slave_not_available,
             Outcome::Timeout => &mut self.timeouts,
             Outcome::Dropped => &mut self.dropped,
             Outcome::ConnectionError => &mut self.connection_errors,
@@ -247,6 +277,8 @@ impl Counts {
             + self.message_illegal
             + self.other_codes
             + self.not_available.iter().sum::<u64>()
+            + self.flush_slave_timeout
+            + self.slave_not_available
             + self.connection_errors
     }
 
@@ -266,6 +298,8 @@ impl Counts {
         for (a, b) in self.not_available.iter_mut().zip(o.not_available) {
             *a += b;
         }
+        self.flush_slave_timeout += o.flush_slave_timeout;
+        self.slave_not_available += o.slave_not_available;
         self.timeouts += o.timeouts;
         self.dropped += o.dropped;
         self.connection_errors += o.connection_errors;

@@ -325,7 +325,9 @@ fn every_remark_is_classified() {
         (14, "service not available now.", Outcome::NotAvailable(NotAvailableClass::Other)),
         (14, "service not available now. It may be caused by one of the following reasons: the broker's disk is full [CL:  0.91 CQ:  0.91 INDEX: -1.00], messages are put to the slave, message store has been shut down, etc.", Outcome::NotAvailable(NotAvailableClass::DiskFull)),
         (14, "service not available now, maybe disk full, CL:  0.91 CQ:  0.91 INDEX: -1.00, maybe your broker machine memory too small.", Outcome::NotAvailable(NotAvailableClass::DiskFull)),
-        (12, "", Outcome::OtherCode(12)),
+        (12, "", Outcome::FlushSlaveTimeout),
+        (11, "", Outcome::SlaveNotAvailable),
+        (16, "", Outcome::OtherCode(16)),
         (0, "", Outcome::Ok),
     ];
     for (code, remark, want) in cases {
@@ -345,7 +347,7 @@ fn csv_schema_is_pinned() {
         header,
         "profile,cell_id,repetition,step,param_broker.a,param_workload.rate,target_rate,achieved_rate,ok_rate,duration_s,sent,ok,busy,busy_rate,\
 busy_pcbusy_clean_queue,busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,system_error,\
-flush_disk_timeout,message_illegal,other_codes,not_available_disk_full,not_available_other,timeouts,dropped,connection_errors,attempts,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,\
+flush_disk_timeout,message_illegal,other_codes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,timeouts,dropped,connection_errors,attempts,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,\
 service_p50_ms,service_p99_ms,service_max_ms,lag_p50_us,lag_p99_us,lag_max_us,busy_p99_ms,period_in_queue_p50_ms,\
 period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_cpu_s,broker_rss_max_mb,harness_cpu_max,\
 broker_flow_control_total,broker_counters_match,valid,invalid_reason,first_ok,first_busy,final_ok,final_busy,\
@@ -361,15 +363,15 @@ broker_consumed,broker_lag_max,drain_rate,\
 acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,\
 app_recovery_ms,fault_broker,broker_acked_lost,broker_phantom,broker_duplicates,\
 slo_met,slo_failed,knee_rate,knee_limited_by,knee_broker_share,order_inversions,order_source,order_read,consume_order_violations,\
-consume_order_redelivered"
+consume_order_redelivered,repl_lag_max_bytes,slave_waits,slave_wait_avg_us,slave_wait_p50_us,slave_wait_p99_us,slave_wait_max_us,acked_lost_master,acked_lost_slave"
     );
     assert_eq!(
         TIMESERIES_COLUMNS.join(","),
         "profile,cell_id,repetition,step,second,phase,target_rate,achieved_rate,ok,busy,busy_pcbusy_clean_queue,\
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
-harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,store_disk_mb,\
+harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,store_disk_mb,\
 end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms,order_inversions,\
-consume_order_violations,event"
+consume_order_violations,repl_lag_bytes,slave_wait_avg_us,slave_wait_p99_us,event"
     );
 }

@@ -67,7 +67,14 @@ pub struct CellCluster {
     namesrv: Option<RunningNameServer>,
     pub namesrv_addr: SocketAddr,
     pub brokers: Vec<BrokerProcess>,
+    /// `[cluster] slaves = 1`: broker `i`'s slave (`cluster::slaves`), in broker order.
+    pub slaves: Vec<BrokerProcess>,
+    /// The broker.conf each broker and slave was started with (reconciliation reopens stores).
+    pub confs: Vec<BTreeMap<String, String>>,
+    pub slave_confs: Vec<BTreeMap<String, String>>,
     stores: Vec<PathBuf>,
+    /// The slaves' stores, apart from `stores` (which is indexed by broker).
+    pub(super) slave_stores: Vec<PathBuf>,
 }
 
 impl CellCluster {
@@ -77,6 +84,18 @@ impl CellCluster {
         bin: &Path,
         cell: &Cell,
         n: usize,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<CellCluster, String> {
+        Self::start_pairs(bin, cell, (n, 0), job_dir, cpus)
+    }
+
+    /// [`CellCluster::start`] with `slaves` (0 or 1) slaves per broker, each started right
+    /// after its master; returns once every slave is connected (`cluster::slaves`).
+    pub fn start_pairs(
+        bin: &Path,
+        cell: &Cell,
+        (n, slaves): (usize, usize),
         job_dir: &Path,
         cpus: Option<&[usize]>,
     ) -> Result<CellCluster, String> {
@@ -97,7 +116,11 @@ impl CellCluster {
             runtime: Some(runtime),
             namesrv: Some(ns),
             brokers: Vec::new(),
+            slaves: Vec::new(),
+            confs: Vec::new(),
+            slave_confs: Vec::new(),
             stores: Vec::new(),
+            slave_stores: Vec::new(),
         };
         for i in 0..n {
             let store = job_dir.join(format!("store-{i}"));
@@ -123,6 +146,13 @@ impl CellCluster {
                 }
             })?;
             cluster.brokers.push(p);
+            cluster.confs.push(conf);
+            if slaves > 0 {
+                cluster.start_slave(bin, i, job_dir, pin.as_deref())?;
+            }
+        }
+        if slaves > 0 {
+            cluster.wait_slaves_connected()?;
         }
         Ok(cluster)
     }
@@ -156,8 +186,11 @@ impl CellCluster {
     /// Returns each broker's exit status.
     pub fn stop(mut self, grace: Duration) -> Vec<Option<ExitStatus>> {
         let statuses = self.stop_brokers(grace);
+        for s in self.slaves.drain(..) {
+            s.stop(grace);
+        }
         self.stop_namesrv();
-        for s in &self.stores {
+        for s in self.stores.iter().chain(&self.slave_stores) {
             let _ = std::fs::remove_dir_all(s);
         }
         statuses
@@ -179,6 +212,7 @@ impl Drop for CellCluster {
     fn drop(&mut self) {
         // Brokers kill themselves on drop (BrokerProcess); the name server stops here.
         self.brokers.clear();
+        self.slaves.clear();
         self.stop_namesrv();
     }
 }

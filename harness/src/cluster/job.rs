@@ -21,6 +21,8 @@ pub struct JobCluster {
     expect: Option<usize>,
     cell: Option<CellCluster>,
     load: Option<ClusterLoad>,
+    /// `[cluster] slaves`: each broker's slave must be in the route and connected.
+    slaves: u32,
 }
 
 impl JobCluster {
@@ -40,27 +42,29 @@ impl JobCluster {
                 expect: None,
                 cell: None,
                 load: None,
+                slaves: spec.map_or(0, |s| s.slaves),
             }));
         }
         let (Some(spec), Some(bin)) = (spec, bin) else {
             return Ok(None);
         };
-        // The `cluster.brokers` axis, else [cluster] brokers.
+        // The `cluster.brokers` axis, else [cluster] brokers; `slaves` slaves per broker.
         let n = cell.brokers.unwrap_or(spec.brokers) as usize;
-        let cc = CellCluster::start(bin, cell, n, job_dir, cpus)?;
+        let cc = CellCluster::start_pairs(bin, cell, (n, spec.slaves as usize), job_dir, cpus)?;
         Ok(Some(JobCluster {
             namesrv: cc.namesrv_addr,
             expect: Some(n),
             cell: Some(cc),
             load: None,
+            slaves: spec.slaves,
         }))
     }
 
     /// Every broker process the harness started for this job (none with `--namesrv`).
     pub fn broker_pids(&self) -> Vec<u32> {
-        self.cell
-            .as_ref()
-            .map_or_else(Vec::new, |c| c.brokers.iter().map(|b| b.pid).collect())
+        self.cell.as_ref().map_or_else(Vec::new, |c| {
+            c.brokers.iter().chain(&c.slaves).map(|b| b.pid).collect()
+        })
     }
 
     /// The first broker started (address, pid): it answers the admin requests.
@@ -69,10 +73,18 @@ impl JobCluster {
         Some((b.addr, b.pid))
     }
 
+    /// The cluster the harness started (None with `--namesrv`).
+    pub fn cell_mut(&mut self) -> Option<&mut CellCluster> {
+        self.cell.as_mut()
+    }
+
     /// Topic on every broker, route, router: what the load needs.
     pub fn prepare(&mut self, w: &Workload) -> Result<Arc<Router>, String> {
         let load = prepare(self.namesrv, self.expect, w)?;
         let router = load.router.clone();
+        if self.slaves > 0 {
+            super::slaves::ready(self.namesrv, &w.topic, &router, super::slaves::CONNECT_WAIT)?;
+        }
         self.load = Some(load);
         Ok(router)
     }
@@ -107,7 +119,13 @@ impl JobCluster {
     /// A started broker that exited mid-job, as an invalid-row reason; `skip` is a broker a
     /// fault killed on purpose (cell order).
     pub fn crashed(&mut self, skip: Option<usize>) -> Option<String> {
-        let (i, st) = self.cell.as_mut()?.exited(skip)?;
+        let cell = self.cell.as_mut()?;
+        if let Some((i, st)) = cell.slave_exited() {
+            return Some(format!(
+                "broker-{i}-slave exited mid-cell ({st}); see broker-{i}-slave.log"
+            ));
+        }
+        let (i, st) = cell.exited(skip)?;
         Some(format!(
             "broker-{i} exited mid-cell ({st}); see broker-{i}.log"
         ))

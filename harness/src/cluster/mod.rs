@@ -8,6 +8,7 @@
 //! * fault.rs    — the client's latency / not-available-duration tables
 //! * job.rs      — the cluster of one job: started (`[cluster]`) or existing (`--namesrv`)
 //! * setup.rs    — what a job does before its load: topic on every broker, route, router
+//! * slaves.rs   — `[cluster] slaves = 1`: a slave per broker, wired to its master, connected
 
 pub mod cell;
 pub mod discover;
@@ -15,6 +16,7 @@ pub mod fault;
 pub mod job;
 pub mod router;
 pub mod setup;
+pub mod slaves;
 
 pub use cell::{broker_conf, broker_name, CellCluster};
 pub use fault::FaultVersion;

@@ -183,6 +183,11 @@ impl Injector {
         self.plan.broker
     }
 
+    /// `fault.role`: which member of a replicating pair the faults hit.
+    pub fn role(&self) -> Option<crate::profile::FaultRole> {
+        self.plan.role
+    }
+
     /// When the next signal is due.
     pub fn next_due(&self) -> Option<Instant> {
         self.events.get(self.next).map(|(t, _)| *t)

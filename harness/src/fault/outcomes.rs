@@ -56,6 +56,8 @@ impl SendState {
             | Outcome::FlushDiskTimeout
             | Outcome::MessageIllegal
             | Outcome::NotAvailable(_)
+            | Outcome::FlushSlaveTimeout
+            | Outcome::SlaveNotAvailable
             | Outcome::OtherCode(_) => SendState::Refused,
         }
     }

@@ -142,6 +142,8 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     t.broker_rss_mb = max_opt(t.broker_rss_mb, num(field("broker_rss_mb")));
     t.not_available_disk_full += n("not_available_disk_full");
     t.not_available_other += n("not_available_other");
+    t.flush_slave_timeout += n("flush_slave_timeout");
+    t.slave_not_available += n("slave_not_available");
     // Shards of one broker all see its one store folder.
     t.store_disk_mb = max_opt(t.store_disk_mb, num(field("store_disk_mb")));
     t.harness_cpu = Fixed(

@@ -96,6 +96,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
                 },
                 consumer: Default::default(),
                 order: Default::default(),
+                ha: Default::default(),
                 event: crate::report::TimeseriesEvent {
                     event: shard_event(shard, i).into(),
                 },

@@ -13,14 +13,34 @@ pub struct ClusterSpec {
     /// Brokers started per cell, named `broker-0` … `broker-<N-1>`, each registered with the
     /// cell's name server. Required.
     pub brokers: u32,
+    /// Slaves per broker (`harness::cluster::slaves`): 0, or 1 — a `brokerRole = SLAVE`,
+    /// `brokerId = 1` process replicating from each broker, under its `brokerName`.
+    /// Default: 0.
+    #[serde(default)]
+    pub slaves: u32,
 }
 
 impl ClusterSpec {
-    pub fn validate(&self) -> Result<(), String> {
+    /// The first problem, as (key, message, how to fix it).
+    pub fn validate(&self) -> Result<(), (&'static str, String, Option<String>)> {
         if !(1..=MAX_BROKERS).contains(&self.brokers) {
-            return Err(format!(
-                "`brokers` must be between 1 and {MAX_BROKERS} (got {})",
-                self.brokers
+            return Err((
+                "brokers",
+                format!(
+                    "`brokers` must be between 1 and {MAX_BROKERS} (got {})",
+                    self.brokers
+                ),
+                None,
+            ));
+        }
+        if self.slaves > 1 {
+            return Err((
+                "slaves",
+                format!(
+                    "`slaves` = {} is not supported: the harness starts one slave per broker (brokerId 1)",
+                    self.slaves
+                ),
+                Some("set slaves = 1 (or 0 for masters alone)".into()),
             ));
         }
         Ok(())
@@ -79,8 +99,11 @@ mod tests {
             bare_key("0.waitTimeMillsInSendQueue"),
             "waitTimeMillsInSendQueue"
         );
-        assert!(ClusterSpec { brokers: 0 }.validate().is_err());
-        assert!(ClusterSpec { brokers: 2 }.validate().is_ok());
+        let spec = |brokers, slaves| ClusterSpec { brokers, slaves };
+        assert!(spec(0, 0).validate().is_err());
+        assert!(spec(2, 0).validate().is_ok());
+        assert!(spec(2, 1).validate().is_ok());
+        assert_eq!(spec(2, 2).validate().unwrap_err().0, "slaves");
     }
 
     fn parse(text: &str, sets: &[&str]) -> Result<crate::profile::Profile, String> {
@@ -96,7 +119,13 @@ mod tests {
             &["broker.0.waitTimeMillsInSendQueue=500"],
         )
         .unwrap();
-        assert_eq!(ok.cluster, Some(ClusterSpec { brokers: 2 }));
+        assert_eq!(
+            ok.cluster,
+            Some(ClusterSpec {
+                brokers: 2,
+                slaves: 0
+            })
+        );
         assert_eq!(ok.broker["1.injectPutStallMillis"], "800");
         let e = parse(
             "name = \"c\"\n[broker]\n\"1.injectPutStallMillis\" = 800\n",
@@ -121,5 +150,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("quote a per-broker key"), "{e}");
+    }
+
+    #[test]
+    fn slaves_other_than_0_or_1_are_refused_at_their_line() {
+        let ok = parse("name = \"c\"\n[cluster]\nbrokers = 1\nslaves = 1\n", &[]).unwrap();
+        assert_eq!(ok.cluster.map(|c| c.slaves), Some(1));
+        let e = parse("name = \"c\"\n[cluster]\nbrokers = 1\nslaves = 2\n", &[]).unwrap_err();
+        assert!(e.starts_with("c.toml:4:"), "{e}");
+        assert!(e.contains("`slaves` = 2 is not supported"), "{e}");
+        assert!(e.contains("set slaves = 1"), "{e}");
     }
 }

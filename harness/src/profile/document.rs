@@ -331,11 +331,16 @@ impl Profile {
             ));
         }
 
+        let slaves = raw.cluster.as_ref().map_or(0, |c| c.get_ref().slaves);
+        if let Some((m, fix)) = fault.as_ref().and_then(|f| f.role_problem(slaves)) {
+            return Err(src.err(find_key_span(text, "fault", "role"), m, Some(fix)));
+        }
         let cluster = match &raw.cluster {
             Some(c) => {
-                c.get_ref()
-                    .validate()
-                    .map_err(|m| src.err(Some(c.span()), m, None))?;
+                c.get_ref().validate().map_err(|(key, m, help)| {
+                    let span = find_key_span(text, "cluster", key).or(Some(c.span()));
+                    src.err(span, m, help)
+                })?;
                 if workload.ordering != super::workload::SendOrdering::None {
                     return Err(src.err(
                         find_key_span(text, "workload", "ordering"),

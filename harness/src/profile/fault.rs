@@ -16,7 +16,25 @@ pub const FAULT_KEYS: &[&str] = &[
     "pause",
     "every",
     "broker",
+    "role",
 ];
+
+/// Which member of a replicating pair (`[cluster] slaves = 1`) the fault hits: broker 0's
+/// master or its slave (`fault.role`). Without it the fault hits the job's one broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultRole {
+    Master,
+    Slave,
+}
+
+impl FaultRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultRole::Master => "master",
+            FaultRole::Slave => "slave",
+        }
+    }
+}
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +62,9 @@ pub struct FaultPlan {
     /// (`broker-K` of `[cluster]`; with `--namesrv`, the K-th brokerName in sorted order).
     /// Default: 0.
     pub broker: usize,
+    /// `"master"` or `"slave"`: the member of broker 0's pair (`[cluster] slaves = 1`) the
+    /// fault hits. Default: none (the job's one broker).
+    pub role: Option<FaultRole>,
 }
 
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -105,6 +126,17 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                         format!("`fault.broker` must be a broker index from 0 (got {v})")
                     })?
             }
+            "role" => {
+                plan.role = Some(match v.as_str() {
+                    Some("master") => FaultRole::Master,
+                    Some("slave") => FaultRole::Slave,
+                    _ => {
+                        return Err(format!(
+                            "`fault.role` must be \"master\" or \"slave\" (got {v})"
+                        ))
+                    }
+                })
+            }
             other => {
                 let help = super::did_you_mean(other, FAULT_KEYS)
                     .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
@@ -137,6 +169,12 @@ impl FaultPlan {
         }
         if !self.restart_after.is_zero() && !self.restart {
             return Err("`fault.restart_after` needs `restart = true`".into());
+        }
+        if self.role.is_some() && self.restart {
+            return Err(
+                "`fault.role` with `restart = true` is not supported: the harness does not start a member of a pair again; remove `restart`"
+                    .into(),
+            );
         }
         if self.kill.is_none() && self.pause.is_none() {
             return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
@@ -183,6 +221,20 @@ impl FaultPlan {
             ));
         }
         Ok(())
+    }
+
+    /// Why `role` cannot be used with `slaves` slaves per broker: (message, fix), or None.
+    pub fn role_problem(&self, slaves: u32) -> Option<(String, String)> {
+        let role = self.role?;
+        (slaves == 0).then(|| {
+            (
+                format!(
+                    "`fault.role = \"{}\"` hits a member of a replicating pair, and the profile starts none",
+                    role.name()
+                ),
+                "add [cluster] brokers = 1 and slaves = 1".into(),
+            )
+        })
     }
 
     /// Checks the plan against the workload it runs with: the outcome of every send is kept
@@ -275,6 +327,14 @@ mod tests {
             (
                 "kill = \"2s\"\nrestart = true\nrestart_after = \"3s\"\nevery = \"3s\"",
                 "shorter than `fault.every`",
+            ),
+            (
+                "role = \"leader\"\nkill = \"2s\"",
+                "\"master\" or \"slave\"",
+            ),
+            (
+                "role = \"slave\"\nkill = \"2s\"\nrestart = true",
+                "remove `restart`",
             ),
         ] {
             let e = fault_plan(&table(text)).unwrap_err();

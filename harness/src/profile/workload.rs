@@ -26,6 +26,7 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "queues",
     "producer_group",
     "retry",
+    "retry_another_broker_when_not_store_ok",
     "create_topic",
     "latency_fault",
     "ordering",
@@ -146,6 +147,11 @@ pub struct Workload {
     pub producer_group: String,
     /// `none`, `rocketmq-4`, `rocketmq-5.3`. Default: none.
     pub retry: RetryPolicy,
+    /// The Java producer's `retryAnotherBrokerWhenNotStoreOK`: a send answered 10
+    /// FLUSH_DISK_TIMEOUT, 11 SLAVE_NOT_AVAILABLE or 12 FLUSH_SLAVE_TIMEOUT (a `SendResult`
+    /// whose status is not SEND_OK, stored on the master) is sent again on another broker,
+    /// within the `retry` policy's attempts and `send_timeout`. Default: false.
+    pub retry_another_broker_when_not_store_ok: bool,
     /// Create the topic with UPDATE_AND_CREATE_TOPIC before the load. Default: true.
     pub create_topic: bool,
     /// The Java producer's `sendLatencyFaultEnable`: with several brokers, avoid one that
@@ -179,6 +185,7 @@ impl Default for Workload {
             queues: 4,
             producer_group: "harness_producer".to_owned(),
             retry: RetryPolicy::None,
+            retry_another_broker_when_not_store_ok: false,
             create_topic: true,
             latency_fault: false,
             ordering: SendOrdering::None,
@@ -267,6 +274,13 @@ impl Workload {
             return Err((
                 "retry",
                 "oneway sends are never retried by the Java client; set retry = \"none\"".into(),
+            ));
+        }
+        if self.retry_another_broker_when_not_store_ok && self.retry == RetryPolicy::None {
+            return Err((
+                "retry_another_broker_when_not_store_ok",
+                "sending again needs attempts: the Java client's loop runs                  retryTimesWhenSendFailed + 1 times; set retry = \"rocketmq-4\" or \"rocketmq-5.3\""
+                    .into(),
             ));
         }
         self.validate_ordering()

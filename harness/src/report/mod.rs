@@ -7,6 +7,7 @@ pub mod advice;
 mod atomic;
 pub mod cells;
 mod consumer_cols;
+mod ha_cols;
 mod hlog;
 pub mod hlog_totals;
 pub mod knee_columns;
@@ -18,6 +19,7 @@ mod timeseries;
 
 pub use atomic::write_atomic;
 pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
+pub use ha_cols::{HaColumns, TimeseriesHa};
 pub use hlog::HlogWriter;
 pub use order_cols::{OrderColumns, TimeseriesOrder};
 pub use summary::{

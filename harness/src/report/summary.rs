@@ -11,6 +11,7 @@ use crate::consumer::ConsumerFigures;
 use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
+use crate::report::ha_cols::HaColumns;
 use crate::report::knee_columns::KneeColumns;
 use crate::report::order_cols::OrderColumns;
 
@@ -26,6 +27,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<FaultColumns>());
     cols.extend(field_names::<KneeColumns>());
     cols.extend(field_names::<OrderColumns>());
+    cols.extend(field_names::<HaColumns>());
     cols
 });
 
@@ -51,6 +53,7 @@ pub struct SummaryRecord<'a> {
     fault: FaultColumns,
     knee: &'a KneeColumns,
     order: &'a OrderColumns,
+    ha: &'a HaColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -82,6 +85,9 @@ struct SummaryTail {
     /// Code 14 whose remark names the disk ([`NotAvailableClass`](crate::recorder::NotAvailableClass)).
     not_available_disk_full: u64,
     not_available_other: u64,
+    /// Codes 12 FLUSH_SLAVE_TIMEOUT and 11 SLAVE_NOT_AVAILABLE (SYNC_MASTER).
+    flush_slave_timeout: u64,
+    slave_not_available: u64,
     timeouts: u64,
     dropped: u64,
     connection_errors: u64,
@@ -153,6 +159,8 @@ pub struct Resources {
     pub harness_cpu_max: Option<f64>,
     pub broker_flow_control_total: Option<u64>,
     pub broker_counters_match: Option<bool>,
+    /// Replication figures (`harness::ha`), empty without a replicating master.
+    pub ha: HaColumns,
 }
 
 /// One `summary.csv` row.
@@ -332,6 +340,8 @@ impl SummaryRow {
                 other_codes: s.counts.other_codes,
                 not_available_disk_full: s.counts.not_available[0],
                 not_available_other: s.counts.not_available[1],
+                flush_slave_timeout: s.counts.flush_slave_timeout,
+                slave_not_available: s.counts.slave_not_available,
                 timeouts: s.counts.timeouts,
                 dropped: s.counts.dropped,
                 connection_errors: s.counts.connection_errors,
@@ -371,6 +381,7 @@ impl SummaryRow {
             fault: self.fault.clone(),
             knee: &self.knee,
             order: &self.order,
+            ha: &self.res.ha,
         }
     }
 }
@@ -416,6 +427,8 @@ mod tests {
                     message_illegal: 9,
                     other_codes: 10,
                     not_available: [14, 15],
+                    flush_slave_timeout: 16,
+                    slave_not_available: 17,
                     timeouts: 11,
                     dropped: 12,
                     connection_errors: 13,
@@ -440,6 +453,16 @@ mod tests {
                 harness_cpu_max: Some(12.0),
                 broker_flow_control_total: Some(21),
                 broker_counters_match: Some(true),
+                ha: HaColumns {
+                    repl_lag_max_bytes: Some(65_536),
+                    slave_waits: Some(9_000),
+                    slave_wait_avg_us: Some(Fixed(412.5)),
+                    slave_wait_p50_us: Some(500),
+                    slave_wait_p99_us: Some(2_000),
+                    slave_wait_max_us: Some(3_000_100),
+                    acked_lost_master: Some(0),
+                    acked_lost_slave: Some(12),
+                },
             },
             valid: false,
             invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
@@ -468,10 +491,10 @@ mod tests {
         assert_eq!(
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
-1,2,3,4,5,6,7,8,9,10,14,15,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
+1,2,3,4,5,6,7,8,9,10,14,15,16,17,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12"
         );
         assert_eq!(
             line.split(',').count(),
@@ -503,9 +526,9 @@ mod tests {
         let text = String::from_utf8(summary_csv(&[], &[row]).unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
-            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
+            "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::report::cells::{busy_columns, field_names, Fixed};
 use crate::report::consumer_cols::TimeseriesConsumer;
+use crate::report::ha_cols::TimeseriesHa;
 use crate::report::order_cols::TimeseriesOrder;
 
 /// `timeseries.csv` columns.
@@ -20,6 +21,7 @@ pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<TimeseriesTail>());
     cols.extend(field_names::<TimeseriesConsumer>());
     cols.extend(field_names::<TimeseriesOrder>());
+    cols.extend(field_names::<TimeseriesHa>());
     cols.extend(field_names::<TimeseriesEvent>());
     cols
 });
@@ -34,6 +36,8 @@ pub struct TimeseriesRow {
     pub consumer: TimeseriesConsumer,
     /// Empty cells without order accounting.
     pub order: TimeseriesOrder,
+    /// Empty cells without a replicating master (`harness::ha`).
+    pub ha: TimeseriesHa,
     /// Empty but in the seconds a fault happened.
     pub event: TimeseriesEvent,
 }
@@ -93,6 +97,9 @@ pub struct TimeseriesTail {
     /// Code 14 answers whose remark names the disk, and the other code-14 answers.
     pub not_available_disk_full: u64,
     pub not_available_other: u64,
+    /// Codes 12 FLUSH_SLAVE_TIMEOUT and 11 SLAVE_NOT_AVAILABLE answered in the second.
+    pub flush_slave_timeout: u64,
+    pub slave_not_available: u64,
     /// The store folder's allocated size, sampled from outside (`du`); empty for a broker the
     /// harness did not start.
     pub store_disk_mb: Option<Fixed<1>>,
@@ -186,6 +193,8 @@ mod tests {
                 dispatch_behind_bytes: "1024".into(),
                 not_available_disk_full: 2,
                 not_available_other: 0,
+                flush_slave_timeout: 0,
+                slave_not_available: 0,
                 store_disk_mb: Some(Fixed(512.5)),
                 end_unix_s: Fixed(1_796_040_000.25),
             },
@@ -193,6 +202,11 @@ mod tests {
             order: TimeseriesOrder {
                 order_inversions: Some(3),
                 consume_order_violations: None,
+            },
+            ha: TimeseriesHa {
+                repl_lag_bytes: Some(8_192),
+                slave_wait_avg_us: Some(Fixed(350.25)),
+                slave_wait_p99_us: Some(1_000),
             },
             event: TimeseriesEvent {
                 event: "kill restart".into(),
@@ -203,7 +217,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,512.5,1796040000.250,,,,,,,,,,,3,,kill restart"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.

@@ -15,7 +15,7 @@ use crate::fault::OutcomeLog;
 use crate::order::key::KeyGate;
 use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
-use crate::runner::retry::{retryable, Retry, MAX_ATTEMPTS};
+use crate::runner::retry::{retryable, NotStoreOk, Retry, MAX_ATTEMPTS};
 
 /// One attempt on the wire, owned by the reader of its connection until it ends.
 pub struct InFlight {
@@ -32,6 +32,8 @@ pub struct InFlight {
 /// What readers share with the pacer.
 pub struct Common {
     pub policy: RetryPolicy,
+    /// `retry_another_broker_when_not_store_ok`.
+    pub not_store_ok: NotStoreOk,
     pub send_timeout: Duration,
     pub oneway: bool,
     pub closed_loop: bool,
@@ -90,9 +92,11 @@ impl Common {
             rec.first_attempt(e.segment, outcome);
         }
         if let (Some(router), Some(b)) = (&self.cluster, e.broker) {
-            router.record(b, now - e.written, outcome != Outcome::Ok, answered, now);
+            // A SendResult of any status is a success for the fault table: the Java client
+            // calls updateFaultItem(.., isolation = false) after sendKernelImpl returns one.
+            router.record(b, now - e.written, !outcome.is_send_result(), answered, now);
         }
-        if retryable(self.policy, outcome, code)
+        if retryable(self.policy, self.not_store_ok, outcome, code)
             && e.attempt < MAX_ATTEMPTS
             && now < e.first_written + self.send_timeout
         {

@@ -191,6 +191,16 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 }
             }
         }
+        // `fault.role`: the pair's stores, read before the cluster removes them.
+        if let (Some(inj), Some(c), Some(bin)) = (&injector, cluster.as_mut(), &ctx.broker_bin) {
+            match crate::ha::reconcile_pair(c, bin, &job_dir, &cell.workload, inj) {
+                Ok(Some(t)) => t.fill(&mut fault_cols, &mut res.ha),
+                Ok(None) => {}
+                Err(e) => {
+                    invalid.get_or_insert(e);
+                }
+            }
+        }
         if own_broker.is_some() {
             let _ = std::fs::remove_dir_all(&store);
         }

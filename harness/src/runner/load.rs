@@ -32,6 +32,7 @@ use crate::runner::common::Common;
 use crate::runner::conn::{connect, Conn};
 use crate::runner::pacer::Pacer;
 use crate::runner::plan::{LoadConfig, Pacing};
+use crate::runner::retry::NotStoreOk;
 /// Start-up failures of the loop.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -68,6 +69,7 @@ impl LoadHandle {
         let (retry_tx, retry_rx) = sync_channel(4096);
         let common = Arc::new(Common {
             policy: w.retry,
+            not_store_ok: NotStoreOk::of(w.retry_another_broker_when_not_store_ok),
             send_timeout: w.send_timeout.duration(),
             oneway: w.oneway,
             closed_loop: matches!(cfg.pacing, Pacing::Closed { .. }),

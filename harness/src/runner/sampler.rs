@@ -123,6 +123,8 @@ pub fn drive(
         Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
         None => admin.runtime_info(info_timeout).ok(),
     };
+    let mut ha = crate::ha::HaSampler::default();
+    ha.baseline(baseline.as_ref());
     let mut brokers = BrokerSampler::new(broker_pids);
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     cfg.cluster = router;
@@ -174,12 +176,14 @@ pub fn drive(
                 load.stop();
             }
             if let Some(f) = fault.as_deref_mut() {
-                // One broker: the job's process; a cluster: broker K of the cell (None with
-                // --namesrv, signalled by pid).
+                // `fault.role`: the member of broker 0's pair (never another broker: no pair,
+                // no target, an error); else the job's one broker, or broker K of the cell (None
+                // with --namesrv, signalled by pid).
                 let k = f.broker_index();
-                let target = match process.as_deref_mut() {
-                    Some(p) => Some(p),
-                    None => cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
+                let target = match (f.role(), process.as_deref_mut()) {
+                    (Some(role), _) => cluster.as_deref_mut().and_then(|c| c.pair_member(role)),
+                    (None, Some(p)) => Some(p),
+                    (None, None) => cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
                 };
                 if let Err(e) = f.tick(Instant::now(), target) {
                     crashed.get_or_insert(e);
@@ -204,7 +208,9 @@ pub fn drive(
             let dead_broker = expected_dead
                 .then(|| fault.as_deref().map(Injector::broker_index))
                 .flatten();
-            if crashed.is_none() {
+            // A member of a pair killed on purpose is not a crash (its pair is read back after).
+            let pair_dead = expected_dead && fault.as_deref().and_then(Injector::role).is_some();
+            if crashed.is_none() && !pair_dead {
                 if let Some(st) = process
                     .as_mut()
                     .filter(|_| !expected_dead)
@@ -295,6 +301,7 @@ pub fn drive(
             info.as_ref(),
         );
         row.event = crate::fault::event_of(fault.as_deref_mut());
+        row.ha = ha.second(info.as_ref());
         let start = wall_clock
             .duration_since(ctx.run_start_wall)
             .unwrap_or_default()
@@ -439,6 +446,7 @@ pub fn drive(
         .filter_map(|s| s.broker.map(|b| b.1))
         .reduce(f64::max);
     res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
+    res.ha = ha.job();
 
     // The broker's own busy counters against ours, over the whole job (warm-up included).
     let last = match &cluster {
@@ -544,6 +552,8 @@ pub fn timeseries_row(
             dispatch_behind_bytes: info("dispatchBehindBytes"),
             not_available_disk_full: i.counts.not_available[NotAvailableClass::DiskFull.index()],
             not_available_other: i.counts.not_available[NotAvailableClass::Other.index()],
+            flush_slave_timeout: i.counts.flush_slave_timeout,
+            slave_not_available: i.counts.slave_not_available,
             store_disk_mb: s.store_disk_mb.map(Fixed),
             end_unix_s: Fixed(s.end_unix_s),
         },

@@ -1,0 +1,271 @@
+//! `[cluster] slaves = 1`: each broker of a cell gets a slave (issue 26). The slave's broker.conf
+//! is its master's (the cell's keys, the master's per-broker keys, the same `brokerName` and name
+//! server) with `brokerRole = SLAVE`, `brokerId = 1`, the master's bound HA address as
+//! `haMasterAddress`, its own ephemeral ports and its own store. Before the load the harness waits
+//! until every master's runtime info shows a slave connected and reporting
+//! (`haSlaveConnections` ≥ 1 and `haSlaveRequestOffset` ≥ 0): a SYNC_MASTER answers 11 before
+//! that, and a 4.x slave's first report comes `haSendHeartbeatInterval` (5 s) after it connects.
+//! With `--namesrv` the slaves are the route's `brokerAddrs` with an id above 0.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use remoting::route::TopicRouteData;
+
+use super::cell::CellCluster;
+use super::discover::fetch_route;
+use super::router::Router;
+use crate::broker::{self, BrokerProcess};
+use crate::profile::FaultRole;
+use crate::runner::client::AdminConn;
+
+/// The slave's `brokerId` (RocketMQ: any id above 0 is a slave; the route lists it under it).
+pub const SLAVE_ID: &str = "1";
+
+/// How long the harness waits for a slave to connect and make its first report.
+pub const CONNECT_WAIT: Duration = Duration::from_secs(30);
+
+/// The roles a master may be given in a profile with slaves.
+const MASTER_ROLES: [&str; 2] = ["ASYNC_MASTER", "SYNC_MASTER"];
+
+/// Why a master's configuration cannot have a slave, if it cannot.
+pub fn master_problem(master: &BTreeMap<String, String>) -> Option<String> {
+    let role = master
+        .get("brokerRole")
+        .map_or("ASYNC_MASTER", |r| r.trim());
+    (!MASTER_ROLES.contains(&role)).then(|| {
+        format!(
+            "brokerRole = {role} with [cluster] slaves = 1: the harness starts the slaves itself; give the masters ASYNC_MASTER or SYNC_MASTER"
+        )
+    })
+}
+
+/// The slave's broker.conf: its master's, made a slave of `master_ha` on `store`.
+pub fn slave_conf(
+    master: &BTreeMap<String, String>,
+    master_ha: SocketAddr,
+    store: &Path,
+) -> BTreeMap<String, String> {
+    let mut conf = master.clone();
+    conf.insert("brokerRole".into(), "SLAVE".into());
+    conf.insert("brokerId".into(), SLAVE_ID.into());
+    conf.insert("haMasterAddress".into(), master_ha.to_string());
+    conf.insert("listenPort".into(), "0".into());
+    // With listenPort = 0 the HA port is this value, 0 = ephemeral: two brokers on one host.
+    conf.insert("haListenPort".into(), "0".into());
+    conf.insert("storePathRootDir".into(), store.display().to_string());
+    conf
+}
+
+/// Starts broker `index`'s slave next to `master` (its conf `master_conf`), files in `job_dir`.
+pub fn start_slave(
+    bin: &Path,
+    master_conf: &BTreeMap<String, String>,
+    master: &BrokerProcess,
+    index: usize,
+    job_dir: &Path,
+    cpus: Option<&[usize]>,
+) -> Result<(BrokerProcess, BTreeMap<String, String>), String> {
+    let ha = master.ha_addr(Duration::from_secs(2)).ok_or_else(|| {
+        format!("broker-{index}: no `ha listening on` line: this broker does not replicate")
+    })?;
+    let store = job_dir.join(format!("store-{index}-slave"));
+    let conf = slave_conf(master_conf, ha, &store);
+    let conf_path = job_dir.join(format!("broker-{index}-slave.conf"));
+    let log = job_dir.join(format!("broker-{index}-slave.log"));
+    broker::write_conf(&conf_path, &conf)
+        .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
+    let p = BrokerProcess::start(bin, &conf_path, &log, cpus, Duration::from_secs(20))
+        .map_err(|e| format!("broker-{index}-slave: {e}; see broker-{index}-slave.log"))?;
+    Ok((p, conf))
+}
+
+/// Waits until `master` reports a connected slave that has made its first report.
+pub fn wait_connected(master: SocketAddr, wait: Duration) -> Result<(), String> {
+    let end = Instant::now() + wait;
+    loop {
+        let last;
+        match AdminConn::connect(master, Duration::from_secs(1))
+            .and_then(|mut c| c.runtime_info(Duration::from_secs(1)))
+        {
+            Ok(info) => {
+                let n = |k: &str| info.get(k).and_then(|v| v.trim().parse::<i64>().ok());
+                match (n("haSlaveConnections"), n("haSlaveRequestOffset")) {
+                    (Some(c), Some(o)) if c >= 1 && o >= 0 => return Ok(()),
+                    (None, _) => {
+                        return Err(format!(
+                            "master {master} reports no haSlaveConnections: it does not replicate"
+                        ))
+                    }
+                    (c, o) => {
+                        last = format!(
+                            "haSlaveConnections {}, haSlaveRequestOffset {}",
+                            c.unwrap_or(0),
+                            o.unwrap_or(-1)
+                        )
+                    }
+                }
+            }
+            Err(e) => last = e.to_string(),
+        }
+        if Instant::now() >= end {
+            return Err(format!(
+                "no slave connected to master {master} within {wait:?} ({last})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The slaves of a route (`brokerAddrs` ids above 0), by broker name: how a cluster behind
+/// `--namesrv` shows its pairs.
+pub fn slaves_of(route: &TopicRouteData) -> BTreeMap<String, Vec<String>> {
+    route
+        .broker_datas
+        .iter()
+        .map(|b| {
+            let slaves = b
+                .broker_addrs
+                .iter()
+                .filter(|(id, _)| **id > 0)
+                .map(|(_, a)| a.clone())
+                .collect();
+            (b.broker_name.clone(), slaves)
+        })
+        .collect()
+}
+
+/// `[cluster] slaves = 1` before a load, for the harness's own cluster and a `--namesrv` one
+/// alike: every broker of `router` has a slave in the topic's route, and its master reports that
+/// slave connected. Returns each broker's slave addresses, by name.
+pub fn ready(
+    namesrv: SocketAddr,
+    topic: &str,
+    router: &Router,
+    wait: Duration,
+) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let end = Instant::now() + wait;
+    let slaves = loop {
+        let route = fetch_route(namesrv, topic)?;
+        let slaves = route.as_ref().map(slaves_of).unwrap_or_default();
+        let missing = router
+            .brokers
+            .iter()
+            .find(|b| slaves.get(&b.name).is_none_or(Vec::is_empty));
+        match missing {
+            None => break slaves,
+            Some(b) if Instant::now() >= end => {
+                return Err(format!(
+                    "[cluster] slaves = 1, but the route of {topic} from {namesrv} lists no slave (brokerId > 0) of {} within {wait:?}",
+                    b.name
+                ))
+            }
+            Some(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    for b in &router.brokers {
+        let left = end.saturating_duration_since(Instant::now());
+        wait_connected(b.addr, left.max(Duration::from_secs(1)))
+            .map_err(|e| format!("{}: {e}", b.name))?;
+    }
+    Ok(slaves)
+}
+
+impl crate::cluster::JobCluster {
+    /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
+    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut BrokerProcess> {
+        let cell = self.cell_mut()?;
+        match role {
+            FaultRole::Master => cell.brokers.first_mut(),
+            FaultRole::Slave => cell.slaves.first_mut(),
+        }
+    }
+}
+
+impl CellCluster {
+    /// Starts broker `i`'s slave (the broker was just started, its conf is `confs[i]`).
+    pub(super) fn start_slave(
+        &mut self,
+        bin: &Path,
+        i: usize,
+        job_dir: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<(), String> {
+        if let Some(why) = master_problem(&self.confs[i]) {
+            return Err(format!("broker-{i}: {why}"));
+        }
+        let (p, conf) = start_slave(bin, &self.confs[i], &self.brokers[i], i, job_dir, cpus)?;
+        self.slave_stores
+            .push(job_dir.join(format!("store-{i}-slave")));
+        self.slaves.push(p);
+        self.slave_confs.push(conf);
+        Ok(())
+    }
+
+    /// Waits until every master has its slave connected and reporting.
+    pub(super) fn wait_slaves_connected(&self) -> Result<(), String> {
+        let end = Instant::now() + CONNECT_WAIT;
+        for (i, b) in self.brokers.iter().enumerate() {
+            let left = end.saturating_duration_since(Instant::now());
+            wait_connected(b.addr, left).map_err(|e| format!("broker-{i}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The first slave that exited, if any.
+    pub fn slave_exited(&mut self) -> Option<(usize, std::process::ExitStatus)> {
+        self.slaves
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, b)| b.exited().map(|s| (i, s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slave_is_its_master_with_role_id_address_and_store() {
+        let master: BTreeMap<String, String> = [
+            ("brokerRole", "SYNC_MASTER"),
+            ("brokerName", "broker-0"),
+            ("namesrvAddr", "127.0.0.1:9876"),
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("storePathRootDir", "/tmp/j/store-0"),
+            ("listenPort", "0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let ha: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+        let s = slave_conf(&master, ha, Path::new("/tmp/j/store-0-slave"));
+        assert_eq!(s["brokerRole"], "SLAVE");
+        assert_eq!(s["brokerId"], "1");
+        assert_eq!(s["haMasterAddress"], "127.0.0.1:40001");
+        assert_eq!(s["storePathRootDir"], "/tmp/j/store-0-slave");
+        assert_eq!(s["haListenPort"], "0");
+        // The pair shares its name, name server and store settings.
+        for k in ["brokerName", "namesrvAddr", "flushDiskType"] {
+            assert_eq!(s[k], master[k], "{k}");
+        }
+        assert_eq!(master_problem(&master), None);
+        let mut slave_role = master.clone();
+        slave_role.insert("brokerRole".into(), "SLAVE".into());
+        assert!(master_problem(&slave_role)
+            .unwrap()
+            .contains("give the masters ASYNC_MASTER or SYNC_MASTER"));
+        assert_eq!(master_problem(&BTreeMap::new()), None);
+    }
+
+    #[test]
+    fn route_slaves_are_the_ids_above_zero() {
+        let json = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"broker-0","cluster":"c"},{"brokerAddrs":{"0":"127.0.0.1:10931"},"brokerName":"broker-1","cluster":"c"}],"queueDatas":[]}"#;
+        let route = TopicRouteData::decode(json.as_bytes()).unwrap();
+        let s = slaves_of(&route);
+        assert_eq!(s["broker-0"], vec!["127.0.0.1:10921".to_string()]);
+        assert!(s["broker-1"].is_empty());
+    }
+}
