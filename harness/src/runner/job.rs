@@ -171,7 +171,20 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 _ => {}
             }
         }
-        if let (Some(inj), Some(c)) = (&injector, cluster.as_mut()) {
+        // `fault.role`: broker 0's pair is stopped and both its stores read together (a send
+        // is kept when either has it), before the cluster removes them.
+        let pair_fault = injector.as_ref().is_some_and(|i| i.role().is_some());
+        if let (Some(inj), Some(c), Some(bin), true) =
+            (&injector, cluster.as_mut(), &ctx.broker_bin, pair_fault)
+        {
+            match crate::ha::reconcile_pair(c, bin, &job_dir, &cell.workload, inj) {
+                Ok(Some(t)) => t.fill(&mut fault_cols, &mut res.ha),
+                Ok(None) => {}
+                Err(e) => {
+                    invalid.get_or_insert(e);
+                }
+            }
+        } else if let (Some(inj), Some(c)) = (&injector, cluster.as_mut()) {
             let bin = ctx.broker_bin.as_deref();
             let (cols, stop) = fault::cluster::finish(inj, c, bin, &job_dir, cell);
             match cols {
@@ -186,16 +199,6 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         } else if let Some(inj) = &injector {
             match fault::job::finish(inj, own_broker, &job_dir, cell) {
                 Ok(cols) => fault_cols = cols,
-                Err(e) => {
-                    invalid.get_or_insert(e);
-                }
-            }
-        }
-        // `fault.role`: the pair's stores, read before the cluster removes them.
-        if let (Some(inj), Some(c), Some(bin)) = (&injector, cluster.as_mut(), &ctx.broker_bin) {
-            match crate::ha::reconcile_pair(c, bin, &job_dir, &cell.workload, inj) {
-                Ok(Some(t)) => t.fill(&mut fault_cols, &mut res.ha),
-                Ok(None) => {}
                 Err(e) => {
                     invalid.get_or_insert(e);
                 }
