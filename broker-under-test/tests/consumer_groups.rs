@@ -195,6 +195,7 @@ async fn a_queue_lock_is_refused_until_unlocked_or_expired() {
     let b = TestBroker::start(&[("rebalanceLockMaxLiveTime", "400")]).await;
     let mut a = b.client().await;
     let mut c2 = b.client().await;
+    let renewed = Instant::now();
     assert_eq!(lock(&mut a, "A", &[0, 1]).await, [0, 1]);
     assert_eq!(lock(&mut c2, "B", &[0, 2]).await, [2]);
     unlock(&mut c2, "B", &[0]).await; // not the holder: no effect
@@ -202,9 +203,22 @@ async fn a_queue_lock_is_refused_until_unlocked_or_expired() {
     unlock(&mut a, "A", &[0]).await;
     assert_eq!(lock(&mut c2, "B", &[0]).await, [0]);
     // A's lock on 1 expires 400 ms after its last renewal.
-    assert_eq!(lock(&mut c2, "B", &[1]).await, Vec::<i64>::new());
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(lock(&mut c2, "B", &[1]).await, [1]);
+    // Polled, not slept: B's tries renew nothing of A's, and the first success must come no
+    // earlier than the expiry and not long after it.
+    loop {
+        let got = lock(&mut c2, "B", &[1]).await;
+        if got == [1] {
+            break;
+        }
+        assert_eq!(got, Vec::<i64>::new());
+        assert!(renewed.elapsed() < Duration::from_secs(10), "never expired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        renewed.elapsed() >= Duration::from_millis(400),
+        "expired early: {:?}",
+        renewed.elapsed()
+    );
     assert_eq!(lock(&mut a, "A", &[1]).await, Vec::<i64>::new());
     // A body that does not parse.
     let o = a.opaque();
