@@ -345,7 +345,12 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 &caption,
             ));
             let (seconds, title) = (run.job_seconds(j), format!("{}: replication", job_label(j)));
-            match replication::picture(&run.series, &seconds, title, &events(run, &seconds))? {
+            let picture = if run.pairs {
+                replication::picture(&run.series, &seconds, title, &events(run, &seconds))?
+            } else {
+                None
+            };
+            match picture {
                 Some(Picture::Chart(svg, c)) => h.push_str(&figure(
                     "replication",
                     idx,

@@ -1,8 +1,8 @@
 //! A replicating pair's seconds (`[cluster] slaves = 1`), drawn under the cell's producer
 //! timeline on the same seconds: the master's lag behind its slave, the slave wait p99 of the
 //! puts that waited, and the sends answered SLAVE_NOT_AVAILABLE (11) or FLUSH_SLAVE_TIMEOUT
-//! (12). A run whose broker reports no HA keys has no such picture; a pair with nothing to show
-//! is one line of text.
+//! (12). Only a run with `[cluster] slaves = 1` has the picture (a lone master reports its lag
+//! as 0); a pair with nothing to show is one line of text.
 
 use plotters::prelude::*;
 
@@ -62,7 +62,7 @@ pub enum Picture {
     Quiet(&'static str),
 }
 
-/// The cell's replication picture; None when its broker reported no HA keys (no pair).
+/// A pair's cell's replication picture; None when its broker reported no HA keys.
 pub fn picture(
     s: &Table,
     seconds: &[&Vec<String>],
