@@ -66,6 +66,39 @@ max_lag_p99_us = 10000000
     let [puts, to_dlq, scheduled, delivered] = r.broker.expect("broker counters");
     assert_eq!((puts, to_dlq), (r.failures, 0));
     assert_eq!((scheduled, delivered), (r.failures, r.failures));
+    // timeseries.csv has the same counts per second: retries only from a second after the first
+    // failures (level 3 is 1 s), and together no more than the job's (a drain that ends
+    // mid-second leaves that second's part unwritten).
+    let series = per_second(
+        dir.path(),
+        ["consumer_failures", "consumer_retries", "consumer_dlq"],
+    );
+    let sum = |k: usize| series.iter().map(|s| s[k]).sum::<u64>();
+    assert!(
+        sum(0) <= r.failures && sum(0) >= r.failures * 9 / 10,
+        "{series:?}"
+    );
+    assert!(
+        sum(1) <= r.retries && sum(1) >= r.retries * 9 / 10,
+        "{series:?}"
+    );
+    assert_eq!(sum(2), 0);
+    let first = |k: usize| series.iter().position(|s| s[k] > 0).unwrap();
+    assert!(first(1) > first(0), "{series:?}");
+}
+
+/// The named columns of every row of timeseries.csv in `out`.
+fn per_second<const N: usize>(out: &Path, cols: [&str; N]) -> Vec<[u64; N]> {
+    let text = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = cols.map(|c| header.iter().position(|h| *h == c).expect(c));
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            at.map(|i| cells[i].parse().unwrap_or(0))
+        })
+        .collect()
 }
 
 #[test]

@@ -16,7 +16,10 @@
 //! "2s"` with restart and `pause = "4s for 500ms"`. `dlq` is profiles/dlq.toml cut down, a
 //! listener failing one message in 10: `harness run profiles/dlq.toml --set workload.duration=8s
 //! --set workload.rate=100 --set consumer.max_reconsume_times=3 --set
-//! consumer.drain_timeout=30s`.
+//! consumer.drain_timeout=30s` (regenerated with the per-second consumer_failures,
+//! consumer_retries and consumer_dlq). `ha` is profiles/ha-slave-stall.toml cut down to one
+//! cell: `harness run profiles/ha-slave-stall.toml --set broker.slaveTimeout=1000 --set
+//! workload.rate=200 --set workload.duration=6s --set workload.warmup=1s`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -740,4 +743,108 @@ fn a_script_error_is_seen_on_the_console() {
             .any(|l| l.contains("Uncaught ReferenceError")),
         "{console:#?}"
     );
+}
+
+/// A failing listener's seconds (the `dlq` run): its failures, redeliveries and DLQ sends are
+/// series on the consumer picture's time axis, each named in words with its total.
+#[test]
+fn the_consumer_picture_draws_failures_retries_and_dlq_per_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report("dlq", None, &dir.path().join("dlq.html"));
+    for needle in [
+        ">\nlistener failures / s\n</text>",
+        ">\nredelivered (reconsumeTimes &gt; 0) / s\n</text>",
+        ">\nsent to the DLQ / s\n</text>",
+        "title=\"columns: ok, consumed, consumer_failures, consumer_retries, consumer_dlq,",
+    ] {
+        assert!(html.contains(needle), "missing `{needle}`");
+    }
+    assert!(!html.contains("no listener failures"));
+    // A healthy listener in a run with the columns: one line instead of three flat series.
+    let healthy = dir.path().join("healthy");
+    std::fs::create_dir(&healthy).unwrap();
+    for f in ["run.json", "summary.csv", "latency.hlog", "timeseries.csv"] {
+        let text = std::fs::read(data("dlq").join(f)).unwrap();
+        std::fs::write(healthy.join(f), text).unwrap();
+    }
+    let series = std::fs::read_to_string(healthy.join("timeseries.csv")).unwrap();
+    let mut lines = series.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let zero: Vec<usize> = ["consumer_failures", "consumer_retries", "consumer_dlq"]
+        .iter()
+        .map(|c| header.iter().position(|h| h == c).unwrap())
+        .collect();
+    let mut out = vec![header.join(",")];
+    for l in lines {
+        let mut cells: Vec<&str> = l.split(',').collect();
+        for i in &zero {
+            cells[*i] = "0";
+        }
+        out.push(cells.join(","));
+    }
+    std::fs::write(healthy.join("timeseries.csv"), out.join("\n") + "\n").unwrap();
+    let path = write_report(&ReportArgs {
+        run: healthy,
+        run2: None,
+        out: Some(dir.path().join("healthy.html")),
+    })
+    .unwrap();
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.contains("no listener failures, redeliveries or DLQ sends in this run"));
+    assert!(!html.contains("listener failures / s"));
+}
+
+/// An HA pair's cell (`ha`: profiles/ha-slave-stall.toml cut down, see the top) gets its
+/// replication picture under its timeline: lag, slave wait p99 and the 12s, in words.
+#[test]
+fn an_ha_cell_draws_its_replication_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report("ha", None, &dir.path().join("ha.html"));
+    assert_eq!(count(&html, "data-chart=\"replication\""), 1);
+    assert!(html.find("data-chart=\"timeline\"") < html.find("data-chart=\"replication\""));
+    for needle in [
+        ">\n(base): replication\n</text>",
+        ">\nlag (KiB)\n</text>",
+        ">\nslave wait p99 (ms)\n</text>",
+        ">\nFLUSH_SLAVE_TIMEOUT (12) answers / s\n</text>",
+        "FLUSH_SLAVE_TIMEOUT (12) answers / s: 101 in all, the first in second 5",
+    ] {
+        assert!(html.contains(needle), "missing `{needle}`");
+    }
+    // The slave answered every put in time: no 11 series is drawn.
+    assert!(!html.contains("SLAVE_NOT_AVAILABLE (11) answers / s\n"));
+    // A run without a pair has no replication picture at all.
+    let html = report("dlq", None, &dir.path().join("dlq.html"));
+    assert!(!html.contains("data-chart=\"replication\""));
+    assert!(!html.contains("data-empty=\"replication\""));
+}
+
+/// The failing listener's and the HA pair's pages in a browser: the expected charts, no chart
+/// that draws nothing.
+#[test]
+#[cfg_attr(no_chromium, ignore = "no chromium: apt-get install chromium")]
+fn the_failure_and_replication_pictures_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    for (run, titles) in [
+        (
+            "dlq",
+            &["(base): produce vs consume, lag, consumer cache"][..],
+        ),
+        ("ha", &["(base)", "(base): replication"][..]),
+    ] {
+        let page = dir.path().join(format!("{run}.html"));
+        report(run, None, &page);
+        let (dom, console) = browse_probed(&chromium(), &page);
+        assert!(console.is_empty(), "{run}: console messages: {console:#?}");
+        for title in titles {
+            assert!(
+                dom.contains(&format!(">\n{title}\n</text>")),
+                "{run}: no chart titled `{title}`"
+            );
+        }
+        let (empty, wide, _) = probe_findings(&dom);
+        assert_eq!(empty, "", "{run}: charts that draw nothing");
+        assert_eq!(wide, "", "{run}: tables wider than the page at 1,280 px");
+        check_table_equals_csv(&dom, run);
+    }
 }

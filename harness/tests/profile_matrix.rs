@@ -371,7 +371,7 @@ consume_order_redelivered,repl_lag_max_bytes,slave_waits,slave_wait_avg_us,slave
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
 p50_ms,p99_ms,max_ms,broker_cpu,broker_rss_mb,harness_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
 harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,store_disk_mb,\
-end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,e2e_p50_ms,e2e_p99_ms,order_inversions,\
+end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_failures,consumer_retries,consumer_dlq,e2e_p50_ms,e2e_p99_ms,order_inversions,\
 consume_order_violations,repl_lag_bytes,slave_wait_avg_us,slave_wait_p99_us,event"
     );
 }

@@ -116,6 +116,11 @@ impl Failures {
         }
     }
 
+    /// Failures, retries and DLQ sends so far, in that order (a second's are a difference).
+    pub fn counts(&self) -> [u64; 3] {
+        [&self.failures, &self.retries, &self.dlq].map(Failures::count)
+    }
+
     /// Failed messages neither redelivered nor in the DLQ yet.
     pub fn pending(&self) -> u64 {
         self.pending.lock().len() as u64
@@ -188,6 +193,8 @@ mod tests {
         f.dead_lettered(&msg("b", 16));
         assert_eq!((f.pending(), Failures::count(&f.dlq)), (0, 1));
         assert_eq!(Failures::count(&f.failures), 2);
+        // timeseries.csv's consumer_failures, consumer_retries, consumer_dlq, in that order.
+        assert_eq!(f.counts(), [2, 1, 1]);
         let [p50, _] = f.delay_quantiles();
         assert!(p50 < 1_000_000);
     }

@@ -11,6 +11,9 @@ pub struct ConsumerSecond {
     pub consumed: u64,
     /// Flow-control events in the second: count, size, span, not locked.
     pub fc: [u64; 4],
+    /// Listener failures, redeliveries (reconsumeTimes > 0) and messages sent to the DLQ in
+    /// the second.
+    pub failures: [u64; 3],
     /// Broker max offset − committed offset, summed over queues, at the end of the second.
     pub lag: i64,
     /// Messages and MiB in every process queue at the end of the second.

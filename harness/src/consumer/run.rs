@@ -46,6 +46,8 @@ pub struct ConsumerRun {
     load: Arc<SendTracking>,
     last_consumed: u64,
     last_fc: [u64; 4],
+    /// failures, retries, DLQ at the end of the last second.
+    last_failures: [u64; 3],
     measure_start: Option<(Instant, u64)>,
     measure_end: Option<(Instant, u64)>,
     cached_max: (u64, f64),
@@ -151,6 +153,7 @@ impl ConsumerRun {
             load,
             last_consumed: 0,
             last_fc: [0; 4],
+            last_failures: [0; 3],
             measure_start: None,
             measure_end: None,
             cached_max: (0, 0.0),
@@ -274,9 +277,11 @@ impl ConsumerRun {
             self.cached_max.1 = self.cached_max.1.max(cached_mib);
         }
         let (e2e, stored) = m.take_second();
+        let failures = self.shared.failures.counts();
         let s = ConsumerSecond {
             consumed: consumed - self.last_consumed,
             fc: std::array::from_fn(|i| fc[i] - self.last_fc[i]),
+            failures: std::array::from_fn(|i| failures[i] - self.last_failures[i]),
             lag: m.lag.load(Ordering::Relaxed),
             cached,
             cached_mib,
@@ -285,6 +290,7 @@ impl ConsumerRun {
         };
         self.last_consumed = consumed;
         self.last_fc = fc;
+        self.last_failures = failures;
         s
     }
 

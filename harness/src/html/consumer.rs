@@ -23,6 +23,26 @@ pub const GATES: [(&str, &str, RGBColor); 4] = [
     ),
 ];
 
+/// The listener's failure series (timeseries.csv, per second), drawn on the rates panel when
+/// non-zero: the column, the words of its legend, its colour.
+pub const FAILURE_SERIES: [(&str, &str, RGBColor); 3] = [
+    (
+        "consumer_failures",
+        "listener failures / s",
+        RGBColor(214, 39, 40),
+    ),
+    (
+        "consumer_retries",
+        "redelivered (reconsumeTimes > 0) / s",
+        RGBColor(188, 189, 34),
+    ),
+    (
+        "consumer_dlq",
+        "sent to the DLQ / s",
+        RGBColor(23, 190, 207),
+    ),
+];
+
 /// A threshold drawn only when it is within this factor of the data: a limit far above the
 /// cache would flatten the series it bounds, so it is named in the legend instead.
 const OFF_SCALE: f64 = 3.0;
@@ -37,6 +57,8 @@ pub struct ConsumerPlot {
     pub cached_mib: Vec<Option<f64>>,
     /// Per gate of [`GATES`]: delayed pulls per second.
     pub gates: [Vec<f64>; 4],
+    /// Per series of [`FAILURE_SERIES`]: messages per second (0 when the column is absent).
+    pub failures: [Vec<f64>; 3],
     pub thresholds: Option<Thresholds>,
     /// Seconds with a fault moment (kill, restart, pause): a vertical mark on every panel.
     pub events: Vec<(usize, String)>,
@@ -64,6 +86,12 @@ impl ConsumerPlot {
                     .map(|r| s.num(r, g.0).unwrap_or(0.0))
                     .collect()
             }),
+            failures: FAILURE_SERIES.map(|f| {
+                seconds
+                    .iter()
+                    .map(|r| s.num(r, f.0).unwrap_or(0.0))
+                    .collect()
+            }),
             thresholds,
             events,
         }
@@ -79,6 +107,11 @@ impl ConsumerPlot {
                 Some((g.1, v.iter().sum(), first))
             })
             .collect()
+    }
+
+    /// Whether the listener failed in any second (the failure series are drawn).
+    pub fn any_failures(&self) -> bool {
+        self.failures.iter().flatten().any(|x| *x > 0.0)
     }
 
     /// The gates with nothing to show, named for the one line that replaces their marks.
@@ -113,7 +146,11 @@ pub fn chart(p: &ConsumerPlot) -> Result<String, ReportError> {
         let (lag, cache) = rest.split_vertically(160);
 
         // Produce against consume.
-        let ymax = max_of(p.produced.iter().chain(&p.consumed).flatten().copied(), 1.0);
+        let failures = p.failures.iter().flatten().copied();
+        let ymax = max_of(
+            (p.produced.iter().chain(&p.consumed).flatten().copied()).chain(failures),
+            1.0,
+        );
         let mut chart = ChartBuilder::on(&rates)
             .margin(6)
             .x_label_area_size(22)
@@ -134,6 +171,29 @@ pub fn chart(p: &ConsumerPlot) -> Result<String, ReportError> {
                 .draw_series(LineSeries::new(points(v), c.stroke_width(2)))
                 .map_err(chart_err)?
                 .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
+                });
+        }
+        // Failures, redeliveries and DLQ sends share the unit: a dashed series each, only
+        // when the run had any (a healthy listener keeps the panel as it was). The job's
+        // totals are the caption's (summary.csv): a drain that ends mid-second leaves that
+        // second's part out of timeseries.csv, so a sum here would differ from them.
+        for ((_, name, c), v) in FAILURE_SERIES.iter().zip(&p.failures) {
+            let total: f64 = v.iter().sum();
+            if total == 0.0 {
+                continue;
+            }
+            let c = *c;
+            let pts: Vec<(f64, f64)> = v
+                .iter()
+                .enumerate()
+                .map(|(i, y)| (i as f64 + 0.5, *y))
+                .collect();
+            chart
+                .draw_series(DashedLineSeries::new(pts, 5, 3, c.stroke_width(2)))
+                .map_err(chart_err)?
+                .label(*name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
                 });
@@ -282,8 +342,9 @@ fn cache_panel<DB: DrawingBackend>(
         .map_err(chart_err)
 }
 
-/// A failing listener's figures from summary.csv, `(column, words)`: timeseries.csv has no
-/// per-second retry columns, so they join the picture as its caption's last sentence.
+/// A failing listener's job figures from summary.csv, `(column, words)`: the per-second
+/// failures, redeliveries and DLQ sends are drawn; the totals, what is still pending and the
+/// retry delays are the caption's last sentence.
 const FAILURES: [(&str, &str); 6] = [
     ("consumer_failures", "listener failures"),
     ("consumer_retries", "redelivered from the retry topic"),

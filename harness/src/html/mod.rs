@@ -23,6 +23,7 @@ mod ladder;
 mod marks;
 mod overlay;
 mod page;
+mod replication;
 mod table;
 mod tables;
 mod view;

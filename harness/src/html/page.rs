@@ -7,6 +7,7 @@ use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
 use super::ladder::{self, Rung};
 use super::marks::Mark;
+use super::replication::{self, Picture};
 use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
 use super::words::words;
@@ -343,6 +344,25 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 ),
                 &caption,
             ));
+            let (seconds, title) = (run.job_seconds(j), format!("{}: replication", job_label(j)));
+            let picture = if run.pairs {
+                replication::picture(&run.series, &seconds, title, &events(run, &seconds))?
+            } else {
+                None
+            };
+            match picture {
+                Some(Picture::Chart(svg, c)) => h.push_str(&figure(
+                    "replication",
+                    idx,
+                    Some(j),
+                    (&svg, replication::COLUMNS),
+                    &c,
+                )),
+                Some(Picture::Quiet(line)) => {
+                    h.push_str(&empty("replication", idx, replication::COLUMNS, line))
+                }
+                None => {}
+            }
         }
     }
     h.push_str("</section>\n");
@@ -431,6 +451,10 @@ fn consumer_section(
         if !quiet.is_empty() {
             caption.push(format!("no {} flow control in this run", or_list(&quiet)));
         }
+        // Runs from before the per-second failure columns say nothing here.
+        if run.series.header.iter().any(|c| c == "consumer_failures") && !plot.any_failures() {
+            caption.push("no listener failures, redeliveries or DLQ sends in this run".into());
+        }
         if let Some(line) = run
             .job_rows(j)
             .first()
@@ -445,7 +469,7 @@ fn consumer_section(
             Some(j),
             (
                 &svg,
-                "ok, consumed, consumer_lag, consumer_cached, consumer_cached_mib, consumer_fc_*",
+                "ok, consumed, consumer_failures, consumer_retries, consumer_dlq, consumer_lag, consumer_cached, consumer_cached_mib, consumer_fc_*",
             ),
             &caption.join("; "),
         ));

@@ -23,6 +23,9 @@ pub struct RunView {
     pub slo_limits: Vec<(String, f64, String)>,
     /// cell_id → the consumers' flow-control thresholds (cells with a `[consumer]` table).
     pub thresholds: BTreeMap<String, Thresholds>,
+    /// The profile's brokers replicate (`[cluster] slaves = 1`): its cells get the replication
+    /// picture (a lone master reports its HA keys too, as zeros).
+    pub pairs: bool,
 }
 
 /// A cell's push-consumer pull thresholds as run.json records them, over all its queues.
@@ -108,11 +111,14 @@ impl RunView {
                 ))
             })
             .collect();
-        let slo_limits = profile_json["text"]
-            .as_str()
-            .and_then(|text| {
-                crate::profile::Profile::parse(text, "run.json", Path::new("run.json"), &[]).ok()
-            })
+        let parsed = profile_json["text"].as_str().and_then(|text| {
+            crate::profile::Profile::parse(text, "run.json", Path::new("run.json"), &[]).ok()
+        });
+        let pairs = parsed
+            .as_ref()
+            .and_then(|p| p.cluster.as_ref())
+            .is_some_and(|c| c.slaves > 0);
+        let slo_limits = parsed
             .and_then(|p| p.slo)
             .map(|slo| {
                 slo.terms
@@ -141,6 +147,7 @@ impl RunView {
             labels,
             slo_limits,
             thresholds,
+            pairs,
         })
     }
 

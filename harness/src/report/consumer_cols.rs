@@ -140,6 +140,10 @@ pub struct TimeseriesConsumer {
     pub consumer_fc_size: Option<u64>,
     pub consumer_fc_span: Option<u64>,
     pub consumer_fc_not_locked: Option<u64>,
+    /// The second's listener failures, redeliveries and DLQ sends (`harness::consumer::failure`).
+    pub consumer_failures: Option<u64>,
+    pub consumer_retries: Option<u64>,
+    pub consumer_dlq: Option<u64>,
     pub e2e_p50_ms: Option<Fixed<3>>,
     pub e2e_p99_ms: Option<Fixed<3>>,
 }
@@ -159,6 +163,9 @@ impl TimeseriesConsumer {
             consumer_fc_size: Some(s.fc[1]),
             consumer_fc_span: Some(s.fc[2]),
             consumer_fc_not_locked: Some(s.fc[3]),
+            consumer_failures: Some(s.failures[0]),
+            consumer_retries: Some(s.failures[1]),
+            consumer_dlq: Some(s.failures[2]),
             e2e_p50_ms: q(0.5),
             e2e_p99_ms: q(0.99),
         }

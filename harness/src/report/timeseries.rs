@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.
