@@ -151,7 +151,9 @@ async fn shutdown(inst: &Arc<Instance>) {
         }
         for (broker, ids) in by_broker {
             let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &broker, &ids);
-            let _ = inst.oneway(&broker, cmd).await;
+            if let Ok(l) = inst.master_link(&broker) {
+                let _ = l.oneway(cmd).await;
+            }
         }
     }
     let header = UnregisterClientRequestHeader {
@@ -319,13 +321,17 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
                         _ = inst2.shared.cancel.cancelled() => {}
                         _ = tokio::time::sleep(UNLOCK_DELAY) => {
                             let cmd = lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &broker, &[qid]);
-                            let _ = inst2.oneway(&broker, cmd).await;
+                            if let Ok(l) = inst2.master_link(&broker) {
+                                let _ = l.oneway(cmd).await;
+                            }
                         }
                     }
                 });
             } else {
                 let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, broker, &[qid]);
-                let _ = inst.oneway(broker, cmd).await;
+                if let Ok(l) = inst.master_link(broker) {
+                    let _ = l.oneway(cmd).await;
+                }
             }
         }
         inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}]", cfg.group, shared.topic));

@@ -194,11 +194,26 @@ impl Instance {
 
     /// The link for `findBrokerAddressInSubscribe(broker, id, false)` and the id it reaches.
     fn link_to(&self, broker: &Arc<str>, id: i64) -> Option<(i64, Arc<Link>)> {
+        self.find_link(broker, id, false)
+    }
+
+    /// `findBrokerAddressInSubscribe(broker, id, only_this)` as a link; a name the route no
+    /// longer lists keeps the link it had.
+    fn find_link(&self, broker: &Arc<str>, id: i64, only_this: bool) -> Option<(i64, Arc<Link>)> {
         let addrs = self.shared.route.addrs_of(broker);
-        match find_in_subscribe(&addrs, id, false) {
-            Some((id, addr)) => Some((id, self.links.to(broker, id, addr))),
-            None => self.links.existing(broker).map(|l| (MASTER_ID, l)),
+        if addrs.is_empty() {
+            return self.links.existing(broker).map(|l| (MASTER_ID, l));
         }
+        find_in_subscribe(&addrs, id, only_this)
+            .map(|(id, addr)| (id, self.links.to(broker, id, addr)))
+    }
+
+    /// The master's link only (`findBrokerAddressInSubscribe(name, MASTER_ID, true)`: locks and
+    /// unlocks; with the master gone from the route there is none, and the lock fails).
+    pub fn master_link(&self, broker: &Arc<str>) -> Result<Arc<Link>, WireError> {
+        self.find_link(broker, MASTER_ID, true)
+            .map(|(_, l)| l)
+            .ok_or_else(|| WireError::NoRoute(broker.to_string()))
     }
 
     /// Where `q`'s next pull goes (`recalculatePullFromWhichNode`, then
