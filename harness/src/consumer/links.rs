@@ -13,6 +13,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::consumer::link::Link;
 
+/// A node of the route: broker name and `brokerId`.
+type Node = (Arc<str>, i64);
+
 pub struct Links {
     notify: Arc<Notify>,
     /// Woken after any link reconnects.
@@ -22,7 +25,7 @@ pub struct Links {
     closed: CancellationToken,
     /// By broker name and id (0 the master, > 0 a slave); a broker back at another address
     /// gets a new link.
-    map: Mutex<BTreeMap<(Arc<str>, i64), Arc<Link>>>,
+    map: Mutex<BTreeMap<Node, Arc<Link>>>,
 }
 
 impl Links {
