@@ -85,7 +85,7 @@ fn with_the_master_killed_consumers_read_the_slave() {
         .find(|l| l.contains("pulls answered by a slave"))
         .unwrap_or_else(|| panic!("no shutdown line in\n{log}"));
     let n: u64 = line
-        .split(" reconnects, ")
+        .split("unregistered (")
         .nth(1)
         .and_then(|t| t.split(' ').next())
         .and_then(|t| t.parse().ok())

@@ -172,9 +172,9 @@ async fn shutdown(inst: &Arc<Instance>) {
     inst.log(
         "INFO",
         &format!(
-            "the consumer shut down: offsets persisted, client unregistered ({} reconnects, {} pulls answered by a slave over the run)",
-            inst.links.reconnects(),
-            inst.shared.slave_pulls.load(Ordering::Relaxed)
+            "the consumer shut down: offsets persisted, client unregistered ({} pulls answered by a slave over the run, {} reconnects)",
+            inst.shared.slave_pulls.load(Ordering::Relaxed),
+            inst.links.reconnects()
         ),
     );
     inst.links.close();
