@@ -83,7 +83,11 @@ impl JobCluster {
         let load = prepare(self.namesrv, self.expect, w)?;
         let router = load.router.clone();
         if self.slaves > 0 {
-            super::slaves::ready(self.namesrv, &w.topic, &router, super::slaves::CONNECT_WAIT)?;
+            let slaves =
+                super::slaves::ready(self.namesrv, &w.topic, &router, super::slaves::CONNECT_WAIT)?;
+            if w.create_topic {
+                super::slaves::create_topic(&slaves, w)?;
+            }
         }
         self.load = Some(load);
         Ok(router)

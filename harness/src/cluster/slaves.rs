@@ -173,6 +173,29 @@ pub fn ready(
     Ok(slaves)
 }
 
+/// The topic on every slave too, as `SlaveSynchronize.syncTopicConfig` copies it from the
+/// master (3 s after a slave starts, then every 10 s; not modelled by the broker): a slave
+/// answers a consumer's pull only for a topic it has (else 17 TOPIC_NOT_EXIST), which it must
+/// when its master is gone.
+pub fn create_topic(
+    slaves: &BTreeMap<String, Vec<String>>,
+    w: &crate::profile::Workload,
+) -> Result<(), String> {
+    for (name, addrs) in slaves {
+        for addr in addrs {
+            let sock: SocketAddr = addr
+                .parse()
+                .map_err(|e| format!("{name}'s slave address {addr}: {e}"))?;
+            AdminConn::connect(sock, Duration::from_secs(2))
+                .and_then(|mut a| a.create_topic(&w.topic, w.queues, Duration::from_secs(5)))
+                .map_err(|e| {
+                    format!("creating topic {} on {name}'s slave ({addr}): {e}", w.topic)
+                })?;
+        }
+    }
+    Ok(())
+}
+
 impl crate::cluster::JobCluster {
     /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
     pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut BrokerProcess> {

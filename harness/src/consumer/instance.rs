@@ -151,7 +151,9 @@ async fn shutdown(inst: &Arc<Instance>) {
         }
         for (broker, ids) in by_broker {
             let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &broker, &ids);
-            let _ = inst.oneway(&broker, cmd).await;
+            if let Ok(l) = inst.master_link(&broker) {
+                let _ = l.oneway(cmd).await;
+            }
         }
     }
     let header = UnregisterClientRequestHeader {
@@ -160,14 +162,18 @@ async fn shutdown(inst: &Arc<Instance>) {
         consumer_group: Some(inst.shared.cfg.group.clone()),
     };
     for b in inst.shared.route.brokers() {
-        let cmd = RemotingCommand::request(RequestCode::UNREGISTER_CLIENT, 0).with_header(&header);
-        let _ = inst.call(&b.name, cmd, API_TIMEOUT).await;
+        for link in inst.links_all(&b.name) {
+            let cmd =
+                RemotingCommand::request(RequestCode::UNREGISTER_CLIENT, 0).with_header(&header);
+            let _ = link.call(cmd, API_TIMEOUT).await;
+        }
     }
     inst.queues.lock().clear();
     inst.log(
         "INFO",
         &format!(
-            "the consumer shut down: offsets persisted, client unregistered ({} reconnects)",
+            "the consumer shut down: offsets persisted, client unregistered ({} pulls answered by a slave over the run, {} reconnects)",
+            inst.shared.slave_pulls.load(Ordering::Relaxed),
             inst.links.reconnects()
         ),
     );
@@ -175,7 +181,8 @@ async fn shutdown(inst: &Arc<Instance>) {
 }
 
 /// HEART_BEAT with this group's subscription (and the retry topic's), as 4.9.8 sends it, to
-/// every master of the route (`sendHeartbeatToAllBroker`). Ok when at least one broker took
+/// every address of the route, slaves too (`sendHeartbeatToAllBroker`: a slave serves a pull
+/// only for a group whose subscription it holds). Ok when at least one broker took
 /// it (a broker that is down gets it at the next one); the failures are logged.
 async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
     let group = &inst.shared.cfg.group;
@@ -197,10 +204,14 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
     });
     let body = body.to_string().into_bytes();
     let brokers = inst.shared.route.brokers();
-    let mut failed = Vec::new();
-    for b in &brokers {
+    let (mut failed, mut sent) = (Vec::new(), 0);
+    for (b, link) in brokers
+        .iter()
+        .flat_map(|b| inst.links_all(&b.name).into_iter().map(move |l| (b, l)))
+    {
+        sent += 1;
         let cmd = RemotingCommand::request(RequestCode::HEART_BEAT, 0).with_body(body.clone());
-        match inst.call(&b.name, cmd, API_TIMEOUT).await {
+        match link.call(cmd, API_TIMEOUT).await {
             Ok(r) if r.code == 0 => {}
             Ok(r) => failed.push(format!(
                 "{}: code {} {}",
@@ -215,7 +226,7 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
         return Ok(());
     }
     let text = failed.join("; ");
-    if failed.len() < brokers.len() {
+    if failed.len() < sent {
         inst.log("WARN", &format!("send heart beat to broker failed: {text}"));
         return Ok(());
     }
@@ -310,13 +321,17 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
                         _ = inst2.shared.cancel.cancelled() => {}
                         _ = tokio::time::sleep(UNLOCK_DELAY) => {
                             let cmd = lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &broker, &[qid]);
-                            let _ = inst2.oneway(&broker, cmd).await;
+                            if let Ok(l) = inst2.master_link(&broker) {
+                                let _ = l.oneway(cmd).await;
+                            }
                         }
                     }
                 });
             } else {
                 let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, broker, &[qid]);
-                let _ = inst.oneway(broker, cmd).await;
+                if let Ok(l) = inst.master_link(broker) {
+                    let _ = l.oneway(cmd).await;
+                }
             }
         }
         inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}]", cfg.group, shared.topic));

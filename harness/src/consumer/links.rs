@@ -1,5 +1,5 @@
-//! One instance's connections: a [`Link`] per broker of the route, opened at its first call,
-//! as `MQClientInstance` keeps a channel per broker address. Every link wakes the same
+//! One instance's connections: a [`Link`] per address of the route (broker name and id),
+//! opened at its first call, as `MQClientInstance` keeps a channel per broker address. Every link wakes the same
 //! rebalance (NOTIFY_CONSUMER_IDS_CHANGED) and the same reconnect listener.
 
 use std::collections::BTreeMap;
@@ -13,6 +13,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::consumer::link::Link;
 
+/// A node of the route: broker name and `brokerId`.
+type Node = (Arc<str>, i64);
+
 pub struct Links {
     notify: Arc<Notify>,
     /// Woken after any link reconnects.
@@ -20,8 +23,9 @@ pub struct Links {
     tracker: TaskTracker,
     /// Closed for good: every link and any link made later.
     closed: CancellationToken,
-    /// By broker name; a broker back at another address gets a new link.
-    map: Mutex<BTreeMap<Arc<str>, Arc<Link>>>,
+    /// By broker name and id (0 the master, > 0 a slave); a broker back at another address
+    /// gets a new link.
+    map: Mutex<BTreeMap<Node, Arc<Link>>>,
 }
 
 impl Links {
@@ -35,10 +39,11 @@ impl Links {
         }
     }
 
-    /// The link to `broker` at `addr`, made now if there is none yet.
-    pub fn to(&self, broker: &Arc<str>, addr: SocketAddr) -> Arc<Link> {
+    /// The link to `broker`'s node `id` at `addr`, made now if there is none yet.
+    pub fn to(&self, broker: &Arc<str>, id: i64, addr: SocketAddr) -> Arc<Link> {
         let mut map = self.map.lock();
-        if let Some(l) = map.get(broker).filter(|l| l.addr() == addr) {
+        let key = (broker.clone(), id);
+        if let Some(l) = map.get(&key).filter(|l| l.addr() == addr) {
             return l.clone();
         }
         let link = Arc::new(Link::new(
@@ -48,7 +53,7 @@ impl Links {
             &self.tracker,
             &self.closed,
         ));
-        if let Some(old) = map.insert(broker.clone(), link.clone()) {
+        if let Some(old) = map.insert(key, link.clone()) {
             // The broker came back at another address (restarted on a new port): its channel
             // is a new one, as after a reconnect (5.3 heartbeats and rebalances at once).
             old.close();
@@ -57,10 +62,15 @@ impl Links {
         link
     }
 
-    /// The link to `broker` if one was made (a broker no longer in the route keeps its link,
-    /// so its queues' last offsets can still be committed).
+    /// The link to `broker`'s master if one was made, else to another of its nodes (a broker
+    /// no longer in the route keeps its links, so its queues' last offsets can still be
+    /// committed).
     pub fn existing(&self, broker: &str) -> Option<Arc<Link>> {
-        self.map.lock().get(broker).cloned()
+        self.map
+            .lock()
+            .iter()
+            .find(|((name, _), _)| &**name == broker)
+            .map(|(_, l)| l.clone())
     }
 
     /// Connections opened again after a broker restart, over every link.

@@ -78,8 +78,8 @@ pub async fn lock_batch(
     ids: &[i32],
 ) -> Result<Vec<i32>, LockError> {
     let r = inst
+        .master_link(broker)?
         .call(
-            broker,
             lock_request(inst, RequestCode::LOCK_BATCH_MQ, broker, ids),
             LOCK_TIMEOUT,
         )

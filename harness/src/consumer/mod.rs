@@ -20,7 +20,7 @@
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
 //! * link.rs          — a connection that reconnects after a broker restart
-//! * links.rs         — an instance's links, one per broker of the route
+//! * links.rs         — an instance's links, one per address (broker name and id) of the route
 //! * route.rs         — one broker or a cluster's route (name server, 30-s refresh); `Mq`
 //! * restart.rs       — a restart's recovery time and duplicates
 //! * backlog.rs       — the prefilled backlog's drain: first pull to last message (`drain_rate`)

@@ -15,6 +15,7 @@ use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gat
 use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
 use crate::consumer::process_queue::Msg;
+use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
 use crate::consumer::state::{Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
@@ -115,13 +116,31 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     let exception = cfg.exception_delay();
     let commit = q.offset.load(Ordering::Acquire);
     let next = q.next_offset.load(Ordering::Acquire);
+    let Some((node, link)) = inst.pull_link(q) else {
+        shared.metrics.pull(PullResult::Error);
+        inst.log(
+            "WARN",
+            &format!(
+                "The broker[{}] not exist, {}",
+                q.broker,
+                inst.pull_request(q)
+            ),
+        );
+        return exception;
+    };
+    // A pull to a slave carries no commit offset (`pullKernelImpl` clears the flag).
+    let commit_flag = if commit > 0 && node == MASTER_ID {
+        FLAG_COMMIT_OFFSET
+    } else {
+        0
+    };
     let header = PullMessageRequestHeader {
         consumer_group: cfg.group.clone(),
         topic: q.topic(shared).to_owned(),
         queue_id: q.queue_id,
         queue_offset: next,
         max_msg_nums: cfg.pull_batch_size as i32,
-        sys_flag: FLAG_SUSPEND | if commit > 0 { FLAG_COMMIT_OFFSET } else { 0 },
+        sys_flag: FLAG_SUSPEND | commit_flag,
         commit_offset: commit,
         suspend_timeout_millis: cfg.suspend_timeout.duration().as_millis() as i64,
         subscription: None,
@@ -132,7 +151,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
     shared.metrics.backlog.pull_sent();
-    let resp = match inst.call(&q.broker, cmd, timeout).await {
+    let resp = match link.call(cmd, timeout).await {
         Ok(r) => r,
         Err(e) => {
             shared.metrics.pull(PullResult::Error);
@@ -150,6 +169,14 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     };
     let h: Option<PullMessageResponseHeader> = resp.header().ok();
     let next_begin = h.as_ref().map(|h| h.next_begin_offset);
+    if let Some(h) = &h {
+        // `updatePullFromWhichNode`: the next pull goes where this answer suggests.
+        q.pull_from
+            .store(h.suggest_which_broker_id, Ordering::Release);
+    }
+    if node != MASTER_ID {
+        shared.slave_pulls.fetch_add(1, Ordering::Relaxed);
+    }
     match resp.code {
         0 => {
             shared.metrics.pull(PullResult::Found);
@@ -177,11 +204,9 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                     msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
                 );
             }
-            shared.restart.pulled(
-                &q.mq(),
-                msgs[0].queue_offset,
-                inst.link_of(q).and_then(|l| l.opened_at()),
-            );
+            shared
+                .restart
+                .pulled(&q.mq(), msgs[0].queue_offset, link.opened_at());
             let added = match shared.cfg.mode {
                 ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
                 ConsumeMode::Orderly => q.pq.lock().put(msgs),

@@ -9,6 +9,7 @@
 //! drops it when its channel closes) loses its queues at the next rebalance, and gets them
 //! back when it registers again.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,12 +49,41 @@ impl Mq {
     }
 }
 
-/// One master broker of the route and its read queues of the topic.
+/// `MixAll.MASTER_ID`.
+pub const MASTER_ID: i64 = 0;
+
+/// One broker name of the route, its addresses and its read queues of the topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteBroker {
     pub name: Arc<str>,
+    /// Where calls for the broker name go: `findBrokerAddressInSubscribe(name, MASTER_ID,
+    /// false)`, the master, else (master gone from the route) another address of the name.
     pub addr: SocketAddr,
+    /// Every address of the name by `brokerId` (`brokerAddrs`: 0 the master, > 0 slaves).
+    pub addrs: BTreeMap<i64, SocketAddr>,
     pub read_queues: u32,
+}
+
+/// `MQClientInstance.findBrokerAddressInSubscribe(name, id, onlyThisBroker)` over one name's
+/// addresses: `id`'s address, else for a slave id the next id's, else (unless
+/// `only_this`) the first address of the name. The id found comes with it (> 0: a slave).
+pub fn find_in_subscribe(
+    addrs: &BTreeMap<i64, SocketAddr>,
+    id: i64,
+    only_this: bool,
+) -> Option<(i64, SocketAddr)> {
+    if let Some(a) = addrs.get(&id) {
+        return Some((id, *a));
+    }
+    if id != MASTER_ID {
+        if let Some(a) = addrs.get(&(id + 1)) {
+            return Some((id + 1, *a));
+        }
+    }
+    if only_this {
+        return None;
+    }
+    addrs.iter().next().map(|(i, a)| (*i, *a))
 }
 
 /// The current route, shared by every task of the run.
@@ -69,6 +99,7 @@ impl Route {
             Target::Broker(addr) => vec![RouteBroker {
                 name: BROKER_NAME.into(),
                 addr,
+                addrs: BTreeMap::from([(MASTER_ID, addr)]),
                 read_queues: queues,
             }],
             Target::NameServer(ns) => match read_route(ns, topic).await? {
@@ -91,12 +122,14 @@ impl Route {
         self.brokers.read().clone()
     }
 
-    pub fn addr_of(&self, broker: &str) -> Option<SocketAddr> {
+    /// Every address of `broker` by id (empty when the route no longer lists it).
+    pub fn addrs_of(&self, broker: &str) -> BTreeMap<i64, SocketAddr> {
         self.brokers
             .read()
             .iter()
             .find(|b| &*b.name == broker)
-            .map(|b| b.addr)
+            .map(|b| b.addrs.clone())
+            .unwrap_or_default()
     }
 
     /// Every queue of the topic, sorted as Java sorts `MessageQueue`.
@@ -130,8 +163,9 @@ pub fn queues_of(brokers: &[RouteBroker]) -> Vec<Mq> {
     out
 }
 
-/// The masters of a route with their read queues (`topicRouteData2TopicSubscribeInfo`),
-/// sorted by broker name.
+/// The broker names of a route with their addresses and read queues
+/// (`topicRouteData2TopicSubscribeInfo`), sorted by broker name. A name whose master is gone
+/// keeps its queues while a slave is listed: the consumer reads them from the slave.
 pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
     let mut out: Vec<RouteBroker> = route
         .queue_datas
@@ -142,10 +176,16 @@ pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
                 .broker_datas
                 .iter()
                 .find(|b| b.broker_name == q.broker_name)?;
-            let addr = b.master_addr()?.to_socket_addrs().ok()?.next()?;
+            let addrs: BTreeMap<i64, SocketAddr> = b
+                .broker_addrs
+                .iter()
+                .filter_map(|(id, a)| Some((*id, a.to_socket_addrs().ok()?.next()?)))
+                .collect();
+            let (_, addr) = find_in_subscribe(&addrs, MASTER_ID, false)?;
             Some(RouteBroker {
                 name: q.broker_name.as_str().into(),
                 addr,
+                addrs,
                 read_queues: q.read_queue_nums.max(0) as u32,
             })
         })
@@ -284,7 +324,7 @@ mod tests {
         );
         assert_eq!(route.queues().len(), 8);
         assert_eq!(names(&route), ["broker-a", "broker-b"]);
-        assert_eq!(route.addr_of("broker-b").unwrap().port(), 30911);
+        assert_eq!(route.addrs_of("broker-b")[&MASTER_ID].port(), 30911);
 
         let cancel = CancellationToken::new();
         let changes = Arc::new(AtomicU32::new(0));
@@ -325,9 +365,11 @@ mod tests {
     }
 
     fn b(name: &str, n: u32) -> RouteBroker {
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
         RouteBroker {
             name: name.into(),
-            addr: "127.0.0.1:1".parse().unwrap(),
+            addr,
+            addrs: BTreeMap::from([(MASTER_ID, addr)]),
             read_queues: n,
         }
     }
@@ -349,5 +391,57 @@ mod tests {
         // Java's String.compareTo: "broker-10" sorts before "broker-2".
         let qs = queues_of(&[b("broker-2", 1), b("broker-10", 1)]);
         assert_eq!(&*qs[0].broker, "broker-10");
+    }
+
+    /// The node choice: the suggested id when the route lists it, else another address of the
+    /// name (a slave id falls to the next id first); with the master gone from the route, a
+    /// master-suggested pull goes to the slave; only-this finds nothing else.
+    #[test]
+    fn find_in_subscribe_picks_the_suggested_node_else_any() {
+        let a = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let both = BTreeMap::from([(0, a(1)), (1, a(2))]);
+        assert_eq!(find_in_subscribe(&both, 1, false), Some((1, a(2))));
+        assert_eq!(find_in_subscribe(&both, 0, false), Some((0, a(1))));
+        // Suggested id absent: a slave id looks at id + 1, then any address.
+        let master_only = BTreeMap::from([(0, a(1))]);
+        assert_eq!(find_in_subscribe(&master_only, 1, false), Some((0, a(1))));
+        assert_eq!(find_in_subscribe(&master_only, 1, true), None);
+        let two_slaves = BTreeMap::from([(0, a(1)), (2, a(3))]);
+        assert_eq!(find_in_subscribe(&two_slaves, 1, true), Some((2, a(3))));
+        // The master missing from the route: the slave answers.
+        let slave_only = BTreeMap::from([(1, a(2))]);
+        assert_eq!(find_in_subscribe(&slave_only, 0, false), Some((1, a(2))));
+        assert_eq!(find_in_subscribe(&slave_only, 0, true), None);
+        assert_eq!(find_in_subscribe(&BTreeMap::new(), 0, false), None);
+    }
+
+    /// The route keeps a name's every address, and the name (with its queues) while only its
+    /// slave is registered.
+    #[test]
+    fn subscribe_brokers_keep_slaves_and_a_masterless_name() {
+        use remoting::route::{BrokerData, QueueData};
+        let mut r = TopicRouteData::default();
+        r.queue_datas.push(QueueData {
+            broker_name: "b".into(),
+            read_queue_nums: 2,
+            perm: PERM_READ,
+            ..Default::default()
+        });
+        r.broker_datas.push(BrokerData {
+            broker_name: "b".into(),
+            broker_addrs: BTreeMap::from([
+                (0, "127.0.0.1:10".to_string()),
+                (1, "127.0.0.1:11".to_string()),
+            ]),
+            ..Default::default()
+        });
+        let got = subscribe_brokers(&r);
+        assert_eq!(got[0].addrs.len(), 2);
+        assert_eq!(got[0].addr.port(), 10);
+        r.broker_datas[0].broker_addrs.remove(&0);
+        let got = subscribe_brokers(&r);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].addr.port(), 11);
+        assert_eq!(queues_of(&got).len(), 2);
     }
 }

@@ -95,6 +95,7 @@ impl ConsumerRun {
             tracker: TaskTracker::new(),
             failures: Failures::new(cfg),
             restart: Default::default(),
+            slave_pulls: Default::default(),
         });
         if cfg.prefill > 0 {
             let acked = rt.block_on(prefill_topic(&shared, workload, &prefill))?;
@@ -505,7 +506,7 @@ async fn sample_lag(shared: Arc<Shared>) {
         let route = shared.route.brokers();
         let committed = shared.committed.lock().clone();
         for b in &route {
-            let link = links.to(&b.name, b.addr);
+            let link = links.to(&b.name, crate::consumer::route::MASTER_ID, b.addr);
             let mut lag = Some(0i64);
             for q in 0..b.read_queues as i32 {
                 let Some(max) = max_offset(&link, &shared.topic, q).await else {

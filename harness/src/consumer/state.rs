@@ -20,7 +20,7 @@ use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::restart::RestartWatch;
-use crate::consumer::route::{Mq, Route};
+use crate::consumer::route::{find_in_subscribe, Mq, Route, MASTER_ID};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::wire::WireError;
 use crate::profile::Consumer;
@@ -47,6 +47,8 @@ pub struct Shared {
     pub failures: Failures,
     /// Broker restarts: the consumers' recovery and the duplicates they cause.
     pub restart: RestartWatch,
+    /// Pulls answered by a slave (brokerId > 0), over every instance.
+    pub slave_pulls: AtomicU64,
 }
 
 impl Shared {
@@ -76,6 +78,8 @@ pub struct QueueState {
     pub threshold_size: AtomicI64,
     /// Another topic than the run's (the `%RETRY%<group>` queue); None for the run's topic.
     pub topic: Option<String>,
+    /// `pullFromWhichNodeTable`: the broker id the last pull answer suggested (0 at first).
+    pub pull_from: AtomicI64,
 }
 
 impl QueueState {
@@ -93,6 +97,7 @@ impl QueueState {
             threshold_count: AtomicI64::new(t.count),
             threshold_size: AtomicI64::new(t.size_mib),
             topic: None,
+            pull_from: AtomicI64::new(MASTER_ID),
         }
     }
 
@@ -180,12 +185,52 @@ impl Instance {
             .line(&format!("consumer-{}", self.index), level, text);
     }
 
-    /// The link to `broker`: at its address in the route, else the one it had.
+    /// The link to `broker`: `findBrokerAddressInSubscribe(name, MASTER_ID, false)` in the
+    /// route (the master, else another address of the name, as RemoteBrokerOffsetStore falls
+    /// back when the master is gone), else the master link it had.
     pub fn link(&self, broker: &Arc<str>) -> Option<Arc<Link>> {
-        match self.shared.route.addr_of(broker) {
-            Some(addr) => Some(self.links.to(broker, addr)),
-            None => self.links.existing(broker),
+        self.link_to(broker, MASTER_ID).map(|(_, l)| l)
+    }
+
+    /// The link for `findBrokerAddressInSubscribe(broker, id, false)` and the id it reaches.
+    fn link_to(&self, broker: &Arc<str>, id: i64) -> Option<(i64, Arc<Link>)> {
+        self.find_link(broker, id, false)
+    }
+
+    /// `findBrokerAddressInSubscribe(broker, id, only_this)` as a link; a name the route no
+    /// longer lists keeps the link it had.
+    fn find_link(&self, broker: &Arc<str>, id: i64, only_this: bool) -> Option<(i64, Arc<Link>)> {
+        let addrs = self.shared.route.addrs_of(broker);
+        if addrs.is_empty() {
+            return self.links.existing(broker).map(|l| (MASTER_ID, l));
         }
+        find_in_subscribe(&addrs, id, only_this)
+            .map(|(id, addr)| (id, self.links.to(broker, id, addr)))
+    }
+
+    /// The master's link only (`findBrokerAddressInSubscribe(name, MASTER_ID, true)`: locks and
+    /// unlocks; with the master gone from the route there is none, and the lock fails).
+    pub fn master_link(&self, broker: &Arc<str>) -> Result<Arc<Link>, WireError> {
+        self.find_link(broker, MASTER_ID, true)
+            .map(|(_, l)| l)
+            .ok_or_else(|| WireError::NoRoute(broker.to_string()))
+    }
+
+    /// Where `q`'s next pull goes (`recalculatePullFromWhichNode`, then
+    /// `findBrokerAddressInSubscribe(name, that id, false)`): the id reached and its link.
+    pub fn pull_link(&self, q: &QueueState) -> Option<(i64, Arc<Link>)> {
+        self.link_to(&q.broker, q.pull_from.load(Ordering::Acquire))
+    }
+
+    /// Every address of `broker` in the route, by id (heartbeats and the unregister go to
+    /// each, slaves too, as `sendHeartbeatToAllBroker` does for a consumer).
+    pub fn links_all(&self, broker: &Arc<str>) -> Vec<Arc<Link>> {
+        self.shared
+            .route
+            .addrs_of(broker)
+            .into_iter()
+            .map(|(id, addr)| self.links.to(broker, id, addr))
+            .collect()
     }
 
     /// A call to `broker` on its link.
@@ -211,11 +256,6 @@ impl Instance {
             .link(broker)
             .ok_or_else(|| WireError::NoRoute(broker.to_string()))?;
         link.oneway(cmd).await
-    }
-
-    /// The link to the broker that holds `q`.
-    pub fn link_of(&self, q: &QueueState) -> Option<Arc<Link>> {
-        self.link(&q.broker)
     }
 
     pub fn assigned(&self) -> Vec<Arc<QueueState>> {

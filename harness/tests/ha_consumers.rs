@@ -1,0 +1,95 @@
+//! Consumers and a replicating pair (issue 26): a consumer group reads while the master of
+//! `[cluster] brokers = 1, slaves = 1` is killed. The name server drops the master when its
+//! channel closes; at the next route refresh the queues' pulls go to the slave
+//! (`findBrokerAddressInSubscribe(name, 0, false)`: the master is gone, another address of the
+//! name answers), so everything acknowledged before the kill is consumed. SYNC_MASTER: an
+//! acknowledged send is on the slave. The group consumes slower than the producer sends, so
+//! it is far behind at the kill: what it has not read yet is read from the slave.
+
+use std::path::Path;
+
+use harness::profile::Profile;
+use harness::runner::run_profile;
+
+mod common;
+use common::options;
+
+const KILL_MASTER: &str = r#"
+name = "ha-consumers-kill-master"
+pin = false
+[cluster]
+brokers = 1
+slaves = 1
+[workload]
+rate = 200
+warmup = "0.5s"
+duration = "4s"
+connections = 1
+message_size = 128
+queues = 2
+send_timeout = "3s"
+[broker]
+brokerVersionProfile = "4.9"
+brokerRole = "SYNC_MASTER"
+slaveTimeout = 300
+haSendHeartbeatInterval = 200
+mappedFileSizeCommitLog = 4194304
+maxMessageSize = 65536
+[consumer]
+instances = 1
+# 50 messages/s against 200 sent/s, a small cache: the group is far behind at the kill, so
+# what is left can only come from the slave.
+consume_threads = 1
+processing_time = "20ms"
+pull_batch_size = 8
+pull_threshold_for_queue = 16
+drain_timeout = "30s"
+poll_name_server_interval = "500ms"
+[validity]
+max_lag_p99_us = 1000000
+[fault]
+role = "master"
+kill = "2s"
+"#;
+
+#[test]
+fn with_the_master_killed_consumers_read_the_slave() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(KILL_MASTER, "k.toml", Path::new("k.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    assert_eq!(outcome.rows.len(), 1);
+    let r = &outcome.rows[0];
+    let job = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let log = std::fs::read_to_string(job.join("consumer.log")).unwrap();
+    let c = r.consumer.clone().expect("consumer figures");
+    let ctx = format!("{r:?}\n{log}");
+    assert!(r.seg.counts.ok > 0, "{ctx}");
+    // SYNC_MASTER: every acknowledged send is on the slave.
+    assert_eq!(r.res.ha.acked_lost_slave, Some(0), "{ctx}");
+    // The consumers: every acknowledged message consumed, the queues drained from the slave.
+    assert_eq!(
+        c.lost,
+        Some(0),
+        "the consumed set covers the acked set: {ctx}"
+    );
+    assert!(c.consumed >= r.seg.counts.ok, "{ctx}");
+    assert!(c.drained, "{ctx}");
+    assert!(c.lag_max > 100, "the group was never far behind: {ctx}");
+
+    let line = log
+        .lines()
+        .find(|l| l.contains("pulls answered by a slave"))
+        .unwrap_or_else(|| panic!("no shutdown line in\n{log}"));
+    let n: u64 = line
+        .split("unregistered (")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    eprintln!("{line}\n{c:?}\nacked {}", r.seg.counts.ok);
+    assert!(n >= 10, "few pulls went to the slave: {line}");
+}
