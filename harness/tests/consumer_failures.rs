@@ -83,8 +83,13 @@ max_lag_p99_us = 10000000
         "{series:?}"
     );
     assert_eq!(sum(2), 0);
+    // Retries start a level (1 s) after the failures. Rows are the sampler's ticks, and a tick
+    // that comes late on a busy machine lets the first few retries into the first failures'
+    // row, so that row may hold a few, never a tenth of its failures.
     let first = |k: usize| series.iter().position(|s| s[k] > 0).unwrap();
-    assert!(first(1) > first(0), "{series:?}");
+    assert!(first(1) >= first(0), "{series:?}");
+    let row = series[first(0)];
+    assert!(row[1] * 10 < row[0].max(1), "{series:?}");
 }
 
 /// The named columns of every row of timeseries.csv in `out`.
