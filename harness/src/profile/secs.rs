@@ -27,7 +27,7 @@ impl Serialize for Secs {
     }
 }
 
-/// Parses `"500ms"`, `"5s"`, `"2m"`, `"1.5"` (seconds).
+/// Parses `"500ms"`, `"5s"`, `"2m"`, `"1h"`, `"1.5"` (seconds).
 pub fn parse_secs(text: &str) -> Option<f64> {
     let t = text.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
@@ -38,6 +38,8 @@ pub fn parse_secs(text: &str) -> Option<f64> {
         (n, 1.0)
     } else if let Some(n) = t.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (t, 1.0)
     };
@@ -52,7 +54,7 @@ impl<'de> Deserialize<'de> for Secs {
             type Value = Secs;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(
-                    "a duration: seconds as a number, or a string like \"500ms\", \"5s\", \"2m\"",
+                    "a duration: seconds as a number, or a string like \"500ms\", \"5s\", \"2m\", \"1h\"",
                 )
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Secs, E> {
@@ -75,11 +77,30 @@ impl<'de> Deserialize<'de> for Secs {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Secs, E> {
                 parse_secs(v).map(Secs).ok_or_else(|| {
                     E::custom(format!(
-                        "`{v}` is not a duration; write e.g. \"500ms\", \"5s\", \"2m\" or a number of seconds"
+                        "`{v}` is not a duration; write e.g. \"500ms\", \"5s\", \"2m\", \"1h\" or a number of seconds"
                     ))
                 })
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_secs;
+
+    #[test]
+    fn units_from_microseconds_to_hours() {
+        assert_eq!(parse_secs("250us"), Some(0.000_25));
+        assert_eq!(parse_secs("500ms"), Some(0.5));
+        assert_eq!(parse_secs(" 5s "), Some(5.0));
+        assert_eq!(parse_secs("2m"), Some(120.0));
+        // `make soak-hour` passes `workload.duration=1h`.
+        assert_eq!(parse_secs("1h"), Some(3600.0));
+        assert_eq!(parse_secs("1.5"), Some(1.5));
+        assert_eq!(parse_secs("-1s"), None);
+        assert_eq!(parse_secs("1d"), None);
+        assert_eq!(parse_secs("h"), None);
     }
 }
