@@ -221,7 +221,9 @@ async fn five_thousand_held_pulls_leave_the_thread_count_unchanged() {
     wait_held(&mut admin, (CONNECTIONS * PER_CONNECTION) as u64).await;
     let after = b.threads();
     eprintln!("broker threads: {before} before, {after} with 5000 held pulls");
-    assert_eq!(before, after);
+    // No thread per held pull. The count may fall: a one-shot thread of the broker's start can
+    // end in between on a slow machine (50 -> 49 seen under load).
+    assert!(after <= before, "{before} threads before, {after} after");
     // A message per queue releases them all.
     for q in 0..4 {
         assert_eq!(admin.call(send_v2(100 + q, "Many", q, b"y")).await.code, 0);

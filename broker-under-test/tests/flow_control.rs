@@ -43,16 +43,29 @@ fn body(tag: &str, i: usize) -> Vec<u8> {
 
 /// Sends `n` pipelined messages and collects the answers by opaque.
 async fn burst(c: &mut Client, topic: &str, tag: &str, n: usize) -> BTreeMap<i32, RemotingCommand> {
-    let mut opaques = Vec::new();
+    timed_burst(c, topic, tag, n)
+        .await
+        .into_iter()
+        .map(|(o, (r, _))| (o, r))
+        .collect()
+}
+
+/// `burst`, with each answer's time since the first send.
+async fn timed_burst(
+    c: &mut Client,
+    topic: &str,
+    tag: &str,
+    n: usize,
+) -> BTreeMap<i32, (RemotingCommand, Duration)> {
+    let begin = std::time::Instant::now();
     for i in 0..n {
         let o = c.opaque();
-        opaques.push((o, i));
         c.send(&send_v2(o, topic, 0, &body(tag, i))).await;
     }
     let mut answers = BTreeMap::new();
     while answers.len() < n {
         let r = c.read().await;
-        answers.insert(r.opaque, r);
+        answers.insert(r.opaque, (r, begin.elapsed()));
     }
     answers
 }
@@ -225,14 +238,30 @@ async fn pcbusy_clean_queue_drains_the_send_queue() {
         ])
         .await;
         let mut c = b.client().await;
-        let answers = burst(&mut c, "PcBusy", profile, 4).await;
-        assert_eq!(answers[&1].code, 0, "{profile}: {:?}", answers[&1].remark);
+        let answers = timed_burst(&mut c, "PcBusy", profile, 4).await;
+        assert_eq!(
+            answers[&1].0.code, 0,
+            "{profile}: {:?}",
+            answers[&1].0.remark
+        );
         let mut sizes = Vec::new();
         for o in 2..=4 {
-            let r = &answers[&o];
+            let (r, after) = &answers[&o];
             assert_eq!(r.code, 2, "{profile}");
+            // The cleaner drains only once the lock has been held past the 1000 ms limit, and
+            // the lock was taken after the burst went out. The remark's period is the request's
+            // own wait, from its arrival: it may fall short of 1000 ms when the broker read it
+            // after the lock was taken (993 seen at load 18), but never exceeds the client's wait.
+            assert!(
+                *after >= Duration::from_millis(1000),
+                "{profile}: answered after {after:?}"
+            );
             let (period, size) = period_and_size(remark(r), PCBUSY);
-            assert!(period >= 1000, "{profile}: period {period}");
+            // (+1: both ends of the period are whole milliseconds)
+            assert!(
+                period as u128 <= after.as_millis() + 1,
+                "{profile}: period {period}, {after:?}"
+            );
             sizes.push(size);
         }
         sizes.sort();
@@ -346,8 +375,11 @@ async fn timeout_clean_queue_expires_waiting_pulls() {
             assert!(opaques.remove(&r.opaque));
             if r.code == 2 {
                 let (period, _) = period_and_size(remark(&r), TIMEOUT);
+                // Past the 1 ms limit. How long past depends on when the 10 ms cleaner gets a
+                // core (59 ms seen on a machine at load 18), so the upper bound is only "before
+                // the test's own deadline".
                 assert!(
-                    (1..51).contains(&period),
+                    (1..10_000).contains(&period),
                     "period {period} ms for a 1 ms limit"
                 );
                 timed_out += 1;

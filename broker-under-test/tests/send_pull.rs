@@ -34,7 +34,13 @@ fn batch(opaque: i32, topic: &str, bodies: &[Vec<u8>]) -> RemotingCommand {
 }
 
 async fn bulk(lock: &str) {
-    let b = TestBroker::start(&[("useReentrantLockWhenPutMessage", lock)]).await;
+    // Round trips, not flow control: 200 pipelined sends can wait past the default 200 ms
+    // waitTimeMillsInSendQueue on a busy machine (TIMEOUT_CLEAN_QUEUE seen at load 18).
+    let b = TestBroker::start(&[
+        ("useReentrantLockWhenPutMessage", lock),
+        ("waitTimeMillsInSendQueue", "60000"),
+    ])
+    .await;
     let mut c = b.client().await;
     let mut expected = BTreeSet::new();
     let mut requests = Vec::new();

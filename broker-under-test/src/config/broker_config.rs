@@ -219,6 +219,13 @@ impl BrokerConfig {
             ("mappedFileSizeCommitLog".to_owned(), (16 << 20).to_string()),
             ("maxMessageSize".to_owned(), (1 << 20).to_string()),
             ("transientStorePoolSize".to_owned(), "2".to_owned()),
+            // A test's answers must not depend on how full the machine's disk is: at 90 % every
+            // send would get 14, at 85 % clean rounds force deletions. The store is measured
+            // against a 1 TiB cap instead; retention tests set their own.
+            (
+                "injectStoreSizeCapBytes".to_owned(),
+                (1u64 << 40).to_string(),
+            ),
         ];
         pairs.extend(
             overrides
