@@ -69,7 +69,7 @@ cluster: build ## Two brokers and a name server per cell: retry none / rocketmq-
 cluster-failover: build ## Kill broker 1 of 2 at 10 s, restart at 20 s, per retry policy; every store reconciled (profiles/cluster-failover.toml)
 	$(HARNESS) run profiles/cluster-failover.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
-disk-full: build ## A full disk: one broker, then broker 0 of 2, per retry policy (profiles/disk-full.toml, profiles/disk-full-cluster.toml)
+disk-full: build ## A full disk: one broker, then broker 0 of 2, per retry policy (profiles/disk-full.toml, profiles/disk-full-cluster.toml; about 4.5 min)
 	$(HARNESS) run profiles/disk-full.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 	$(HARNESS) run profiles/disk-full-cluster.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
