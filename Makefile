@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench report cluster cluster-failover cluster-capacity gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -68,6 +68,10 @@ cluster: build ## Two brokers and a name server per cell: retry none / rocketmq-
 
 cluster-failover: build ## Kill broker 1 of 2 at 10 s, restart at 20 s, per retry policy; every store reconciled (profiles/cluster-failover.toml)
 	$(HARNESS) run profiles/cluster-failover.toml --broker-bin $(RELEASE_BIN)/broker-under-test
+
+disk-full: build ## A full disk: one broker, then broker 0 of 2, per retry policy (profiles/disk-full.toml, profiles/disk-full-cluster.toml; about 4.5 min)
+	$(HARNESS) run profiles/disk-full.toml --broker-bin $(RELEASE_BIN)/broker-under-test
+	$(HARNESS) run profiles/disk-full-cluster.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
 cluster-capacity: build ## Knee search: one broker against two behind a name server (profiles/cluster-capacity.toml)
 	$(HARNESS) run profiles/cluster-capacity.toml --broker-bin $(RELEASE_BIN)/broker-under-test

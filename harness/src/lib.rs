@@ -30,6 +30,7 @@ pub mod report;
 pub mod runner;
 #[doc(hidden)]
 pub mod testkit;
+pub mod write_blocks;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

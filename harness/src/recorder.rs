@@ -8,10 +8,13 @@
 //! [`Interval`] out of each recorder for the time series.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use remoting::ResponseCode;
 use serde::Serialize;
+
+use crate::write_blocks::{self, BrokerAnswer, WriteBlocks};
 
 /// Which flow-control path produced a busy answer (reference §4.2, §6, §7.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -333,8 +336,9 @@ pub struct Segment {
     /// are in `counts`).
     pub first_ok: u64,
     pub first_busy: u64,
-    /// Attempts answered `[ok, busy]` by each broker of a cluster (index of the router).
-    pub per_broker: Vec<[u64; 2]>,
+    /// Attempts answered `[ok, busy, code 14 disk full]` by each broker of a cluster (index
+    /// of the router).
+    pub per_broker: Vec<[u64; 3]>,
 }
 
 impl Default for Segment {
@@ -385,11 +389,12 @@ impl Segment {
         self.first_ok += o.first_ok;
         self.first_busy += o.first_busy;
         if self.per_broker.len() < o.per_broker.len() {
-            self.per_broker.resize(o.per_broker.len(), [0, 0]);
+            self.per_broker.resize(o.per_broker.len(), [0; 3]);
         }
         for (a, b) in self.per_broker.iter_mut().zip(&o.per_broker) {
-            a[0] += b[0];
-            a[1] += b[1];
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
         }
     }
 }
@@ -446,6 +451,8 @@ impl Interval {
 pub struct Recorder {
     pub segments: Vec<Segment>,
     pub interval: Interval,
+    /// Each cluster broker's disk-full write blocks over the whole job (index of the router).
+    pub write_blocks: Vec<WriteBlocks>,
 }
 
 impl Recorder {
@@ -453,6 +460,7 @@ impl Recorder {
         Recorder {
             segments: (0..segments).map(|_| Segment::default()).collect(),
             interval: Interval::default(),
+            write_blocks: Vec::new(),
         }
     }
 
@@ -531,16 +539,21 @@ impl Recorder {
         }
     }
 
-    /// An attempt answered by broker `broker` of a cluster.
-    pub fn broker_answer(&mut self, seg: usize, broker: usize, outcome: Outcome) {
+    /// An attempt answered by broker `broker` of a cluster at `at`.
+    pub fn broker_answer(&mut self, seg: usize, broker: usize, outcome: Outcome, at: Instant) {
+        let (slot, kind) = match outcome {
+            Outcome::Ok => (Some(0), BrokerAnswer::Wrote),
+            Outcome::Busy(_) => (Some(1), BrokerAnswer::Other),
+            Outcome::NotAvailable(NotAvailableClass::DiskFull) => (Some(2), BrokerAnswer::DiskFull),
+            _ => (None, BrokerAnswer::Other),
+        };
+        write_blocks::of(&mut self.write_blocks, broker).answer(kind, at);
         let s = self.seg(seg);
         if s.per_broker.len() <= broker {
-            s.per_broker.resize(broker + 1, [0, 0]);
+            s.per_broker.resize(broker + 1, [0; 3]);
         }
-        match outcome {
-            Outcome::Ok => s.per_broker[broker][0] += 1,
-            Outcome::Busy(_) => s.per_broker[broker][1] += 1,
-            _ => {}
+        if let Some(i) = slot {
+            s.per_broker[broker][i] += 1;
         }
     }
 
@@ -579,5 +592,6 @@ impl Recorder {
             a.merge(b);
         }
         self.interval.merge(&o.interval);
+        write_blocks::merge_all(&mut self.write_blocks, &o.write_blocks);
     }
 }

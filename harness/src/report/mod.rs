@@ -7,6 +7,7 @@ pub mod advice;
 mod atomic;
 pub mod cells;
 mod consumer_cols;
+mod disk_cols;
 mod ha_cols;
 mod hlog;
 pub mod hlog_totals;

@@ -11,9 +11,11 @@ use crate::consumer::ConsumerFigures;
 use crate::recorder::{quantile, Counts, Segment};
 use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
+use crate::report::disk_cols::DiskColumns;
 use crate::report::ha_cols::HaColumns;
 use crate::report::knee_columns::KneeColumns;
 use crate::report::order_cols::OrderColumns;
+use crate::write_blocks::WriteBlocks;
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -28,6 +30,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<KneeColumns>());
     cols.extend(field_names::<OrderColumns>());
     cols.extend(field_names::<HaColumns>());
+    cols.extend(field_names::<DiskColumns>());
     cols
 });
 
@@ -54,6 +57,7 @@ pub struct SummaryRecord<'a> {
     knee: &'a KneeColumns,
     order: &'a OrderColumns,
     ha: &'a HaColumns,
+    disk: DiskColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -205,9 +209,12 @@ pub struct SegmentFigures {
     /// First attempts answered ok / busy (before any retry).
     pub first_ok: u64,
     pub first_busy: u64,
-    /// Attempts answered `[ok, busy]` per cluster broker, and the brokers' names.
-    pub per_broker: Vec<[u64; 2]>,
+    /// Attempts answered `[ok, busy, code 14 disk full]` per cluster broker, and the brokers'
+    /// names.
+    pub per_broker: Vec<[u64; 3]>,
     pub broker_names: Vec<String>,
+    /// Each broker's disk-full write blocks over the whole job (the job's recorder).
+    pub write_blocks: Vec<WriteBlocks>,
 }
 
 fn q(h: &Histogram<u64>, p: f64) -> u64 {
@@ -240,6 +247,7 @@ impl SegmentFigures {
             first_busy: s.first_busy,
             per_broker: s.per_broker.clone(),
             broker_names: Vec::new(),
+            write_blocks: Vec::new(),
         }
     }
 
@@ -382,6 +390,7 @@ impl SummaryRow {
             knee: &self.knee,
             order: &self.order,
             ha: &self.res.ha,
+            disk: DiskColumns::of(&s.broker_names, &s.per_broker, &s.write_blocks),
         }
     }
 }
@@ -442,8 +451,9 @@ mod tests {
                 size_of_queue_max: 17,
                 first_ok: 8_900,
                 first_busy: 30,
-                per_broker: vec![[5_000, 10], [4_000, 11]],
+                per_broker: vec![[5_000, 10, 3], [4_000, 11, 0]],
                 broker_names: vec!["broker-0".into(), "broker-1".into()],
+                write_blocks: Vec::new(),
             },
             res: Resources {
                 broker_cpu_avg: Some(87.26),
@@ -494,7 +504,8 @@ mod tests {
 1,2,3,4,5,6,7,8,9,10,14,15,16,17,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12,\
+broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1="
         );
         assert_eq!(
             line.split(',').count(),
@@ -528,7 +539,7 @@ mod tests {
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

@@ -250,7 +250,7 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
                 ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
                 rec.attempt_answer(e.segment, a.code, remark);
                 if let Some(b) = e.broker {
-                    rec.broker_answer(e.segment, b, outcome);
+                    rec.broker_answer(e.segment, b, outcome, now);
                 }
                 ctx.common
                     .finish(&mut rec, e, outcome, Some(a.code), now, true);
