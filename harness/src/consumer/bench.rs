@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::consumer::processing::ProcessingModel;
-use crate::consumer::threads::{period, ConsumeThreads};
+use crate::consumer::threads::ConsumeThreads;
+use crate::consumer::workers::{Clock, RequestQueue};
 use crate::profile::{Consumer, Secs};
 
 /// Messages cached and not yet consumed at least, as `pullThresholdForQueue` (1000) bounds
@@ -143,51 +143,90 @@ async fn feed(threads: u32, time: Duration, total: u64, backlog: u64, timing: Ti
     };
     let model = Arc::new(ProcessingModel::new(&cfg, std::time::Instant::now()));
     let start = Instant::now();
-    let pool = Arc::new(ConsumeThreads::new(threads as usize, start));
-    let backlog = Arc::new(Semaphore::new(backlog as usize));
-    let done = Arc::new(AtomicU64::new(0));
-    let finished = CancellationToken::new();
+    let end = End {
+        total,
+        done: AtomicU64::new(0),
+        finished: CancellationToken::new(),
+    };
+    let end = Arc::new(end);
     let cancel = CancellationToken::new();
-    let mut sent = 0u64;
-    while sent < total {
-        let n = (PULL as u64).min(total - sent);
-        let Ok(permits) = backlog.clone().acquire_many_owned(n as u32).await else {
-            break;
-        };
-        let ready = Instant::now();
-        let mut permits = permits;
-        for seq in sent..sent + n {
-            let (pool, model, done, finished, cancel) = (
-                pool.clone(),
-                model.clone(),
-                done.clone(),
-                finished.clone(),
-                cancel.clone(),
-            );
-            let permit = permits.split(1);
-            // One consume request per message (`consumeMessageBatchMaxSize` = 1).
+    let requests = Arc::new(RequestQueue::new(backlog as usize));
+    let pool = Arc::new(ConsumeThreads::new(threads as usize, start));
+    let waiting = Arc::new(tokio::sync::Semaphore::new(backlog as usize));
+    if timing == Timing::Deadline {
+        for _ in 0..threads {
+            let (requests, model, end, cancel) =
+                (requests.clone(), model.clone(), end.clone(), cancel.clone());
             tokio::spawn(async move {
-                let Some(mut thread) = pool.acquire().await else {
-                    return;
-                };
-                let busy = model.service_time(seq, &mut fastrand::Rng::with_seed(seq));
-                match timing {
-                    Timing::Deadline => {
-                        let (_, end) = period(&thread, ready, busy);
-                        thread.busy_until(end, &cancel).await;
+                // The consumers' workers (`concurrent.rs`): take, finish at once or wake one
+                // more worker and sleep until the deadline.
+                let mut clock = Clock::new(start);
+                while let Some(((seq, ready), more)) = requests.next(&cancel).await {
+                    let busy = model.service_time(seq, &mut fastrand::Rng::with_seed(seq));
+                    let (_, deadline) = clock.period(ready, busy);
+                    if !clock.finish_if_past(deadline, Instant::now()) {
+                        if more {
+                            requests.wake_one();
+                        }
+                        clock.busy_until(deadline, &cancel).await;
                     }
-                    Timing::Sleep => tokio::time::sleep(busy).await,
-                }
-                drop((thread, permit));
-                if done.fetch_add(1, Ordering::AcqRel) + 1 == total {
-                    finished.cancel();
+                    end.one_done();
                 }
             });
         }
+    }
+    let mut sent = 0u64;
+    while sent < total {
+        let n = (PULL as u64).min(total - sent);
+        let ready = Instant::now();
+        match timing {
+            // One consume request per message (`consumeMessageBatchMaxSize` = 1); the queue's
+            // capacity is the backlog.
+            Timing::Deadline => {
+                requests
+                    .submit((sent..sent + n).map(|seq| (seq, ready)))
+                    .await
+            }
+            Timing::Sleep => {
+                // At most a backlog waiting: a permit per message until it is done.
+                let Ok(mut permits) = waiting.clone().acquire_many_owned(n as u32).await else {
+                    break;
+                };
+                for seq in sent..sent + n {
+                    let (pool, model, end) = (pool.clone(), model.clone(), end.clone());
+                    let permit = permits.split(1);
+                    tokio::spawn(async move {
+                        let Some(thread) = pool.acquire().await else {
+                            return;
+                        };
+                        let busy = model.service_time(seq, &mut fastrand::Rng::with_seed(seq));
+                        tokio::time::sleep(busy).await;
+                        drop((thread, permit));
+                        end.one_done();
+                    });
+                }
+            }
+        }
         sent += n;
     }
-    finished.cancelled().await;
+    end.finished.cancelled().await;
+    cancel.cancel();
     start.elapsed()
+}
+
+/// Counts finished messages; fires when the last one is done.
+struct End {
+    total: u64,
+    done: AtomicU64,
+    finished: CancellationToken,
+}
+
+impl End {
+    fn one_done(&self) {
+        if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.total {
+            self.finished.cancel();
+        }
+    }
 }
 
 #[cfg(test)]

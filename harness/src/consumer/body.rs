@@ -2,6 +2,8 @@
 //! the consumer counts; the records before it are kept, the rest of the body is dropped.
 //! Records are read in place (`RecordRef`): only the fields a `Msg` keeps are copied out.
 
+use std::sync::Arc;
+
 use remoting::message::{property, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
 use remoting::record_ref::{decode_record_ref, RecordRefAt};
 
@@ -11,9 +13,21 @@ use crate::consumer::process_queue::Msg;
 pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
     let mut out = Vec::new();
     let mut rest = body;
+    // The last topic seen: a pull's records are of one topic (two for a retry queue's).
+    let mut topic: Option<Arc<str>> = None;
     while !rest.is_empty() {
         match decode_record_ref(rest, true) {
             Ok(RecordRefAt::Message { record, len }) => {
+                // resetRetryAndNamespace: a retried message shows its original topic.
+                let shown = if record.topic.starts_with("%RETRY%") {
+                    property(record.properties, PROPERTY_RETRY_TOPIC).unwrap_or(record.topic)
+                } else {
+                    record.topic
+                };
+                let topic = match &topic {
+                    Some(t) if &**t == shown => t.clone(),
+                    _ => topic.insert(Arc::from(shown)).clone(),
+                };
                 out.push(Msg {
                     queue_offset: record.queue_offset,
                     body_len: record.body.len() as u64,
@@ -23,13 +37,7 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
                         .map(str::to_owned),
                     commit_log_offset: record.physical_offset,
                     reconsume_times: record.reconsume_times,
-                    // resetRetryAndNamespace: a retried message shows its original topic.
-                    topic: if record.topic.starts_with("%RETRY%") {
-                        property(record.properties, PROPERTY_RETRY_TOPIC).unwrap_or(record.topic)
-                    } else {
-                        record.topic
-                    }
-                    .to_owned(),
+                    topic,
                 });
                 rest = &rest[len.min(rest.len())..];
             }
@@ -81,9 +89,9 @@ mod tests {
         plain.encode(&mut body);
         let (msgs, err) = decode_pull_body(&body);
         assert_eq!(err, None);
-        assert_eq!((msgs[0].topic.as_str(), msgs[0].reconsume_times), ("T", 2));
+        assert_eq!((&*msgs[0].topic, msgs[0].reconsume_times), ("T", 2));
         assert_eq!(msgs[0].commit_log_offset, 4 * 200);
-        assert_eq!(msgs[1].topic, "T", "only a %RETRY% topic is restored");
+        assert_eq!(&*msgs[1].topic, "T", "only a %RETRY% topic is restored");
     }
 
     #[test]

@@ -83,8 +83,9 @@ impl Failures {
 
     /// A delivery starts: a redelivery ends its message's pending time.
     pub fn delivered(&self, msgs: &[Msg]) {
-        let now = Instant::now();
+        let mut now = None;
         for m in msgs.iter().filter(|m| m.reconsume_times > 0) {
+            let now = *now.get_or_insert_with(Instant::now);
             self.retries.fetch_add(1, Ordering::Relaxed);
             let since = m
                 .uniq_key

@@ -78,6 +78,7 @@ pub async fn run_instance(inst: Arc<Instance>) {
         });
     }
     if inst.shared.cfg.mode == ConsumeMode::Concurrently {
+        crate::consumer::concurrent::start_workers(&inst);
         // The retry topic's subscription; an orderly consumer retries in place (B7).
         tracker.spawn(crate::consumer::retry_pull::retry_loop(inst.clone()));
     }

@@ -153,18 +153,22 @@ impl Metrics {
         self.pull_busy[class.index()].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A batch starts being consumed: latency from born and from stored, and which send each
-    /// message was.
-    pub fn consume_start(&self, msgs: &[Msg]) {
+    /// Batches start being consumed (one clock read and one histogram lock for all): latency
+    /// from born and from stored, and which send each message was.
+    pub fn consume_start<'a, I>(&self, batches: I)
+    where
+        I: Iterator<Item = &'a [Msg]> + Clone,
+    {
         let now = now_us();
+        let msgs = || batches.clone().flatten();
         self.consumed
-            .fetch_add(msgs.len() as u64, Ordering::Relaxed);
+            .fetch_add(msgs().count() as u64, Ordering::Relaxed);
         if let Some(order) = self.order.get() {
-            order.consumed(msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
+            order.consumed(msgs().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
         }
         let mut backlog = 0;
         // A redelivery after a failure is a retry (counted in `failure.rs`), not a duplicate.
-        for m in msgs.iter().filter(|m| m.reconsume_times == 0) {
+        for m in msgs().filter(|m| m.reconsume_times == 0) {
             let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {
                 Some((prefix, seq)) => {
                     match self.ledgers.iter().find(|l| l.sent.prefix == prefix) {
@@ -205,7 +209,7 @@ impl Metrics {
             return;
         }
         let mut h = self.hists.lock();
-        for m in msgs {
+        for m in msgs() {
             let e2e = (now - m.born_ms * 1000).max(0) as u64;
             let stored = (now - m.stored_ms * 1000).max(0) as u64;
             record(&mut h.e2e, e2e);

@@ -5,7 +5,9 @@
 //!
 //! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
-//! * pull.rs          — one queue's pull loop and the consume tasks
+//! * pull.rs          — one queue's pull loop, and orderly's consume task per queue
+//! * concurrent.rs    — ConsumeMessageConcurrentlyService: consume requests, their bookkeeping
+//! * workers.rs       — the consume executor: worker tasks over one bounded request queue
 //! * offset_illegal.rs — code 21: the queue dropped, its offset fixed per client version
 //! * gate.rs          — the decision order before each pull, and its log texts
 //! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
@@ -30,6 +32,7 @@ mod allocate;
 mod backlog;
 mod bench;
 mod body;
+mod concurrent;
 mod failure;
 mod figures;
 mod gate;
@@ -53,6 +56,7 @@ mod state;
 mod threads;
 mod tracking;
 mod wire;
+mod workers;
 
 pub use allocate::allocate_averagely;
 pub use backlog::drain_rate;

@@ -19,7 +19,8 @@ pub struct Msg {
     /// `reconsumeTimes`: the stored count, raised in memory by a local re-consume.
     pub reconsume_times: i32,
     /// The topic the listener sees: RETRY_TOPIC for a message pulled from `%RETRY%<group>`.
-    pub topic: String,
+    /// Shared by a pull's messages of one topic (one allocation per pull, not per message).
+    pub topic: std::sync::Arc<str>,
 }
 
 /// A queue's cache of pulled messages.

@@ -1,7 +1,8 @@
 //! The pull loop of one assigned queue (consumer §8.2–§8.3): the gates in RocketMQ's order,
 //! then at most one PULL_MESSAGE in flight, then the result: messages into the process queue
 //! and consume requests out to the consume threads (concurrently: one per
-//! `consume_batch_max_size` chunk; orderly: one running task per queue).
+//! `consume_batch_max_size` chunk, to the workers of `concurrent.rs`; orderly: one running
+//! task per queue).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::consumer::metrics::PullResult;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
+pub use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
 use crate::profile::{ClientVersion, ConsumeMode};
@@ -211,7 +213,7 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
                 ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
                 ConsumeMode::Orderly => q.pq.lock().put(msgs),
             };
-            dispatch(inst, q, added);
+            dispatch(inst, q, added).await;
             Duration::ZERO
         }
         19 | 20 => {
@@ -271,40 +273,17 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     }
 }
 
-/// Tells the lag sampler where this queue's owner stands.
-pub fn publish_committed(inst: &Instance, q: &QueueState) {
-    if q.topic.is_some() {
-        // The retry queue is not part of the run's topic lag.
-        return;
-    }
-    inst.shared
-        .publish_committed(q.mq(), q.offset.load(Ordering::Acquire));
-}
-
 /// Hands newly cached messages to the consume threads.
-fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
-    let shared = &inst.shared;
-    match shared.cfg.mode {
-        ConsumeMode::Concurrently => {
-            // The consume requests are submitted now: a thread free earlier starts them now.
-            let ready = tokio::time::Instant::now();
-            let chunk = shared.cfg.consume_batch_max_size as usize;
-            let mut added = added.into_iter().peekable();
-            while added.peek().is_some() {
-                let batch: Vec<Msg> = added.by_ref().take(chunk).collect();
-                let (inst, q) = (inst.clone(), q.clone());
-                shared
-                    .tracker
-                    .spawn(consume_concurrently(inst, q, batch, ready));
-            }
-        }
+async fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
+    match inst.shared.cfg.mode {
+        ConsumeMode::Concurrently => crate::consumer::concurrent::submit(inst, q, added).await,
         ConsumeMode::Orderly => {
             let start = {
                 let mut pq = q.pq.lock();
                 !std::mem::replace(&mut pq.orderly_running, true)
             };
             if start {
-                shared
+                inst.shared
                     .tracker
                     .spawn(consume_orderly(inst.clone(), q.clone()));
             }
@@ -321,7 +300,7 @@ async fn process(
     msgs: &[Msg],
 ) -> tokio::time::Instant {
     let shared = &inst.shared;
-    shared.metrics.consume_start(msgs);
+    shared.metrics.consume_start(std::iter::once(msgs));
     let n = shared
         .started
         .fetch_add(msgs.len() as u64, Ordering::Relaxed);
@@ -332,58 +311,6 @@ async fn process(
         t += shared.model.service_time(n + i, &mut rng);
     }
     thread.busy_until(start + t, &shared.cancel).await
-}
-
-/// ConsumeMessageConcurrentlyService's ConsumeRequest: one chunk on one consume thread.
-/// A failed chunk is sent back (`send_back.rs`) from the consume thread, as Java's
-/// `processConsumeResult` does; what could not be sent back stays in the process queue and is
-/// consumed again here after 5 s, without holding a consume thread.
-async fn consume_concurrently(
-    inst: Arc<Instance>,
-    q: Arc<QueueState>,
-    mut msgs: Vec<Msg>,
-    mut ready: tokio::time::Instant,
-) {
-    loop {
-        let Some(mut thread) = inst.threads.acquire().await else {
-            return;
-        };
-        if q.is_dropped() {
-            // "the message queue not be able to consume, because it's dropped"
-            return;
-        }
-        inst.shared.failures.delivered(&msgs);
-        inst.shared
-            .restart
-            .consumed(&q.mq(), &msgs, std::time::Instant::now());
-        inst.shared.metrics.consumed_on(&q.broker, msgs.len());
-        process(&inst, &mut thread, ready, &msgs).await;
-        let kept = if inst.shared.failures.batch_fails(&msgs) {
-            send_back::send_back_failed(&inst, &q.broker, &msgs).await
-        } else {
-            Vec::new()
-        };
-        drop(thread);
-        let offsets: Vec<i64> = msgs
-            .iter()
-            .map(|m| m.queue_offset)
-            .filter(|o| !kept.iter().any(|k| k.queue_offset == *o))
-            .collect();
-        let commit = q.pq.lock().remove(&offsets);
-        if !q.is_dropped() {
-            q.advance(commit);
-            publish_committed(&inst, &q);
-        }
-        if kept.is_empty() {
-            return;
-        }
-        tokio::select! {
-            _ = inst.shared.cancel.cancelled() => return,
-            _ = tokio::time::sleep(send_back::LOCAL_RETRY_DELAY) => {}
-        }
-        // A new ConsumeRequest, submitted now.
-        (msgs, ready) = (kept, tokio::time::Instant::now());
-    }
 }
 
 /// ConsumeMessageOrderlyService's ConsumeRequest: this queue's messages in order, one batch

@@ -68,6 +68,12 @@ impl RestartWatch {
         self.pending.store(true, Ordering::Release);
     }
 
+    /// Whether some first pull still waits for its first consume: else
+    /// [`RestartWatch::consumed`] has nothing to do.
+    pub fn watching(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
     /// `msgs` of `queue` start being consumed at `now`.
     pub fn consumed(&self, queue: &Mq, msgs: &[Msg], now: Instant) {
         if !self.pending.load(Ordering::Acquire) {

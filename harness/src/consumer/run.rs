@@ -487,6 +487,7 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
             shared.cfg.consume_threads as usize,
             tokio::time::Instant::now(),
         ),
+        requests: crate::consumer::concurrent::request_queue(),
         rebalance_now: notify,
         stop,
         fc_times: AtomicU64::new(0),

@@ -50,7 +50,7 @@ pub async fn send_back(
         group: cfg.group.clone(),
         delay_level,
         origin_msg_id: m.uniq_key.clone(),
-        origin_topic: Some(m.topic.clone()),
+        origin_topic: Some(m.topic.to_string()),
         unit_mode: Some(false),
         max_reconsume_times: Some(cfg.max_reconsume()),
         bname: Some(broker.to_string()),

@@ -17,12 +17,14 @@ use crate::consumer::link::Link;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
+use crate::consumer::process_queue::Msg;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::restart::RestartWatch;
 use crate::consumer::route::{find_in_subscribe, Mq, Route, MASTER_ID};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::wire::WireError;
+use crate::consumer::workers::RequestQueue;
 use crate::profile::Consumer;
 
 /// One consumer run (a job's consumers).
@@ -56,6 +58,16 @@ impl Shared {
     pub fn publish_committed(&self, mq: Mq, offset: i64) {
         self.committed.lock().insert(mq, offset);
     }
+}
+
+/// Tells the lag sampler where this queue's owner stands.
+pub fn publish_committed(inst: &Instance, q: &QueueState) {
+    if q.topic.is_some() {
+        // The retry queue is not part of the run's topic lag.
+        return;
+    }
+    inst.shared
+        .publish_committed(q.mq(), q.offset.load(Ordering::Acquire));
 }
 
 /// One queue assigned to an instance.
@@ -144,6 +156,22 @@ impl QueueState {
     }
 }
 
+/// ConsumeMessageConcurrentlyService's ConsumeRequest: up to `consumeMessageBatchMaxSize`
+/// messages of one pull. A pull's requests share its messages (one allocation per pull).
+pub struct ConsumeRequest {
+    pub q: Arc<QueueState>,
+    pub pulled: Arc<Vec<Msg>>,
+    pub range: std::ops::Range<usize>,
+    /// When it was submitted: a thread free earlier starts it then.
+    pub ready: tokio::time::Instant,
+}
+
+impl ConsumeRequest {
+    pub fn msgs(&self) -> &[Msg] {
+        &self.pulled[self.range.clone()]
+    }
+}
+
 /// One client instance: its id, connection, queues and consume threads.
 pub struct Instance {
     pub index: u32,
@@ -154,8 +182,10 @@ pub struct Instance {
     pub queues: Mutex<BTreeMap<Mq, Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,
-    /// `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
+    /// Orderly: `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
     pub threads: ConsumeThreads,
+    /// Concurrently: the consume requests waiting for one of the `consumeThreadMin` workers.
+    pub requests: RequestQueue<ConsumeRequest>,
     /// Woken by NOTIFY_CONSUMER_IDS_CHANGED.
     pub rebalance_now: Arc<Notify>,
     /// This instance's stop (leave_at or the end of the run).

@@ -14,7 +14,7 @@
 
 use parking_lot::Mutex;
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio::time::{Duration, Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// When a busy period starts: when the thread became free, or when the work became ready,
@@ -111,15 +111,16 @@ impl Drop for ConsumeThread<'_> {
     }
 }
 
-/// A busy period of `busy` for work ready at `ready` on `thread`: its start and its end.
-pub fn period(thread: &ConsumeThread<'_>, ready: Instant, busy: Duration) -> (Instant, Instant) {
-    let start = thread.start(ready);
-    (start, start + busy)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Duration;
+
+    /// A busy period of `busy` for work ready at `ready` on `thread`: its start and its end.
+    fn period(thread: &ConsumeThread<'_>, ready: Instant, busy: Duration) -> (Instant, Instant) {
+        let start = thread.start(ready);
+        (start, start + busy)
+    }
 
     #[test]
     fn waiting_work_starts_when_the_thread_became_free() {
