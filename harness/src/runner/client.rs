@@ -76,7 +76,8 @@ pub struct KeySpace {
 
 impl KeySpace {
     fn write(&self, seq: u64, out: &mut String) {
-        let _ = write!(out, "{}{:012X}", self.prefix, seq & 0xFFFF_FFFF_FFFF);
+        out.push_str(&self.prefix);
+        push_hex12(seq, out);
     }
 
     /// The 20-hex-digit prefix of every key of the load.
@@ -209,8 +210,8 @@ impl SendBuilder {
                 s.clear();
             }
             let [q, b, props] = &mut scratch;
-            let _ = write!(q, "{queue_id}");
-            let _ = write!(b, "{born}");
+            push_decimal(i64::from(queue_id), q);
+            push_decimal(born, b);
             // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
             self.keys.write(seq, props);
@@ -325,6 +326,35 @@ impl SendBuilder {
         }
         cmd
     }
+}
+
+/// The low 48 bits of `v` as 12 upper-case hex digits: `{:012X}` without the formatter, which
+/// cost more than the rest of the key's encoding (this runs for every send).
+fn push_hex12(v: u64, out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    for shift in (0..12).rev() {
+        out.push(char::from(DIGITS[((v >> (4 * shift)) & 0xF) as usize]));
+    }
+}
+
+/// `v` in decimal, as `{}` writes it, without the formatter (queue id and born timestamp of
+/// every send).
+fn push_decimal(v: i64, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
 }
 
 /// A UNIQ_KEY written by [`SendBuilder`]: its 20-digit prefix and the send's sequence number.
@@ -516,5 +546,27 @@ mod tests {
             assert_eq!(keys.seq_of(&other.uniq_key(5)), None);
         }
         assert_eq!(keys.seq_of("short"), None);
+    }
+
+    #[test]
+    fn digit_writers_match_the_formatter() {
+        for v in [
+            0u64,
+            9,
+            0xA,
+            0xFFFF_FFFF_FFFF,
+            0x1_0000_0000_0001,
+            u64::MAX,
+            40_000_000,
+        ] {
+            let mut got = String::from("x");
+            push_hex12(v, &mut got);
+            assert_eq!(got, format!("x{:012X}", v & 0xFFFF_FFFF_FFFF));
+        }
+        for v in [0i64, 7, -7, 10, 1_700_000_000_000, i64::MAX, i64::MIN, -1] {
+            let mut got = String::from("x");
+            push_decimal(v, &mut got);
+            assert_eq!(got, format!("x{v}"));
+        }
     }
 }

@@ -202,18 +202,24 @@ impl Pacer {
                     self.common
                         .current_segment
                         .store(segment, Ordering::Relaxed);
-                    while self.common.outstanding.load(Ordering::Acquire) < concurrency {
+                    // Every free slot is filled now, with one clock reading and one recorder
+                    // lock for all of them: per send, both were a visible share of the cost.
+                    // The slots are counted as taken before `flush_conns` writes (and hands
+                    // over) the sends, so no answer can release a slot not yet counted.
+                    let room =
+                        concurrency.saturating_sub(self.common.outstanding.load(Ordering::Acquire));
+                    let t = Instant::now();
+                    let mut filled = 0;
+                    while filled < room {
                         if !self.key_free(seq) {
                             break;
                         }
                         let (pick, queue) = self.pick_first(seq);
                         match pick {
                             Pick::Conn(c) => {
-                                self.rec.lock().scheduled(segment);
-                                self.common.outstanding.fetch_add(1, Ordering::AcqRel);
-                                let t = Instant::now();
                                 self.write(c, Attempt::first(seq, t, segment), t, queue);
                                 seq += 1;
+                                filled += 1;
                             }
                             Pick::Full => break,
                             Pick::Down => {
@@ -232,6 +238,10 @@ impl Pacer {
                                 break;
                             }
                         }
+                    }
+                    if filled > 0 {
+                        self.rec.lock().scheduled_n(segment, filled as u64);
+                        self.common.outstanding.fetch_add(filled, Ordering::AcqRel);
                     }
                     self.flush_conns();
                 }
@@ -418,7 +428,10 @@ impl Pacer {
                 }
             }
             any_up = true;
-            if self.common.oneway || self.conns[i].shared.len.load(Ordering::Acquire) < max {
+            // Sends encoded but not yet handed over count against the window too.
+            let in_flight =
+                self.conns[i].shared.len.load(Ordering::Acquire) + self.conns[i].pending.len();
+            if self.common.oneway || in_flight < max {
                 self.rr = i + 1;
                 return Pick::Conn(i);
             }
@@ -449,38 +462,22 @@ impl Pacer {
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
-        let encoded = self
-            .builder
+        self.builder
             .encode_into_queue(seq, queue, opaque, &mut conn.out);
         if !self.common.oneway {
-            let e = InFlight {
-                seq,
-                intended,
-                written: now,
-                first_written: first_written.unwrap_or(now),
-                segment,
-                attempt: number,
-                broker: conn.broker,
-            };
-            conn.shared.len.fetch_add(1, Ordering::AcqRel);
-            let handed = match conn.tx.as_ref() {
-                Some(tx) => tx.send((opaque, e)).map_err(|err| err.0 .1),
-                None => Err(e),
-            };
-            if let Err(e) = handed {
-                // The reader is gone: this send cannot be answered.
-                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
-                self.common.finish(
-                    &mut self.rec.lock(),
-                    e,
-                    Outcome::ConnectionError,
-                    None,
-                    Instant::now(),
-                    false,
-                );
-                conn.out.truncate(conn.out.len() - encoded);
-                return;
-            }
+            // Handed to the reader in `flush_conns`, before the bytes are written.
+            conn.pending.push((
+                opaque,
+                InFlight {
+                    seq,
+                    intended,
+                    written: now,
+                    first_written: first_written.unwrap_or(now),
+                    segment,
+                    attempt: number,
+                    broker: conn.broker,
+                },
+            ));
         }
         conn.batch.push((opaque, segment, intended));
     }
@@ -489,6 +486,19 @@ impl Pacer {
     fn flush_conns(&mut self) {
         for conn in &mut self.conns {
             if conn.batch.is_empty() {
+                continue;
+            }
+            if let Err(lost) = conn.hand_over() {
+                // The reader is gone: these sends cannot be answered, so they are not written.
+                let now = Instant::now();
+                let mut rec = self.rec.lock();
+                for (_, e) in lost {
+                    self.common
+                        .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+                }
+                drop(rec);
+                conn.out.clear();
+                conn.batch.clear();
                 continue;
             }
             let written = Instant::now();
@@ -573,10 +583,25 @@ impl Pacer {
             if let Some(s) = c.stream.take() {
                 let _ = s.shutdown(Shutdown::Both);
             }
+            // Encoded but never handed over (nothing calls close between a write and its
+            // flush, but every send must still end once).
+            let unsent = std::mem::take(&mut c.pending);
+            if !unsent.is_empty() {
+                let mut rec = self.rec.lock();
+                for (_, e) in unsent {
+                    self.common.end_send(
+                        &mut rec,
+                        e.segment,
+                        Outcome::Timeout,
+                        Some(us(now - e.intended)),
+                        None,
+                    );
+                }
+            }
             if let Some(r) = c.reader.take() {
                 if let Ok((rx, map)) = r.join() {
                     let mut rec = c.recorder.lock();
-                    for (_, e) in map.into_iter().chain(rx.try_iter()) {
+                    for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
                         c.shared.len.fetch_sub(1, Ordering::AcqRel);
                         self.common.end_send(
                             &mut rec,
