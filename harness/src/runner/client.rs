@@ -12,6 +12,7 @@ use remoting::headers::{
     CreateTopicRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
 };
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
+use remoting::template::json_escaped;
 use remoting::{
     decode_frame, FrameTemplate, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN,
 };
@@ -59,9 +60,21 @@ pub struct SendBuilder {
     /// For JSON single-message sends: the template encoded once, with holes for the opaque,
     /// queue id, born timestamp and properties (`remoting::FrameTemplate`).
     frame: Option<FrameTemplate>,
-    /// Reused per send, so the fast path allocates nothing.
+    /// Reused per send, so the fast path allocates nothing: queue id, born timestamp and
+    /// properties, the last two JSON-escaped when the template takes escaped values.
     scratch: [String; 3],
+    /// The born timestamp whose digits `scratch[1]` holds: it changes once a millisecond.
+    born_digits: Option<i64>,
+    /// The properties value around the 12 sequence digits of its UNIQ_KEY, JSON-escaped once
+    /// (escaping it per send was the largest single cost of encoding).
+    props_head: String,
+    props_tail: String,
 }
+
+/// The properties string of §3.4 (name 0x01 value 0x02, for every pair) up to the UNIQ_KEY.
+const PROPS_HEAD: &str = "WAIT\u{1}true\u{2}UNIQ_KEY\u{1}";
+/// What follows the UNIQ_KEY.
+const PROPS_TAIL: &str = "\u{2}";
 
 /// The UNIQ_KEYs of one load: `prefix` (IP, pid, a per-load "classloader hash", 20 hex
 /// digits, §3.4), then 12 hex digits. Java puts the time since the start of the month and a
@@ -130,6 +143,9 @@ impl SendBuilder {
             template: None,
             frame: None,
             scratch: Default::default(),
+            born_digits: None,
+            props_head: String::new(),
+            props_tail: String::new(),
         }
     }
 
@@ -201,25 +217,35 @@ impl SendBuilder {
             };
             if self.serialize == SerializeType::Json && !batch {
                 self.frame = FrameTemplate::new(&template, &slots).ok();
+                self.props_head = json_escaped(&format!("{PROPS_HEAD}{}", self.keys.prefix));
+                self.props_tail = json_escaped(PROPS_TAIL);
             }
             self.template = Some(template);
         }
-        if self.frame.is_some() {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            for s in &mut scratch {
-                s.clear();
-            }
-            let [q, b, props] = &mut scratch;
+        if let Some(frame) = &self.frame {
+            let [q, b, props] = &mut self.scratch;
+            q.clear();
             push_decimal(i64::from(queue_id), q);
-            push_decimal(born, b);
-            // The properties string of §3.4: name 0x01 value 0x02, for every pair.
-            props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
-            self.keys.write(seq, props);
-            props.push('\u{2}');
-            if let Some(frame) = &self.frame {
-                frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            if self.born_digits != Some(born) {
+                b.clear();
+                push_decimal(born, b);
+                self.born_digits = Some(born);
             }
-            self.scratch = scratch;
+            props.clear();
+            if frame.signs() {
+                // The signature is computed over the raw values.
+                props.push_str(PROPS_HEAD);
+                self.keys.write(seq, props);
+                props.push_str(PROPS_TAIL);
+                frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            } else {
+                // Digits need no escaping; the properties are escaped but for the key's digits.
+                props.push_str(&self.props_head);
+                push_hex12(seq, props);
+                props.push_str(&self.props_tail);
+                let _ =
+                    frame.encode_escaped(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            }
             return dst.len() - start;
         }
         let (kq, kg, ki) = match (self.code, batch) {
@@ -256,11 +282,10 @@ impl SendBuilder {
         set(&mut cmd.ext_fields, kq, format_args!("{queue_id}"));
         set(&mut cmd.ext_fields, kg, format_args!("{born}"));
         if let Some(u) = uniq {
-            // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             set(
                 &mut cmd.ext_fields,
                 ki,
-                format_args!("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}{u}\u{2}"),
+                format_args!("{PROPS_HEAD}{u}{PROPS_TAIL}"),
             );
         }
         if let Some(b) = body {
@@ -354,7 +379,7 @@ fn push_decimal(v: i64, out: &mut String) {
     if v < 0 {
         out.push('-');
     }
-    out.extend(digits[i..].iter().map(|&d| char::from(d)));
+    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 /// A UNIQ_KEY written by [`SendBuilder`]: its 20-digit prefix and the send's sequence number.
