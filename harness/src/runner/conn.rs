@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
 use crate::recorder::{classify, Outcome, Recorder};
-use crate::runner::common::{Common, InFlight};
+use crate::runner::common::{us, Common, InFlight};
 
 /// How often readers look for timed-out sends.
 const SWEEP: Duration = Duration::from_millis(5);
@@ -131,6 +131,68 @@ impl Conn {
             self.shared.len.fetch_sub(n, Ordering::AcqRel);
         }
         sent
+    }
+}
+
+/// Writes every connection's pending sends (the pacer's), handing their in-flight entries to
+/// the readers first; lag is measured at the `write` call.
+pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Recorder>) {
+    for conn in conns.iter_mut() {
+        if conn.batch.is_empty() {
+            continue;
+        }
+        if let Err(lost) = conn.hand_over() {
+            // The reader is gone: these sends cannot be answered, so they are not written.
+            let now = Instant::now();
+            let mut rec = rec_of_pacer.lock();
+            for (_, e) in lost {
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+            }
+            drop(rec);
+            conn.out.clear();
+            conn.batch.clear();
+            continue;
+        }
+        let written = Instant::now();
+        let result = match conn.stream.as_mut() {
+            Some(s) => s.write_all(&conn.out),
+            None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
+        };
+        conn.out.clear();
+        let batch = std::mem::take(&mut conn.batch);
+        match result {
+            Ok(()) => {
+                let mut rec = rec_of_pacer.lock();
+                for (_, segment, intended) in batch {
+                    let lag = us(written.saturating_duration_since(intended));
+                    rec.written(segment, lag);
+                    if common.oneway {
+                        common.end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
+                    }
+                }
+            }
+            Err(_) => {
+                conn.shared.broken.store(true, Ordering::Release);
+                if let Some(s) = conn.stream.as_ref() {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                // Answered sends were handed to the reader, which fails them when it sees
+                // the shut-down socket; oneway sends are ended here.
+                if common.oneway {
+                    let now = Instant::now();
+                    let mut rec = rec_of_pacer.lock();
+                    for (_, segment, intended) in batch {
+                        common.end_send(
+                            &mut rec,
+                            segment,
+                            Outcome::ConnectionError,
+                            Some(us(now - intended)),
+                            None,
+                        );
+                    }
+                }
+            }
+        }
     }
 }
 

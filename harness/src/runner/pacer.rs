@@ -2,7 +2,6 @@
 //! slot frees (closed loop), keeps the backlog of due sends, and writes retries.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -18,7 +17,7 @@ use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight};
-use crate::runner::conn::{connect, Conn, RECONNECT_EVERY};
+use crate::runner::conn::{connect, flush_conns, Conn, RECONNECT_EVERY};
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_until};
@@ -484,65 +483,7 @@ impl Pacer {
 
     /// Writes every connection's pending sends; lag is measured at the `write` call.
     fn flush_conns(&mut self) {
-        for conn in &mut self.conns {
-            if conn.batch.is_empty() {
-                continue;
-            }
-            if let Err(lost) = conn.hand_over() {
-                // The reader is gone: these sends cannot be answered, so they are not written.
-                let now = Instant::now();
-                let mut rec = self.rec.lock();
-                for (_, e) in lost {
-                    self.common
-                        .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
-                }
-                drop(rec);
-                conn.out.clear();
-                conn.batch.clear();
-                continue;
-            }
-            let written = Instant::now();
-            let result = match conn.stream.as_mut() {
-                Some(s) => s.write_all(&conn.out),
-                None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
-            };
-            conn.out.clear();
-            let batch = std::mem::take(&mut conn.batch);
-            match result {
-                Ok(()) => {
-                    let mut rec = self.rec.lock();
-                    for (_, segment, intended) in batch {
-                        let lag = us(written.saturating_duration_since(intended));
-                        rec.written(segment, lag);
-                        if self.common.oneway {
-                            self.common
-                                .end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
-                        }
-                    }
-                }
-                Err(_) => {
-                    conn.shared.broken.store(true, Ordering::Release);
-                    if let Some(s) = conn.stream.as_ref() {
-                        let _ = s.shutdown(Shutdown::Both);
-                    }
-                    // Answered sends were handed to the reader, which fails them when it sees
-                    // the shut-down socket; oneway sends are ended here.
-                    if self.common.oneway {
-                        let now = Instant::now();
-                        let mut rec = self.rec.lock();
-                        for (_, segment, intended) in batch {
-                            self.common.end_send(
-                                &mut rec,
-                                segment,
-                                Outcome::ConnectionError,
-                                Some(us(now - intended)),
-                                None,
-                            );
-                        }
-                    }
-                }
-            }
-        }
+        flush_conns(&mut self.conns, &self.common, &self.rec);
     }
 
     /// After the schedule: wait for answers (and retries) up to the send timeout.
