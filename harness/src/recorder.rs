@@ -473,6 +473,11 @@ impl Recorder {
         self.seg(seg).sent += 1;
     }
 
+    /// `n` sends scheduled at once (the closed loop fills every free slot in one go).
+    pub fn scheduled_n(&mut self, seg: usize, n: u64) {
+        self.seg(seg).sent += n;
+    }
+
     /// An attempt was written `lag_us` after its intended time.
     pub fn written(&mut self, seg: usize, lag_us: u64) {
         let s = self.seg(seg);

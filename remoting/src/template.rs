@@ -153,6 +153,32 @@ impl FrameTemplate {
         })
     }
 
+    /// Whether the frame carries a signature, computed from the raw values: such a template
+    /// takes raw values only ([`FrameTemplate::encode`]).
+    pub fn signs(&self) -> bool {
+        self.signing.is_some()
+    }
+
+    /// [`FrameTemplate::encode`] with every value given already JSON-escaped, without its
+    /// quotes (as [`json_escaped`] writes it). A sender whose values are mostly constant
+    /// escapes the constant part once instead of per frame. `None` from a signing template,
+    /// which needs the raw values.
+    ///
+    /// # Panics
+    /// If `escaped` does not hold exactly one value per slot: a programming error.
+    pub fn encode_escaped(&self, opaque: i32, escaped: &[&str], dst: &mut BytesMut) -> Option<()> {
+        assert_eq!(escaped.len(), self.slots, "one value per slot");
+        if self.signing.is_some() {
+            return None;
+        }
+        self.emit(opaque, dst, |i, dst| {
+            dst.put_u8(b'"');
+            dst.put_slice(escaped[i].as_bytes());
+            dst.put_u8(b'"');
+        });
+        Some(())
+    }
+
     /// Appends the frame with `opaque` and `values` (one per slot, in slot order) to `dst`.
     ///
     /// # Panics
@@ -170,6 +196,20 @@ impl FrameTemplate {
             signer.update(&self.body);
             signer.finish()
         });
+        self.emit(opaque, dst, |i, dst| {
+            // The slot after the caller's is the signature's.
+            let value = values
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| signature.as_deref().unwrap_or_default());
+            // Writing into a BytesMut cannot fail; the escaping is serde_json's, as in the full
+            // encoder.
+            let _ = serde_json::to_writer((&mut *dst).writer(), value);
+        });
+    }
+
+    /// The frame, with `slot(i, dst)` writing slot `i` as a quoted JSON string.
+    fn emit(&self, opaque: i32, dst: &mut BytesMut, mut slot: impl FnMut(usize, &mut BytesMut)) {
         let start = dst.len();
         dst.put_u32(0);
         dst.put_u32(0);
@@ -178,16 +218,7 @@ impl FrameTemplate {
             match *part {
                 Part::Literal(a, b) => dst.put_slice(&self.bytes[a..b]),
                 Part::Opaque => dst.put_slice(itoa(opaque, &mut [0u8; 11])),
-                Part::Slot(i) => {
-                    // The slot after the caller's is the signature's.
-                    let value = values
-                        .get(i)
-                        .copied()
-                        .unwrap_or_else(|| signature.as_deref().unwrap_or_default());
-                    // Writing into a BytesMut cannot fail; the escaping is serde_json's, as in
-                    // the full encoder.
-                    let _ = serde_json::to_writer((&mut *dst).writer(), value);
-                }
+                Part::Slot(i) => slot(i, dst),
             }
         }
         let header_len = dst.len() - header_start;
@@ -198,6 +229,17 @@ impl FrameTemplate {
             ((SerializeType::Json.as_byte() as u32) << 24) | (header_len as u32 & 0x00FF_FFFF);
         dst[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
     }
+}
+
+/// `raw` as the JSON encoder escapes it inside a string, without the quotes: what
+/// [`FrameTemplate::encode_escaped`] takes.
+pub fn json_escaped(raw: &str) -> String {
+    let quoted = serde_json::to_string(raw).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -133,6 +133,12 @@ proptest! {
         for (k, v) in slots.iter().zip(&vals) { want_cmd.ext_fields.insert((*k).to_string(), (*v).to_string()); }
         let mut want = BytesMut::new();
         want_cmd.encode(&mut want);
-        prop_assert_eq!(got, want);
+        prop_assert_eq!(&got, &want);
+        // The same values escaped once by the caller give the same bytes.
+        let escaped: Vec<String> = vals.iter().map(|v| remoting::template::json_escaped(v)).collect();
+        let escaped: Vec<&str> = escaped.iter().map(String::as_str).collect();
+        let mut pre = BytesMut::new();
+        prop_assert_eq!(t.encode_escaped(opaque, &escaped, &mut pre), Some(()));
+        prop_assert_eq!(pre, want);
     }
 }

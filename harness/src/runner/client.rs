@@ -12,6 +12,7 @@ use remoting::headers::{
     CreateTopicRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
 };
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
+use remoting::template::json_escaped;
 use remoting::{
     decode_frame, FrameTemplate, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN,
 };
@@ -59,9 +60,21 @@ pub struct SendBuilder {
     /// For JSON single-message sends: the template encoded once, with holes for the opaque,
     /// queue id, born timestamp and properties (`remoting::FrameTemplate`).
     frame: Option<FrameTemplate>,
-    /// Reused per send, so the fast path allocates nothing.
+    /// Reused per send, so the fast path allocates nothing: queue id, born timestamp and
+    /// properties, the last two JSON-escaped when the template takes escaped values.
     scratch: [String; 3],
+    /// The born timestamp whose digits `scratch[1]` holds: it changes once a millisecond.
+    born_digits: Option<i64>,
+    /// The properties value around the 12 sequence digits of its UNIQ_KEY, JSON-escaped once
+    /// (escaping it per send was the largest single cost of encoding).
+    props_head: String,
+    props_tail: String,
 }
+
+/// The properties string of §3.4 (name 0x01 value 0x02, for every pair) up to the UNIQ_KEY.
+const PROPS_HEAD: &str = "WAIT\u{1}true\u{2}UNIQ_KEY\u{1}";
+/// What follows the UNIQ_KEY.
+const PROPS_TAIL: &str = "\u{2}";
 
 /// The UNIQ_KEYs of one load: `prefix` (IP, pid, a per-load "classloader hash", 20 hex
 /// digits, §3.4), then 12 hex digits. Java puts the time since the start of the month and a
@@ -76,7 +89,8 @@ pub struct KeySpace {
 
 impl KeySpace {
     fn write(&self, seq: u64, out: &mut String) {
-        let _ = write!(out, "{}{:012X}", self.prefix, seq & 0xFFFF_FFFF_FFFF);
+        out.push_str(&self.prefix);
+        push_hex12(seq, out);
     }
 
     /// The 20-hex-digit prefix of every key of the load.
@@ -129,6 +143,9 @@ impl SendBuilder {
             template: None,
             frame: None,
             scratch: Default::default(),
+            born_digits: None,
+            props_head: String::new(),
+            props_tail: String::new(),
         }
     }
 
@@ -200,25 +217,35 @@ impl SendBuilder {
             };
             if self.serialize == SerializeType::Json && !batch {
                 self.frame = FrameTemplate::new(&template, &slots).ok();
+                self.props_head = json_escaped(&format!("{PROPS_HEAD}{}", self.keys.prefix));
+                self.props_tail = json_escaped(PROPS_TAIL);
             }
             self.template = Some(template);
         }
-        if self.frame.is_some() {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            for s in &mut scratch {
-                s.clear();
+        if let Some(frame) = &self.frame {
+            let [q, b, props] = &mut self.scratch;
+            q.clear();
+            push_decimal(i64::from(queue_id), q);
+            if self.born_digits != Some(born) {
+                b.clear();
+                push_decimal(born, b);
+                self.born_digits = Some(born);
             }
-            let [q, b, props] = &mut scratch;
-            let _ = write!(q, "{queue_id}");
-            let _ = write!(b, "{born}");
-            // The properties string of §3.4: name 0x01 value 0x02, for every pair.
-            props.push_str("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}");
-            self.keys.write(seq, props);
-            props.push('\u{2}');
-            if let Some(frame) = &self.frame {
+            props.clear();
+            if frame.signs() {
+                // The signature is computed over the raw values.
+                props.push_str(PROPS_HEAD);
+                self.keys.write(seq, props);
+                props.push_str(PROPS_TAIL);
                 frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            } else {
+                // Digits need no escaping; the properties are escaped but for the key's digits.
+                props.push_str(&self.props_head);
+                push_hex12(seq, props);
+                props.push_str(&self.props_tail);
+                let _ =
+                    frame.encode_escaped(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
             }
-            self.scratch = scratch;
             return dst.len() - start;
         }
         let (kq, kg, ki) = match (self.code, batch) {
@@ -255,11 +282,10 @@ impl SendBuilder {
         set(&mut cmd.ext_fields, kq, format_args!("{queue_id}"));
         set(&mut cmd.ext_fields, kg, format_args!("{born}"));
         if let Some(u) = uniq {
-            // The properties string of §3.4: name 0x01 value 0x02, for every pair.
             set(
                 &mut cmd.ext_fields,
                 ki,
-                format_args!("WAIT\u{1}true\u{2}UNIQ_KEY\u{1}{u}\u{2}"),
+                format_args!("{PROPS_HEAD}{u}{PROPS_TAIL}"),
             );
         }
         if let Some(b) = body {
@@ -325,6 +351,35 @@ impl SendBuilder {
         }
         cmd
     }
+}
+
+/// The low 48 bits of `v` as 12 upper-case hex digits: `{:012X}` without the formatter, which
+/// cost more than the rest of the key's encoding (this runs for every send).
+fn push_hex12(v: u64, out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    for shift in (0..12).rev() {
+        out.push(char::from(DIGITS[((v >> (4 * shift)) & 0xF) as usize]));
+    }
+}
+
+/// `v` in decimal, as `{}` writes it, without the formatter (queue id and born timestamp of
+/// every send).
+fn push_decimal(v: i64, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 /// A UNIQ_KEY written by [`SendBuilder`]: its 20-digit prefix and the send's sequence number.
@@ -516,5 +571,27 @@ mod tests {
             assert_eq!(keys.seq_of(&other.uniq_key(5)), None);
         }
         assert_eq!(keys.seq_of("short"), None);
+    }
+
+    #[test]
+    fn digit_writers_match_the_formatter() {
+        for v in [
+            0u64,
+            9,
+            0xA,
+            0xFFFF_FFFF_FFFF,
+            0x1_0000_0000_0001,
+            u64::MAX,
+            40_000_000,
+        ] {
+            let mut got = String::from("x");
+            push_hex12(v, &mut got);
+            assert_eq!(got, format!("x{:012X}", v & 0xFFFF_FFFF_FFFF));
+        }
+        for v in [0i64, 7, -7, 10, 1_700_000_000_000, i64::MAX, i64::MIN, -1] {
+            let mut got = String::from("x");
+            push_decimal(v, &mut got);
+            assert_eq!(got, format!("x{v}"));
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! matches responses by opaque and ends timed-out or lost sends.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use parking_lot::Mutex;
 use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
 use crate::recorder::{classify, Outcome, Recorder};
-use crate::runner::common::{Common, InFlight};
+use crate::runner::common::{us, Common, InFlight};
 
 /// How often readers look for timed-out sends.
 const SWEEP: Duration = Duration::from_millis(5);
@@ -24,7 +25,8 @@ pub const RECONNECT_EVERY: Duration = Duration::from_millis(100);
 
 /// A connection slot's state shared between the pacer and its reader. The in-flight map
 /// itself is owned by the reader: the pacer hands entries over a channel, so it never waits on a
-/// lock held by a reader that the scheduler has preempted.
+/// lock held by a reader that the scheduler has preempted. It hands them a write's worth at a
+/// time ([`Handoffs`]): one channel operation per `write`, not one per send.
 #[derive(Default)]
 pub struct Shared {
     pub len: AtomicUsize,
@@ -33,8 +35,36 @@ pub struct Shared {
 
 pub type Handoff = (i32, InFlight);
 
+/// The in-flight entries of one `write`, handed to the reader before the bytes go out.
+pub type Handoffs = Vec<Handoff>;
+
+/// In-flight attempts by opaque. Opaques are consecutive integers the pacer assigns, so SipHash's
+/// protection against chosen keys buys nothing; a multiplicative hash spreads them over every
+/// bit the table looks at, at a few instructions per insert and remove.
+pub type InFlightMap = HashMap<i32, InFlight, BuildHasherDefault<OpaqueHasher>>;
+
+/// Fibonacci hashing of an opaque (see [`InFlightMap`]).
+#[derive(Default)]
+pub struct OpaqueHasher(u64);
+
+impl Hasher for OpaqueHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i32(&mut self, v: i32) {
+        self.0 = u64::from(v as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// What a reader leaves behind: entries nobody answered yet.
-pub type Leftover = (Receiver<Handoff>, HashMap<i32, InFlight>);
+pub type Leftover = (Receiver<Handoffs>, InFlightMap);
 
 /// One connection slot of the pacer; the socket is reopened after a failure.
 pub struct Conn {
@@ -43,8 +73,13 @@ pub struct Conn {
     pub broker: Option<usize>,
     pub shared: Arc<Shared>,
     pub stream: Option<TcpStream>,
-    /// Hands in-flight entries to this connection's reader.
-    pub tx: Option<std::sync::mpsc::Sender<Handoff>>,
+    /// Hands in-flight entries to this connection's reader, a write's worth at a time.
+    pub tx: Option<Sender<Handoffs>>,
+    /// Emptied hand-off vectors coming back from the reader, so that handing over allocates
+    /// nothing once a few are in circulation.
+    pub spare: Option<Receiver<Handoffs>>,
+    /// The entries of the sends in `out`, handed over by [`Conn::hand_over`].
+    pub pending: Handoffs,
     pub reader: Option<JoinHandle<Leftover>>,
     pub last_attempt: Option<Instant>,
     pub opaque: i32,
@@ -63,12 +98,100 @@ impl Conn {
             shared: Arc::new(Shared::default()),
             stream: None,
             tx: None,
+            spare: None,
+            pending: Vec::new(),
             reader: None,
             last_attempt: None,
             opaque: 0,
             recorder,
             out: BytesMut::new(),
             batch: Vec::new(),
+        }
+    }
+
+    /// Sends the pending entries to the reader, which must know them before their answers can
+    /// arrive, and counts them in flight. `Err` gives them back when the reader is gone.
+    pub fn hand_over(&mut self) -> Result<(), Handoffs> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let fresh = self
+            .spare
+            .as_ref()
+            .and_then(|r| r.try_recv().ok())
+            .unwrap_or_default();
+        let entries = std::mem::replace(&mut self.pending, fresh);
+        let n = entries.len();
+        self.shared.len.fetch_add(n, Ordering::AcqRel);
+        let sent = match self.tx.as_ref() {
+            Some(tx) => tx.send(entries).map_err(|e| e.0),
+            None => Err(entries),
+        };
+        if sent.is_err() {
+            self.shared.len.fetch_sub(n, Ordering::AcqRel);
+        }
+        sent
+    }
+}
+
+/// Writes every connection's pending sends (the pacer's), handing their in-flight entries to
+/// the readers first; lag is measured at the `write` call.
+pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Recorder>) {
+    for conn in conns.iter_mut() {
+        if conn.batch.is_empty() {
+            continue;
+        }
+        if let Err(lost) = conn.hand_over() {
+            // The reader is gone: these sends cannot be answered, so they are not written.
+            let now = Instant::now();
+            let mut rec = rec_of_pacer.lock();
+            for (_, e) in lost {
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+            }
+            drop(rec);
+            conn.out.clear();
+            conn.batch.clear();
+            continue;
+        }
+        let written = Instant::now();
+        let result = match conn.stream.as_mut() {
+            Some(s) => s.write_all(&conn.out),
+            None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
+        };
+        conn.out.clear();
+        let batch = std::mem::take(&mut conn.batch);
+        match result {
+            Ok(()) => {
+                let mut rec = rec_of_pacer.lock();
+                for (_, segment, intended) in batch {
+                    let lag = us(written.saturating_duration_since(intended));
+                    rec.written(segment, lag);
+                    if common.oneway {
+                        common.end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
+                    }
+                }
+            }
+            Err(_) => {
+                conn.shared.broken.store(true, Ordering::Release);
+                if let Some(s) = conn.stream.as_ref() {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                // Answered sends were handed to the reader, which fails them when it sees
+                // the shut-down socket; oneway sends are ended here.
+                if common.oneway {
+                    let now = Instant::now();
+                    let mut rec = rec_of_pacer.lock();
+                    for (_, segment, intended) in batch {
+                        common.end_send(
+                            &mut rec,
+                            segment,
+                            Outcome::ConnectionError,
+                            Some(us(now - intended)),
+                            None,
+                        );
+                    }
+                }
+            }
         }
     }
 }
@@ -79,11 +202,12 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     // Sends handed to the old reader after it failed the socket: end them here so every
     // scheduled send keeps exactly one outcome.
     c.tx = None;
+    c.spare = None;
     if let Some(old) = c.reader.take() {
         if let Ok((rx, map)) = old.join() {
             let now = Instant::now();
             let mut rec = c.recorder.lock();
-            for (_, e) in map.into_iter().chain(rx.try_iter()) {
+            for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
                 common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
             }
@@ -97,19 +221,23 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     let read_half = stream.try_clone()?;
     c.out.clear();
     c.batch.clear();
+    c.pending.clear();
     c.shared = Arc::new(Shared::default());
     let (tx, rx) = std::sync::mpsc::channel();
+    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
     let ctx = ReaderCtx {
         shared: c.shared.clone(),
         recorder: c.recorder.clone(),
         common: common.clone(),
         rx,
-        map: HashMap::new(),
+        spare: spare_tx,
+        map: InFlightMap::default(),
     };
     let reader = thread::Builder::new()
         .name(format!("harness-reader-{index}"))
         .spawn(move || reader_loop(read_half, ctx))?;
     c.tx = Some(tx);
+    c.spare = Some(spare_rx);
     c.reader = Some(reader);
     c.stream = Some(stream);
     Ok(())
@@ -120,14 +248,20 @@ struct ReaderCtx {
     recorder: Arc<Mutex<Recorder>>,
     common: Arc<Common>,
     /// Entries handed over by the pacer, moved into `map` before responses are matched.
-    rx: Receiver<Handoff>,
-    map: HashMap<i32, InFlight>,
+    rx: Receiver<Handoffs>,
+    /// Gives the emptied vectors back to the pacer.
+    spare: Sender<Handoffs>,
+    map: InFlightMap,
 }
 
 impl ReaderCtx {
     fn take_handoffs(&mut self) {
-        for (k, e) in self.rx.try_iter() {
-            self.map.insert(k, e);
+        while let Ok(mut entries) = self.rx.try_recv() {
+            self.map.extend(entries.drain(..));
+            // The pacer takes one back per write and makes a new one only when none came back,
+            // so no more circulate than were ever in flight at once. Once the pacer is gone the
+            // vector is simply dropped.
+            let _ = self.spare.send(entries);
         }
     }
 }
@@ -242,12 +376,13 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
     let now = Instant::now();
     ctx.take_handoffs();
     let mut rec = ctx.recorder.lock();
+    let mut matched = 0;
     for a in answers.drain(..) {
         let remark = a.remark.as_deref();
         let outcome = classify(a.code, remark);
         match ctx.map.remove(&a.opaque) {
             Some(e) => {
-                ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
+                matched += 1;
                 rec.attempt_answer(e.segment, a.code, remark);
                 if let Some(b) = e.broker {
                     rec.broker_answer(e.segment, b, outcome, now);
@@ -265,6 +400,8 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
         }
     }
     drop(rec);
+    // One atomic for the whole read: the pacer looks at it only after the wake below.
+    ctx.shared.len.fetch_sub(matched, Ordering::AcqRel);
     ctx.common.wake();
 }
 

@@ -2,7 +2,6 @@
 //! slot frees (closed loop), keeps the backlog of due sends, and writes retries.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -18,7 +17,7 @@ use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight};
-use crate::runner::conn::{connect, Conn, RECONNECT_EVERY};
+use crate::runner::conn::{connect, flush_conns, Conn, RECONNECT_EVERY};
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_until};
@@ -202,18 +201,24 @@ impl Pacer {
                     self.common
                         .current_segment
                         .store(segment, Ordering::Relaxed);
-                    while self.common.outstanding.load(Ordering::Acquire) < concurrency {
+                    // Every free slot is filled now, with one clock reading and one recorder
+                    // lock for all of them: per send, both were a visible share of the cost.
+                    // The slots are counted as taken before `flush_conns` writes (and hands
+                    // over) the sends, so no answer can release a slot not yet counted.
+                    let room =
+                        concurrency.saturating_sub(self.common.outstanding.load(Ordering::Acquire));
+                    let t = Instant::now();
+                    let mut filled = 0;
+                    while filled < room {
                         if !self.key_free(seq) {
                             break;
                         }
                         let (pick, queue) = self.pick_first(seq);
                         match pick {
                             Pick::Conn(c) => {
-                                self.rec.lock().scheduled(segment);
-                                self.common.outstanding.fetch_add(1, Ordering::AcqRel);
-                                let t = Instant::now();
                                 self.write(c, Attempt::first(seq, t, segment), t, queue);
                                 seq += 1;
+                                filled += 1;
                             }
                             Pick::Full => break,
                             Pick::Down => {
@@ -232,6 +237,10 @@ impl Pacer {
                                 break;
                             }
                         }
+                    }
+                    if filled > 0 {
+                        self.rec.lock().scheduled_n(segment, filled as u64);
+                        self.common.outstanding.fetch_add(filled, Ordering::AcqRel);
                     }
                     self.flush_conns();
                 }
@@ -418,7 +427,10 @@ impl Pacer {
                 }
             }
             any_up = true;
-            if self.common.oneway || self.conns[i].shared.len.load(Ordering::Acquire) < max {
+            // Sends encoded but not yet handed over count against the window too.
+            let in_flight =
+                self.conns[i].shared.len.load(Ordering::Acquire) + self.conns[i].pending.len();
+            if self.common.oneway || in_flight < max {
                 self.rr = i + 1;
                 return Pick::Conn(i);
             }
@@ -449,90 +461,29 @@ impl Pacer {
         let conn = &mut self.conns[c];
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
-        let encoded = self
-            .builder
+        self.builder
             .encode_into_queue(seq, queue, opaque, &mut conn.out);
         if !self.common.oneway {
-            let e = InFlight {
-                seq,
-                intended,
-                written: now,
-                first_written: first_written.unwrap_or(now),
-                segment,
-                attempt: number,
-                broker: conn.broker,
-            };
-            conn.shared.len.fetch_add(1, Ordering::AcqRel);
-            let handed = match conn.tx.as_ref() {
-                Some(tx) => tx.send((opaque, e)).map_err(|err| err.0 .1),
-                None => Err(e),
-            };
-            if let Err(e) = handed {
-                // The reader is gone: this send cannot be answered.
-                conn.shared.len.fetch_sub(1, Ordering::AcqRel);
-                self.common.finish(
-                    &mut self.rec.lock(),
-                    e,
-                    Outcome::ConnectionError,
-                    None,
-                    Instant::now(),
-                    false,
-                );
-                conn.out.truncate(conn.out.len() - encoded);
-                return;
-            }
+            // Handed to the reader in `flush_conns`, before the bytes are written.
+            conn.pending.push((
+                opaque,
+                InFlight {
+                    seq,
+                    intended,
+                    written: now,
+                    first_written: first_written.unwrap_or(now),
+                    segment,
+                    attempt: number,
+                    broker: conn.broker,
+                },
+            ));
         }
         conn.batch.push((opaque, segment, intended));
     }
 
     /// Writes every connection's pending sends; lag is measured at the `write` call.
     fn flush_conns(&mut self) {
-        for conn in &mut self.conns {
-            if conn.batch.is_empty() {
-                continue;
-            }
-            let written = Instant::now();
-            let result = match conn.stream.as_mut() {
-                Some(s) => s.write_all(&conn.out),
-                None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
-            };
-            conn.out.clear();
-            let batch = std::mem::take(&mut conn.batch);
-            match result {
-                Ok(()) => {
-                    let mut rec = self.rec.lock();
-                    for (_, segment, intended) in batch {
-                        let lag = us(written.saturating_duration_since(intended));
-                        rec.written(segment, lag);
-                        if self.common.oneway {
-                            self.common
-                                .end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
-                        }
-                    }
-                }
-                Err(_) => {
-                    conn.shared.broken.store(true, Ordering::Release);
-                    if let Some(s) = conn.stream.as_ref() {
-                        let _ = s.shutdown(Shutdown::Both);
-                    }
-                    // Answered sends were handed to the reader, which fails them when it sees
-                    // the shut-down socket; oneway sends are ended here.
-                    if self.common.oneway {
-                        let now = Instant::now();
-                        let mut rec = self.rec.lock();
-                        for (_, segment, intended) in batch {
-                            self.common.end_send(
-                                &mut rec,
-                                segment,
-                                Outcome::ConnectionError,
-                                Some(us(now - intended)),
-                                None,
-                            );
-                        }
-                    }
-                }
-            }
-        }
+        flush_conns(&mut self.conns, &self.common, &self.rec);
     }
 
     /// After the schedule: wait for answers (and retries) up to the send timeout.
@@ -573,10 +524,25 @@ impl Pacer {
             if let Some(s) = c.stream.take() {
                 let _ = s.shutdown(Shutdown::Both);
             }
+            // Encoded but never handed over (nothing calls close between a write and its
+            // flush, but every send must still end once).
+            let unsent = std::mem::take(&mut c.pending);
+            if !unsent.is_empty() {
+                let mut rec = self.rec.lock();
+                for (_, e) in unsent {
+                    self.common.end_send(
+                        &mut rec,
+                        e.segment,
+                        Outcome::Timeout,
+                        Some(us(now - e.intended)),
+                        None,
+                    );
+                }
+            }
             if let Some(r) = c.reader.take() {
                 if let Ok((rx, map)) = r.join() {
                     let mut rec = c.recorder.lock();
-                    for (_, e) in map.into_iter().chain(rx.try_iter()) {
+                    for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
                         c.shared.len.fetch_sub(1, Ordering::AcqRel);
                         self.common.end_send(
                             &mut rec,
