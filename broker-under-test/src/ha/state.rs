@@ -118,6 +118,10 @@ impl HaState {
     /// A connection was accepted; returns its id.
     pub fn open_connection(&self, peer: SocketAddr) -> u64 {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        // haSlaveRequestOffset is the latest connection's first report: none yet. Stored before
+        // the connection is listed, so that whoever sees the new connection never reads the
+        // previous one's report as this one's (a restarted slave was read as resuming at 0).
+        self.last_request_offset.store(-1, Ordering::Release);
         self.connections.lock().insert(
             id,
             Connection {
@@ -301,8 +305,10 @@ mod tests {
         assert!(s.acked_by(50, 2, false));
         assert!(!s.acked_by(51, 2, false));
         let b = s.open_connection(PEER);
+        assert_eq!(s.last_request_offset(), -1, "b has not reported yet");
         assert!(!s.acked_by(50, 3, true));
         s.report(b, 60, true);
+        assert_eq!(s.last_request_offset(), 60);
         assert!(s.acked_by(50, 3, true));
         s.close_connection(a);
         assert!(!s.acked_by(50, 3, true));
