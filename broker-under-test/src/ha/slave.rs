@@ -172,8 +172,11 @@ async fn write_report(
     state: &HaState,
     offset: i64,
 ) -> Result<(), LinkError> {
-    stream.write_all(&encode_report(offset)).await?;
+    // Set before the write, as HAClient's reportSlaveMaxOffsetPlus sets currentReportedOffset:
+    // whoever reads the report off the wire then finds it in the runtime info too (after the
+    // write, a busy machine could preempt the slave in between; ha_frames saw 0 for 64).
     state.client_reported.store(offset, Ordering::Release);
+    stream.write_all(&encode_report(offset)).await?;
     state
         .client_last_write
         .store(crate::clock::epoch_millis(), Ordering::Release);
