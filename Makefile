@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -108,6 +108,9 @@ durability: build ## kill -9 + restart per flush mode x transient store pool (pr
 	$(HARNESS) run profiles/durability.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(DURABILITY_OUT)
 	python3 scripts/fault-table.py $(DURABILITY_OUT)
 	$(HARNESS) gate --baseline $(DURABILITY_OUT) --candidate $(DURABILITY_OUT) --rules profiles/durability.toml
+
+test-busy: ## make test five times in a row in a fresh clone of HEAD while a parallel cargo build loads the machine (not in CI; ~1 h on 2 cores); RUNS=
+	bash scripts/test-busy.sh
 
 processing-bench: build ## The consumers' processing-time model: 1, 4 and 20 consume threads at 100us, 1ms, 10ms, 100ms, 1s against N/T (~2 min)
 	for n in 1 4 20; do $(HARNESS) processing-bench --threads $$n --duration 5s || exit 1; done
