@@ -40,10 +40,68 @@ fn peek_rocketmq(h: &[u8]) -> Option<HeaderPeek> {
     })
 }
 
+/// The layout every Java broker writes (fastjson sorts the keys: `code`, `extFields`, `flag`,
+/// `language`, `opaque`, ...), read from both ends instead of walked: `code` is the first key, and
+/// the last `,"flag":` and `,"opaque":` are top-level keys when nothing after them nests, closes
+/// or escapes but the header's final `}`. A key inside a nested object would be followed by that
+/// object's own `}`; inside a string it cannot occur, since a string's quotes are escaped. Any
+/// other layout is `None`, and [`peek_json`] walks the header. On a send's answer this is about
+/// half the cost of the walk (a `peek_frame` loop over 20 M answers, CPU time).
+fn peek_json_sorted(h: &[u8]) -> Option<HeaderPeek> {
+    const CODE: &[u8] = b"{\"code\":";
+    if !h.starts_with(CODE) || h.last() != Some(&b'}') {
+        return None;
+    }
+    // From the end, colon by colon (a reverse substring search cost more than the walk): the
+    // first colon after `"opaque"` and the first after `"flag"`. A few keys follow them in
+    // every broker's header; a header with more is walked instead.
+    let (mut opaque_at, mut flag_at) = (None, None);
+    let mut end = h.len() - 1;
+    let first = loop {
+        let colon = memchr::memrchr(b':', &h[..end])?;
+        // A key right after a comma: `"a\"flag":` ends like `"flag":` but is another key.
+        let is = |name: &[u8]| {
+            let key = &h[..colon];
+            key.ends_with(name) && key[..key.len() - name.len()].ends_with(b",")
+        };
+        if opaque_at.is_none() && is(b"\"opaque\"") {
+            opaque_at = Some(colon);
+        } else if flag_at.is_none() && is(b"\"flag\"") {
+            flag_at = Some(colon);
+        }
+        if opaque_at.is_some() && flag_at.is_some() {
+            break colon;
+        }
+        if h.len() - colon > 256 {
+            return None;
+        }
+        end = colon;
+    };
+    let tail = &h[first..h.len() - 1];
+    if memchr::memchr3(b'{', b'}', b'\\', tail).is_some()
+        || memchr::memchr2(b'[', b']', tail).is_some()
+    {
+        return None;
+    }
+    let int_at = |colon: usize| {
+        let mut s = Scanner { b: h, i: colon + 1 };
+        let v = s.int()?;
+        matches!(s.peek_byte()?, b',' | b'}').then_some(v)
+    };
+    Some(HeaderPeek {
+        code: int_at(CODE.len() - 1)?,
+        opaque: int_at(opaque_at?)?,
+        flag: int_at(flag_at?)?,
+    })
+}
+
 /// Walks the top-level object only: nested objects (`extFields`) and strings are skipped as
 /// whole values, so an ext field named `code` is never mistaken for the command's. Missing
 /// `opaque` and `flag` are 0, as in the full decoder; a missing `code` is `None`.
 fn peek_json(h: &[u8]) -> Option<HeaderPeek> {
+    if let Some(p) = peek_json_sorted(h) {
+        return Some(p);
+    }
     let mut s = Scanner { b: h, i: 0 };
     s.expect(b'{')?;
     let (mut code, mut opaque, mut flag) = (None, 0, 0);
@@ -271,6 +329,49 @@ mod tests {
                     assert_eq!(quote_or_backslash(&s), want, "len {len} at {at}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_sorted_layout_is_read_from_its_ends_and_anything_else_is_walked() {
+        let send_ok = br#"{"code":0,"extFields":{"MSG_REGION":"DefaultRegion","msgId":"7F","queueOffset":"7"},"flag":1,"language":"JAVA","opaque":-42,"serializeTypeCurrentRPC":"JSON","version":479}"#;
+        let want = Some(HeaderPeek {
+            code: 0,
+            opaque: -42,
+            flag: 1,
+        });
+        assert_eq!(peek_json_sorted(send_ok), want);
+        // Each of these is left to the walk, which still reads it right.
+        for (h, want) in [
+            // The ext field named opaque is the last one: no top-level opaque.
+            (
+                &br#"{"code":3,"extFields":{"opaque":"9"},"flag":1}"#[..],
+                Some((3, 0, 1)),
+            ),
+            // A key that ends like flag.
+            (
+                br#"{"code":3,"flag":2,"opaque":5,"x\"flag":7}"#,
+                Some((3, 5, 2)),
+            ),
+            // Something after the last keys nests, closes or escapes.
+            (
+                br#"{"code":3,"flag":2,"opaque":5,"remark":"a \"b\""}"#,
+                Some((3, 5, 2)),
+            ),
+            (
+                br#"{"code":3,"flag":2,"opaque":5,"x":[1]}"#,
+                Some((3, 5, 2)),
+            ),
+            // Spaces, another order.
+            (
+                br#"{ "code" : 3, "flag" : 2, "opaque" : 5 }"#,
+                Some((3, 5, 2)),
+            ),
+            (br#"{"opaque":5,"flag":2,"code":3}"#, Some((3, 5, 2))),
+        ] {
+            assert_eq!(peek_json_sorted(h), None, "{}", String::from_utf8_lossy(h));
+            let got = peek_json(h).map(|p| (p.code, p.opaque, p.flag));
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(h));
         }
     }
 
