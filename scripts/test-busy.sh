@@ -18,7 +18,9 @@ cleanup() {
   [ -n "$load_pid" ] && { kill -- -"$load_pid" 2>/dev/null || kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null; }
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+# A bare trap would run cleanup and carry on with the next run.
+trap 'exit 130' INT TERM
 git clone -q "$repo" "$work/tests" && git -C "$work/tests" checkout -q "$commit"
 git clone -q "$repo" "$work/load" && git -C "$work/load" checkout -q "$commit"
 touch "$work/load-on"

@@ -294,6 +294,16 @@ fn pool_on_the_commit_thread_waits_for_the_writeback_instead() {
     assert_eq!(r.status, PutMessageStatus::PutOk);
     // Committed within ~20 ms, then forced for 1.5 s.
     wait_forcing(&store);
+    // The first message's consume-queue entry is ReputMessageService's, on its own thread: on a
+    // busy machine it can come after the second put, so it is waited for here.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.max_offset_in_queue("W", 0) < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first message was never dispatched"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let (status, _, busy) = put_while_forcing(&store);
     assert_eq!(status, PutMessageStatus::PutOk);
     assert!(!busy);
