@@ -4,9 +4,9 @@
 //! does not say what ran when the tree was dirty or the binary was built from another tree.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::fnv::Fnv1a;
 
@@ -64,7 +64,72 @@ impl Provenance {
 
 /// FNV-1a 64 of a file's bytes, in hex (`None` if it cannot be read): which build of a binary
 /// ran, compared across result folders.
+///
+/// A release binary with debug info is tens of megabytes, and hashing one cost 0.1–0.25 s of
+/// CPU at the start of every run (5% of a 5 s `make floor` run). So the hash is kept in a
+/// per-user cache under the temporary folder, keyed by the file's identity as git's index keys
+/// a file: device, inode, size, and modification and change times to the nanosecond. A rebuilt
+/// or replaced binary has a new key. Like git's "racy" entries, a file changed in the last
+/// [`CACHE_MIN_AGE`] is hashed but not cached: a second write within one timestamp tick would
+/// keep the key.
 pub fn file_hash(path: &Path) -> Option<String> {
+    file_hash_cached(path, cache_dir().as_deref(), CACHE_MIN_AGE)
+}
+
+/// Files changed more recently than this are not cached (see [`file_hash`]).
+const CACHE_MIN_AGE: Duration = Duration::from_secs(2);
+
+fn file_hash_cached(path: &Path, cache: Option<&Path>, min_age: Duration) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let key = format!(
+        "{:x}-{:x}-{:x}-{}.{}-{}.{}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    let entry = cache.map(|d| d.join(&key));
+    if let Some(hex) = entry.as_ref().and_then(|e| std::fs::read_to_string(e).ok()) {
+        if hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Some(hex);
+        }
+    }
+    let hex = hash_bytes(path)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let settled = [meta.mtime(), meta.ctime()]
+        .iter()
+        .all(|&t| now - t as f64 > min_age.as_secs_f64());
+    if let (Some(entry), true) = (entry, settled) {
+        // Written whole and renamed, so a reader never sees half an entry; a failure only
+        // costs the next run a hash.
+        let tmp = entry.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, &hex).is_ok() && std::fs::rename(&tmp, &entry).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Some(hex)
+}
+
+/// `<temp>/rocketmq-busy-bin-hashes-<uid>`, created private to this user; `None` (no caching)
+/// when it cannot be created or belongs to someone else.
+fn cache_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("rocketmq-busy-bin-hashes-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o022 == 0).then_some(dir)
+}
+
+fn hash_bytes(path: &Path) -> Option<String> {
     let mut file = std::fs::File::open(path).ok()?;
     let mut hash = Fnv1a::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -135,6 +200,10 @@ mod tests {
         assert_eq!(file_hash(&a), Some(expected));
         assert_ne!(file_hash(&a), file_hash(&b));
         assert_eq!(file_hash(&dir.path().join("missing")), None);
+        assert_eq!(
+            file_hash_cached(&a, Some(dir.path()), Duration::ZERO).as_deref(),
+            file_hash(&a).as_deref()
+        );
         assert_eq!(SourceTree::Unknown.as_json(), None);
         assert_eq!(SourceTree::Dirty.as_json(), Some("dirty"));
     }
@@ -156,5 +225,44 @@ mod tests {
         // A leap day, where hand-written civil-date code usually slips.
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(utc(leap).1, "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn a_cached_hash_is_found_by_the_files_identity_and_a_rewrite_misses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let f = dir.path().join("bin");
+        std::fs::write(&f, b"one build").unwrap();
+        let real = file_hash_cached(&f, Some(&cache), Duration::ZERO).unwrap();
+        let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+        assert_eq!(entries.len(), 1);
+        // The next run reads the entry, not the file: plant a different value to see it.
+        let entry = entries[0].as_ref().unwrap().path();
+        std::fs::write(&entry, "00000000deadbeef").unwrap();
+        assert_eq!(
+            file_hash_cached(&f, Some(&cache), Duration::ZERO).as_deref(),
+            Some("00000000deadbeef")
+        );
+        // A damaged entry is ignored.
+        std::fs::write(&entry, "not a hash").unwrap();
+        assert_eq!(
+            file_hash_cached(&f, Some(&cache), Duration::ZERO),
+            Some(real.clone())
+        );
+        // A rebuild (another size here) has another key.
+        std::fs::write(&f, b"another build").unwrap();
+        let rebuilt = file_hash_cached(&f, Some(&cache), Duration::ZERO).unwrap();
+        assert_ne!(rebuilt, real);
+        assert_eq!(
+            rebuilt,
+            format!("{:016x}", Fnv1a::new().write(b"another build").finish())
+        );
+        // A file changed within the minimum age is hashed but not cached.
+        let young = dir.path().join("young");
+        std::fs::write(&young, b"just built").unwrap();
+        let before = std::fs::read_dir(&cache).unwrap().count();
+        assert!(file_hash_cached(&young, Some(&cache), Duration::from_secs(3600)).is_some());
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), before);
     }
 }

@@ -142,7 +142,7 @@ fn send(
     let mut acked = 0;
     for seq in first..first + n {
         buf.clear();
-        builder.encode_into_queue(seq, Some(queue), 0, &mut buf);
+        builder.encode_into_queue(seq, Some(queue), 0, std::time::Instant::now(), &mut buf);
         let cmd = remoting::decode_frame(&mut buf, remoting::MAX_FRAME_LEN)
             .unwrap()
             .unwrap();

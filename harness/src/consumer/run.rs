@@ -575,9 +575,9 @@ async fn prefill_topic(
         let queues = u64::from(workload.queues.max(1));
         let slot = seq % (queues * wires.len() as u64);
         let wire = &wires[(slot / queues) as usize];
-        let opaque = wire.reserve_opaque();
+        let (opaque, queue) = (wire.reserve_opaque(), Some((slot % queues) as i32));
         buf.clear();
-        builder.encode_into_queue(seq, Some((slot % queues) as i32), opaque, &mut buf);
+        builder.encode_into_queue(seq, queue, opaque, Instant::now(), &mut buf);
         let frame = buf.split().freeze();
         let (wire, tracking, acked) = (wire.clone(), tracking.clone(), acked.clone());
         set.spawn(async move {

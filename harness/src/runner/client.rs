@@ -1,46 +1,20 @@
-//! The wire side of the client: building send requests like the Java producer does, and a
-//! small synchronous request/response helper for admin calls (topic creation, runtime info).
+//! The wire side of the client: building send requests like the Java producer does. The
+//! synchronous helper for admin calls lives in [`crate::runner::admin`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use remoting::headers::{
-    CreateTopicRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-};
+use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
 use remoting::template::json_escaped;
-use remoting::{
-    decode_frame, FrameTemplate, RemotingCommand, RequestCode, SerializeType, MAX_FRAME_LEN,
-};
+use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
 use crate::runner::shard::Shard;
 
-/// Client-side errors of the admin helper.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("connect to {addr}: {source}")]
-    Connect {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("i/o: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("no response within {0:?}")]
-    Timeout(Duration),
-    #[error("malformed frame: {0}")]
-    Decode(#[from] remoting::DecodeError),
-    #[error("connection closed by the broker")]
-    Closed,
-    #[error("broker answered code {code}: {remark}")]
-    Refused { code: i32, remark: String },
-    #[error("bad runtime-info body: {0}")]
-    Body(String),
-}
+pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
 
 /// Builds send requests. Shared by the pacer (first attempts and retries).
 #[derive(Debug, Clone)]
@@ -65,6 +39,7 @@ pub struct SendBuilder {
     scratch: [String; 3],
     /// The born timestamp whose digits `scratch[1]` holds: it changes once a millisecond.
     born_digits: Option<i64>,
+    born: BornClock,
     /// The properties value around the 12 sequence digits of its UNIQ_KEY, JSON-escaped once
     /// (escaping it per send was the largest single cost of encoding).
     props_head: String,
@@ -144,6 +119,7 @@ impl SendBuilder {
             frame: None,
             scratch: Default::default(),
             born_digits: None,
+            born: BornClock::default(),
             props_head: String::new(),
             props_tail: String::new(),
         }
@@ -193,21 +169,22 @@ impl SendBuilder {
     /// per send is what limits pacing precision. JSON single-message sends go through a
     /// [`FrameTemplate`], which copies the constant bytes and writes only those four values.
     pub fn encode_into(&mut self, seq: u64, opaque: i32, dst: &mut BytesMut) -> usize {
-        self.encode_into_queue(seq, None, opaque, dst)
+        self.encode_into_queue(seq, None, opaque, Instant::now(), dst)
     }
 
     /// [`SendBuilder::encode_into`] to queue `queue` (a cluster router's choice) instead of
-    /// `seq % queues`.
+    /// `seq % queues`, born at `now` (the caller's clock reading, one per batch of sends).
     pub fn encode_into_queue(
         &mut self,
         seq: u64,
         queue: Option<i32>,
         opaque: i32,
+        now: Instant,
         dst: &mut BytesMut,
     ) -> usize {
         let start = dst.len();
         let queue_id = queue.unwrap_or((seq % u64::from(self.queues)) as i32);
-        let born = epoch_ms();
+        let born = self.born.epoch_ms(now);
         let batch = self.batch > 1;
         if self.template.is_none() {
             let template = self.build_template();
@@ -391,164 +368,35 @@ pub fn uniq_seq(key: &str) -> Option<(&str, u64)> {
     Some((prefix, u64::from_str_radix(seq, 16).ok()?))
 }
 
-/// Wall-clock epoch milliseconds, as the Java client stamps `bornTimestamp`.
-fn epoch_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// How often [`BornClock`] reads the wall clock again: NTP may slew it against the monotonic
+/// clock by up to 0.5 ms a second, so a born timestamp is at most that far from the wall clock.
+const BORN_REANCHOR: Duration = Duration::from_secs(1);
+
+/// Wall-clock epoch milliseconds, as the Java client stamps `bornTimestamp`, from the caller's
+/// monotonic clock reading: the wall clock is read once a second and advanced by the monotonic
+/// clock in between. A `SystemTime::now()` per send, and its arithmetic, were 6% of the
+/// generator's CPU per send; the caller's reading is shared by a whole batch of sends.
+#[derive(Debug, Default, Clone, Copy)]
+struct BornClock {
+    /// A monotonic instant and the wall clock's time since the epoch at that instant.
+    anchor: Option<(Instant, Duration)>,
 }
 
-/// A blocking connection for admin calls, one request at a time.
-pub struct AdminConn {
-    stream: TcpStream,
-    buf: BytesMut,
-    opaque: i32,
-}
-
-impl AdminConn {
-    pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<AdminConn, ClientError> {
-        let stream = TcpStream::connect_timeout(&addr, timeout)
-            .map_err(|source| ClientError::Connect { addr, source })?;
-        stream.set_nodelay(true)?;
-        Ok(AdminConn {
-            stream,
-            buf: BytesMut::with_capacity(64 * 1024),
-            opaque: 1 << 30,
-        })
-    }
-
-    /// Sends `cmd` (its opaque is replaced) and waits for the response with that opaque;
-    /// other responses that arrive first are dropped.
-    pub fn call(
-        &mut self,
-        cmd: RemotingCommand,
-        timeout: Duration,
-    ) -> Result<RemotingCommand, ClientError> {
-        let opaque = self.send(cmd, timeout)?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            let resp = self.read_response(deadline, timeout)?;
-            if resp.opaque == opaque {
-                return Ok(resp);
+impl BornClock {
+    fn epoch_ms(&mut self, now: Instant) -> i64 {
+        match self.anchor {
+            Some((at, wall)) if now >= at && now - at < BORN_REANCHOR => {
+                (wall + (now - at)).as_millis() as i64
+            }
+            _ => {
+                let wall = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default();
+                self.anchor = Some((now, wall));
+                wall.as_millis() as i64
             }
         }
     }
-
-    /// Writes `cmd` with the next opaque, which it returns; answers are read with
-    /// [`AdminConn::read_response`], so several requests can be in flight.
-    pub fn send(
-        &mut self,
-        mut cmd: RemotingCommand,
-        timeout: Duration,
-    ) -> Result<i32, ClientError> {
-        self.opaque = self.opaque.wrapping_add(1);
-        cmd.opaque = self.opaque;
-        self.stream.set_write_timeout(Some(timeout))?;
-        self.stream.write_all(&cmd.to_bytes())?;
-        Ok(cmd.opaque)
-    }
-
-    /// The next response (broker-initiated requests are skipped), or `Timeout(timeout)` at
-    /// `deadline`.
-    pub fn read_response(
-        &mut self,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<RemotingCommand, ClientError> {
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            while let Some(resp) = decode_frame(&mut self.buf, MAX_FRAME_LEN)? {
-                if resp.is_response() {
-                    return Ok(resp);
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ClientError::Timeout(timeout));
-            }
-            self.stream.set_read_timeout(Some(left))?;
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return Err(ClientError::Closed),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(ClientError::Timeout(timeout))
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-
-    /// UPDATE_AND_CREATE_TOPIC with `queues` read and write queues, perm 6 (read + write).
-    pub fn create_topic(
-        &mut self,
-        topic: &str,
-        queues: u32,
-        timeout: Duration,
-    ) -> Result<(), ClientError> {
-        let header = CreateTopicRequestHeader {
-            topic: topic.to_owned(),
-            default_topic: "TBW102".into(),
-            read_queue_nums: queues as i32,
-            write_queue_nums: queues as i32,
-            perm: 6,
-            topic_filter_type: "SINGLE_TAG".into(),
-            topic_sys_flag: Some(0),
-            order: Some(false),
-        };
-        let resp = self.call(
-            RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC, 0).with_header(&header),
-            timeout,
-        )?;
-        if resp.code != 0 {
-            return Err(ClientError::Refused {
-                code: resp.code,
-                remark: resp.remark.unwrap_or_default(),
-            });
-        }
-        Ok(())
-    }
-
-    /// GET_BROKER_RUNTIME_INFO (28): the `table` of the body (§10).
-    pub fn runtime_info(
-        &mut self,
-        timeout: Duration,
-    ) -> Result<BTreeMap<String, String>, ClientError> {
-        let resp = self.call(
-            RemotingCommand::request(RequestCode::GET_BROKER_RUNTIME_INFO, 0),
-            timeout,
-        )?;
-        if resp.code != 0 {
-            return Err(ClientError::Refused {
-                code: resp.code,
-                remark: resp.remark.unwrap_or_default(),
-            });
-        }
-        parse_runtime_info(&resp.body)
-    }
-}
-
-/// Parses `{"table":{k: "v", ...}}`; non-string values are kept in their JSON form.
-pub fn parse_runtime_info(body: &[u8]) -> Result<BTreeMap<String, String>, ClientError> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ClientError::Body(e.to_string()))?;
-    let table = v
-        .get("table")
-        .and_then(|t| t.as_object())
-        .ok_or_else(|| ClientError::Body("no `table` object".into()))?;
-    Ok(table
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-            )
-        })
-        .collect())
 }
 
 #[cfg(test)]
@@ -593,5 +441,33 @@ mod tests {
             push_decimal(v, &mut got);
             assert_eq!(got, format!("x{v}"));
         }
+    }
+
+    #[test]
+    fn born_timestamps_follow_the_monotonic_clock_and_reread_the_wall_clock_each_second() {
+        let at = Instant::now();
+        let wall = Duration::from_millis(1_700_000_000_000);
+        let mut c = BornClock {
+            anchor: Some((at, wall)),
+        };
+        assert_eq!(c.epoch_ms(at), 1_700_000_000_000);
+        assert_eq!(
+            c.epoch_ms(at + Duration::from_micros(2_500)),
+            1_700_000_000_002
+        );
+        assert_eq!(
+            c.epoch_ms(at + Duration::from_millis(999)),
+            1_700_000_000_999
+        );
+        // A second after the anchor (or before it) the wall clock is read again.
+        let later = at + BORN_REANCHOR;
+        let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let got = c.epoch_ms(later);
+        let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        assert!(
+            (before.as_millis() as i64..=after.as_millis() as i64).contains(&got),
+            "{got}"
+        );
+        assert_eq!(c.anchor.map(|(t, _)| t), Some(later));
     }
 }

@@ -29,6 +29,16 @@ pub struct InFlight {
     pub broker: Option<usize>,
 }
 
+/// Who reads a connection's answers ([`crate::runner::reader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// A thread per connection (the open loop): the pacer keeps its schedule while answers are
+    /// read.
+    Thread,
+    /// The pacer itself, between refills (the closed loop).
+    Inline,
+}
+
 /// What readers share with the pacer.
 pub struct Common {
     pub policy: RetryPolicy,
@@ -54,6 +64,16 @@ pub struct Common {
 }
 
 impl Common {
+    /// Who reads answers: the pacer itself in the closed loop, where nothing is due at an
+    /// instant; a thread per connection in the open loop ([`crate::runner::reader`]).
+    pub fn reading(&self) -> Reading {
+        if self.closed_loop {
+            Reading::Inline
+        } else {
+            Reading::Thread
+        }
+    }
+
     pub fn wake(&self) {
         if let Some(t) = self.pacer.lock().as_ref() {
             t.unpark();

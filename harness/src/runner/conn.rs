@@ -1,70 +1,25 @@
-//! Connections: a blocking socket the pacer writes to, and a reader thread per connection that
-//! matches responses by opaque and ends timed-out or lost sends.
+//! Connections: a blocking socket the pacer writes to, and its reader ([`crate::runner::reader`]),
+//! which matches responses by opaque and ends timed-out or lost sends: a thread of its own in the
+//! open loop, the pacer itself in the closed loop.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
-use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
-use crate::recorder::{classify, Outcome, Recorder};
-use crate::runner::common::{us, Common, InFlight};
+use crate::recorder::{Outcome, Recorder};
+use crate::runner::common::{us, Common, Reading};
+use crate::runner::reader::{self, Handoffs, InFlightMap, Leftover, Reader, ReaderCtx, Shared};
 
-/// How often readers look for timed-out sends.
-const SWEEP: Duration = Duration::from_millis(5);
 /// Minimum time between reconnect attempts of one connection.
 pub const RECONNECT_EVERY: Duration = Duration::from_millis(100);
-
-/// A connection slot's state shared between the pacer and its reader. The in-flight map
-/// itself is owned by the reader: the pacer hands entries over a channel, so it never waits on a
-/// lock held by a reader that the scheduler has preempted. It hands them a write's worth at a
-/// time ([`Handoffs`]): one channel operation per `write`, not one per send.
-#[derive(Default)]
-pub struct Shared {
-    pub len: AtomicUsize,
-    pub broken: AtomicBool,
-}
-
-pub type Handoff = (i32, InFlight);
-
-/// The in-flight entries of one `write`, handed to the reader before the bytes go out.
-pub type Handoffs = Vec<Handoff>;
-
-/// In-flight attempts by opaque. Opaques are consecutive integers the pacer assigns, so SipHash's
-/// protection against chosen keys buys nothing; a multiplicative hash spreads them over every
-/// bit the table looks at, at a few instructions per insert and remove.
-pub type InFlightMap = HashMap<i32, InFlight, BuildHasherDefault<OpaqueHasher>>;
-
-/// Fibonacci hashing of an opaque (see [`InFlightMap`]).
-#[derive(Default)]
-pub struct OpaqueHasher(u64);
-
-impl Hasher for OpaqueHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_i32(&mut self, v: i32) {
-        self.0 = u64::from(v as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// What a reader leaves behind: entries nobody answered yet.
-pub type Leftover = (Receiver<Handoffs>, InFlightMap);
 
 /// One connection slot of the pacer; the socket is reopened after a failure.
 pub struct Conn {
@@ -80,7 +35,14 @@ pub struct Conn {
     pub spare: Option<Receiver<Handoffs>>,
     /// The entries of the sends in `out`, handed over by [`Conn::hand_over`].
     pub pending: Handoffs,
+    /// The reader thread (open loop).
     pub reader: Option<JoinHandle<Leftover>>,
+    /// The reader the pacer runs itself (closed loop).
+    pub inline: Option<Reader>,
+    /// Since when bytes in `out` have waited for a socket that takes none (closed loop, whose
+    /// writes do not block): after the send timeout the connection counts as broken, as a
+    /// blocking write's timeout makes it in the open loop.
+    pub stalled_since: Option<Instant>,
     pub last_attempt: Option<Instant>,
     pub opaque: i32,
     pub recorder: Arc<Mutex<Recorder>>,
@@ -101,6 +63,8 @@ impl Conn {
             spare: None,
             pending: Vec::new(),
             reader: None,
+            inline: None,
+            stalled_since: None,
             last_attempt: None,
             opaque: 0,
             recorder,
@@ -132,6 +96,91 @@ impl Conn {
         }
         sent
     }
+
+    /// Stops the reader (joining its thread) and returns the entries it still held.
+    pub fn take_leftover(&mut self) -> Option<Leftover> {
+        if let Some(r) = self.inline.take() {
+            return Some(r.into_leftover());
+        }
+        self.reader.take().and_then(|h| h.join().ok())
+    }
+
+    /// Writes as much of `out` as the socket takes now. A closed-loop connection's pacer also
+    /// reads its answers, so it must not block in a write while the peer blocks writing answers
+    /// to it: what the socket does not take stays in `out` for [`Conn::write_rest`]. The lag of
+    /// every send in the batch is still taken at this call, the moment the generator wrote.
+    fn write_out(&mut self) -> io::Result<()> {
+        let Some(s) = self.stream.as_mut() else {
+            return Err(io::Error::from(io::ErrorKind::NotConnected));
+        };
+        if self.inline.is_none() {
+            let r = s.write_all(&self.out);
+            self.out.clear();
+            return r;
+        }
+        let before = self.out.len();
+        while !self.out.is_empty() {
+            match send_dontwait(s, &self.out) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => self.out.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        // The stall clock runs from the last write that made progress.
+        if self.out.is_empty() {
+            self.stalled_since = None;
+        } else if self.out.len() < before || self.stalled_since.is_none() {
+            self.stalled_since = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Writes what is left in `out` (see [`Conn::write_out`]); the connection breaks when the
+    /// socket fails or takes nothing for `send_timeout`, as a blocking write's timeout breaks it
+    /// in the open loop.
+    pub fn write_rest(&mut self, send_timeout: Duration) {
+        if self.out.is_empty() {
+            return;
+        }
+        let result = self.write_out();
+        let stalled = self
+            .stalled_since
+            .is_some_and(|t| t.elapsed() >= send_timeout);
+        if result.is_err() || stalled {
+            self.break_off();
+        }
+    }
+
+    /// Marks the connection broken and shuts the socket, so its reader fails the sends it holds.
+    fn break_off(&mut self) {
+        self.out.clear();
+        self.stalled_since = None;
+        self.shared.broken.store(true, Ordering::Release);
+        if let Some(s) = self.stream.as_ref() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// `send(2)` with `MSG_DONTWAIT`: the socket stays blocking for everything else.
+fn send_dontwait(s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: the pointer and length describe `buf`, which outlives the call; the descriptor
+    // is `s`'s, open for the duration of the borrow.
+    let n = unsafe {
+        libc::send(
+            s.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// Writes every connection's pending sends (the pacer's), handing their in-flight entries to
@@ -154,11 +203,7 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
             continue;
         }
         let written = Instant::now();
-        let result = match conn.stream.as_mut() {
-            Some(s) => s.write_all(&conn.out),
-            None => Err(std::io::Error::from(std::io::ErrorKind::NotConnected)),
-        };
-        conn.out.clear();
+        let result = conn.write_out();
         let batch = std::mem::take(&mut conn.batch);
         match result {
             Ok(()) => {
@@ -172,12 +217,9 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
                 }
             }
             Err(_) => {
-                conn.shared.broken.store(true, Ordering::Release);
-                if let Some(s) = conn.stream.as_ref() {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
                 // Answered sends were handed to the reader, which fails them when it sees
                 // the shut-down socket; oneway sends are ended here.
+                conn.break_off();
                 if common.oneway {
                     let now = Instant::now();
                     let mut rec = rec_of_pacer.lock();
@@ -203,23 +245,22 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     // scheduled send keeps exactly one outcome.
     c.tx = None;
     c.spare = None;
-    if let Some(old) = c.reader.take() {
-        if let Ok((rx, map)) = old.join() {
-            let now = Instant::now();
-            let mut rec = c.recorder.lock();
-            for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
-                c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
-            }
-            drop(rec);
-            common.wake();
+    if let Some((rx, map)) = c.take_leftover() {
+        let now = Instant::now();
+        let mut rec = c.recorder.lock();
+        for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
+            c.shared.len.fetch_sub(1, Ordering::AcqRel);
+            common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
         }
+        drop(rec);
+        common.wake();
     }
     let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
     stream.set_nodelay(true)?;
     stream.set_write_timeout(Some(common.send_timeout))?;
     let read_half = stream.try_clone()?;
     c.out.clear();
+    c.stalled_since = None;
     c.batch.clear();
     c.pending.clear();
     c.shared = Arc::new(Shared::default());
@@ -233,217 +274,15 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
         spare: spare_tx,
         map: InFlightMap::default(),
     };
-    let reader = thread::Builder::new()
-        .name(format!("harness-reader-{index}"))
-        .spawn(move || reader_loop(read_half, ctx))?;
+    match common.reading() {
+        Reading::Thread => c.reader = Some(reader::spawn(read_half, ctx, index)?),
+        Reading::Inline => {
+            read_half.set_read_timeout(Some(crate::runner::inline::READ_WAIT))?;
+            c.inline = Some(Reader::new(read_half, ctx));
+        }
+    }
     c.tx = Some(tx);
     c.spare = Some(spare_rx);
-    c.reader = Some(reader);
     c.stream = Some(stream);
     Ok(())
-}
-
-struct ReaderCtx {
-    shared: Arc<Shared>,
-    recorder: Arc<Mutex<Recorder>>,
-    common: Arc<Common>,
-    /// Entries handed over by the pacer, moved into `map` before responses are matched.
-    rx: Receiver<Handoffs>,
-    /// Gives the emptied vectors back to the pacer.
-    spare: Sender<Handoffs>,
-    map: InFlightMap,
-}
-
-impl ReaderCtx {
-    fn take_handoffs(&mut self) {
-        while let Ok(mut entries) = self.rx.try_recv() {
-            self.map.extend(entries.drain(..));
-            // The pacer takes one back per write and makes a new one only when none came back,
-            // so no more circulate than were ever in flight at once. Once the pacer is gone the
-            // vector is simply dropped.
-            let _ = self.spare.send(entries);
-        }
-    }
-}
-
-/// Bytes asked of one `read`: enough for hundreds of pipelined answers.
-const READ_CHUNK: usize = 64 * 1024;
-
-fn reader_loop(mut stream: TcpStream, mut ctx: ReaderCtx) -> Leftover {
-    if stream.set_read_timeout(Some(SWEEP)).is_err() {
-        fail(&mut ctx);
-        return (ctx.rx, ctx.map);
-    }
-    // Bytes are read straight into `inbox[filled..]`; its length is its capacity, so nothing
-    // is zeroed or copied per read. Only a partial frame at the end is moved to the front.
-    let mut inbox = vec![0u8; 4 * READ_CHUNK];
-    let mut filled = 0usize;
-    let mut answers: Vec<Answer> = Vec::new();
-    let mut last_sweep = Instant::now();
-    loop {
-        if inbox.len() - filled < READ_CHUNK {
-            inbox.resize(filled + READ_CHUNK, 0);
-        }
-        match stream.read(&mut inbox[filled..]) {
-            Ok(0) => {
-                fail(&mut ctx);
-                return (ctx.rx, ctx.map);
-            }
-            Ok(n) => {
-                filled += n;
-                let parsed = parse_answers(&inbox[..filled], &mut answers);
-                let used = parsed.unwrap_or(filled);
-                inbox.copy_within(used..filled, 0);
-                filled -= used;
-                handle_answers(&mut ctx, &mut answers);
-                if parsed.is_err() {
-                    fail(&mut ctx);
-                    let _ = stream.shutdown(Shutdown::Both);
-                    return (ctx.rx, ctx.map);
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => {
-                fail(&mut ctx);
-                return (ctx.rx, ctx.map);
-            }
-        }
-        let now = Instant::now();
-        if now - last_sweep >= SWEEP {
-            last_sweep = now;
-            sweep(&mut ctx, now, false);
-        }
-    }
-}
-
-/// One response, as much of it as the recorder needs: the remark only where the code makes it
-/// matter (busy classes, `[PC_SYNCHRONIZED]` under code 1, error texts).
-struct Answer {
-    opaque: i32,
-    code: i32,
-    remark: Option<String>,
-}
-
-/// Appends the complete responses at the front of `buf` to `out` and returns the bytes they
-/// took. A success is read with a header peek; anything else is decoded in full. Broker-initiated
-/// requests (CHECK_TRANSACTION_STATE, ...) are skipped. `Err` means the stream is corrupt.
-fn parse_answers(buf: &[u8], out: &mut Vec<Answer>) -> Result<usize, ()> {
-    let mut pos = 0;
-    while buf.len() - pos >= 4 {
-        let len = u32::from_be_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
-        if !(4..=MAX_FRAME_LEN).contains(&len) {
-            return Err(());
-        }
-        if buf.len() - pos < 4 + len {
-            break;
-        }
-        let frame = &buf[pos + 4..pos + 4 + len];
-        pos += 4 + len;
-        match peek_frame(frame) {
-            Some(p) if p.flag & FLAG_RESPONSE == 0 => {}
-            Some(p) if p.code == ResponseCode::SUCCESS as i32 => out.push(Answer {
-                opaque: p.opaque,
-                code: p.code,
-                remark: None,
-            }),
-            _ => {
-                let cmd = RemotingCommand::decode(Bytes::copy_from_slice(frame)).map_err(|_| ())?;
-                if cmd.is_response() {
-                    out.push(Answer {
-                        opaque: cmd.opaque,
-                        code: cmd.code,
-                        remark: cmd.remark,
-                    });
-                }
-            }
-        }
-    }
-    Ok(pos)
-}
-
-/// Matches a read's worth of answers against the reader's in-flight map, holding the recorder
-/// once for all of them, and wakes the pacer once.
-fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
-    if answers.is_empty() {
-        return;
-    }
-    let now = Instant::now();
-    ctx.take_handoffs();
-    let mut rec = ctx.recorder.lock();
-    let mut matched = 0;
-    for a in answers.drain(..) {
-        let remark = a.remark.as_deref();
-        let outcome = classify(a.code, remark);
-        match ctx.map.remove(&a.opaque) {
-            Some(e) => {
-                matched += 1;
-                rec.attempt_answer(e.segment, a.code, remark);
-                if let Some(b) = e.broker {
-                    rec.broker_answer(e.segment, b, outcome, now);
-                }
-                ctx.common
-                    .finish(&mut rec, e, outcome, Some(a.code), now, true);
-            }
-            None => {
-                let seg = ctx.common.current_segment.load(Ordering::Relaxed);
-                rec.late_answer(seg, a.code, remark);
-                if ctx.common.oneway {
-                    rec.reclassify_oneway(seg, outcome);
-                }
-            }
-        }
-    }
-    drop(rec);
-    // One atomic for the whole read: the pacer looks at it only after the wake below.
-    ctx.shared.len.fetch_sub(matched, Ordering::AcqRel);
-    ctx.common.wake();
-}
-
-/// Times out sends past their budget; with `all`, every remaining send.
-fn sweep(ctx: &mut ReaderCtx, now: Instant, all: bool) {
-    ctx.take_handoffs();
-    let expired: Vec<InFlight> = {
-        let map = &mut ctx.map;
-        let keys: Vec<i32> = map
-            .iter()
-            .filter(|(_, e)| all || now >= e.first_written + ctx.common.send_timeout)
-            .map(|(k, _)| *k)
-            .collect();
-        keys.into_iter().filter_map(|k| map.remove(&k)).collect()
-    };
-    if expired.is_empty() {
-        return;
-    }
-    let mut rec = ctx.recorder.lock();
-    for e in expired {
-        ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common
-            .finish(&mut rec, e, Outcome::Timeout, None, now, false);
-    }
-    drop(rec);
-    ctx.common.wake();
-}
-
-fn fail(ctx: &mut ReaderCtx) {
-    ctx.shared.broken.store(true, Ordering::Release);
-    if ctx.common.closing.load(Ordering::Acquire) {
-        return;
-    }
-    let now = Instant::now();
-    ctx.take_handoffs();
-    let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
-    let mut rec = ctx.recorder.lock();
-    for e in lost {
-        ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common
-            .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
-    }
-    drop(rec);
-    ctx.common.wake();
 }

@@ -4,12 +4,14 @@
 //! second (`sampler.rs`) while the open- or closed-loop load (`load.rs`, `plan.rs`,
 //! `pacer.rs`, `conn.rs`, `retry.rs`) runs against the broker.
 
+pub mod admin;
 mod broker_sampler;
 pub mod client;
 mod common;
 mod conn;
 mod consumer_hook;
 mod context;
+mod inline;
 mod job;
 pub mod knee;
 mod knee_job;
@@ -18,6 +20,7 @@ mod options;
 mod pacer;
 pub mod plan;
 mod progress;
+mod reader;
 mod retry;
 mod run;
 mod sampler;

@@ -16,8 +16,9 @@ use crate::order::key::{KeyScan, Streams};
 use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
-use crate::runner::common::{us, Common, InFlight};
+use crate::runner::common::{us, Common, InFlight, Reading};
 use crate::runner::conn::{connect, flush_conns, Conn, RECONNECT_EVERY};
+use crate::runner::inline;
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_until};
@@ -78,6 +79,8 @@ pub struct Pacer {
     order: Option<Streams>,
     /// sync-by-key: which backlog entry may go next.
     key_scan: KeyScan,
+    /// The closed loop's poll set, reused ([`crate::runner::inline`]).
+    fds: Vec<libc::pollfd>,
 }
 
 impl Pacer {
@@ -113,6 +116,7 @@ impl Pacer {
             rr: 0,
             backlog: VecDeque::new(),
             backlog_cap,
+            fds: Vec::new(),
         }
     }
 
@@ -254,7 +258,7 @@ impl Pacer {
                     due.saturating_duration_since(Instant::now())
                         .min(Duration::from_millis(1)),
                 ),
-                None => thread::park_timeout(Duration::from_millis(1)),
+                None => self.wait_for_answers(Duration::from_millis(1)),
             }
         }
         self.drain();
@@ -427,10 +431,13 @@ impl Pacer {
                 }
             }
             any_up = true;
-            // Sends encoded but not yet handed over count against the window too.
+            // Sends encoded but not yet handed over count against the window too. A closed-loop
+            // socket that did not take the last write gets no more until it does: its bytes
+            // wait in memory, one window's worth at most.
             let in_flight =
                 self.conns[i].shared.len.load(Ordering::Acquire) + self.conns[i].pending.len();
-            if self.common.oneway || in_flight < max {
+            let backed_up = self.conns[i].stalled_since.is_some();
+            if !backed_up && (self.common.oneway || in_flight < max) {
                 self.rr = i + 1;
                 return Pick::Conn(i);
             }
@@ -462,7 +469,7 @@ impl Pacer {
         conn.opaque = conn.opaque.wrapping_add(1) & 0x3fff_ffff;
         let opaque = conn.opaque;
         self.builder
-            .encode_into_queue(seq, queue, opaque, &mut conn.out);
+            .encode_into_queue(seq, queue, opaque, now, &mut conn.out);
         if !self.common.oneway {
             // Handed to the reader in `flush_conns`, before the bytes are written.
             conn.pending.push((
@@ -506,7 +513,7 @@ impl Pacer {
             if inflight == 0 && self.backlog.is_empty() || Instant::now() >= deadline {
                 break;
             }
-            thread::park_timeout(Duration::from_millis(2));
+            self.wait_for_answers(Duration::from_millis(2));
         }
         let now = Instant::now();
         for p in std::mem::take(&mut self.backlog) {
@@ -526,40 +533,53 @@ impl Pacer {
             }
             // Encoded but never handed over (nothing calls close between a write and its
             // flush, but every send must still end once).
-            let unsent = std::mem::take(&mut c.pending);
-            if !unsent.is_empty() {
-                let mut rec = self.rec.lock();
-                for (_, e) in unsent {
-                    self.common.end_send(
-                        &mut rec,
-                        e.segment,
-                        Outcome::Timeout,
-                        Some(us(now - e.intended)),
-                        None,
-                    );
-                }
-            }
-            if let Some(r) = c.reader.take() {
-                if let Ok((rx, map)) = r.join() {
-                    let mut rec = c.recorder.lock();
-                    for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
-                        c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                        self.common.end_send(
-                            &mut rec,
-                            e.segment,
-                            Outcome::Timeout,
-                            Some(us(now - e.intended)),
-                            None,
-                        );
-                    }
-                }
+            let unsent = std::mem::take(&mut c.pending).into_iter().map(|(_, e)| e);
+            end_as_timeouts(&self.common, &self.rec, unsent, None, now);
+            if let Some((rx, map)) = c.take_leftover() {
+                let held = map
+                    .into_values()
+                    .chain(rx.try_iter().flatten().map(|(_, e)| e));
+                end_as_timeouts(&self.common, &c.recorder, held, Some(&c.shared), now);
             }
         }
         while let Ok(r) = self.retry_rx.try_recv() {
             self.end_unwritten(r.segment, Outcome::Timeout, r.intended, now);
         }
     }
+    /// Waits for answers: a reader thread wakes the pacer (open loop), or the pacer reads
+    /// them itself (closed loop, at most [`inline::READ_WAIT`] at a time).
+    fn wait_for_answers(&mut self, timeout: Duration) {
+        match self.common.reading() {
+            Reading::Thread => thread::park_timeout(timeout),
+            Reading::Inline => inline::wait_and_read(&mut self.conns, &self.common, &mut self.fds),
+        }
+    }
+
     fn wait_until(&self, t: Instant) {
         wait_until(t, &self.spin_ns);
+    }
+}
+
+/// Ends sends the run can no longer answer (at close) as timeouts, from their intended time;
+/// `held`: the connection whose in-flight count they still take.
+fn end_as_timeouts(
+    common: &Common,
+    rec: &Mutex<Recorder>,
+    sends: impl Iterator<Item = InFlight>,
+    held: Option<&crate::runner::reader::Shared>,
+    now: Instant,
+) {
+    let mut rec = rec.lock();
+    for e in sends {
+        if let Some(shared) = held {
+            shared.len.fetch_sub(1, Ordering::AcqRel);
+        }
+        common.end_send(
+            &mut rec,
+            e.segment,
+            Outcome::Timeout,
+            Some(us(now - e.intended)),
+            None,
+        );
     }
 }

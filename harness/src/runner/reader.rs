@@ -1,0 +1,380 @@
+//! Reading one connection's answers: each is matched by opaque against the in-flight map and
+//! its send ended; sends past their budget are timed out; a broken connection fails every send
+//! it holds.
+//!
+//! Who runs a [`Reader`] depends on the loop ([`crate::runner::common::Reading`]). In the open loop a thread per
+//! connection does ([`spawn`]), so reading never delays a due send. In the closed loop nothing
+//! is due at an instant: the pacer reads itself between refills ([`crate::runner::inline`]), as a
+//! minimal sender does, and saves the wake-up and the two context switches that handing the
+//! answers to another thread on the same core cost every round trip.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
+
+use crate::recorder::{classify, Outcome, Recorder};
+use crate::runner::common::{Common, InFlight};
+
+/// How often readers look for timed-out sends.
+pub const SWEEP: Duration = Duration::from_millis(5);
+
+/// Bytes asked of one `read`: enough for hundreds of pipelined answers.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A connection slot's state shared between the pacer and its reader. The in-flight map
+/// itself is owned by the reader: the pacer hands entries over a channel, so it never waits on a
+/// lock held by a reader that the scheduler has preempted. It hands them a write's worth at a
+/// time ([`Handoffs`]): one channel operation per `write`, not one per send.
+#[derive(Default)]
+pub struct Shared {
+    pub len: AtomicUsize,
+    pub broken: AtomicBool,
+}
+
+pub type Handoff = (i32, InFlight);
+
+/// The in-flight entries of one `write`, handed to the reader before the bytes go out.
+pub type Handoffs = Vec<Handoff>;
+
+/// In-flight attempts by opaque. Opaques are consecutive integers the pacer assigns, so SipHash's
+/// protection against chosen keys buys nothing; a multiplicative hash spreads them over every
+/// bit the table looks at, at a few instructions per insert and remove.
+pub type InFlightMap = HashMap<i32, InFlight, BuildHasherDefault<OpaqueHasher>>;
+
+/// Fibonacci hashing of an opaque (see [`InFlightMap`]).
+#[derive(Default)]
+pub struct OpaqueHasher(u64);
+
+impl Hasher for OpaqueHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i32(&mut self, v: i32) {
+        self.0 = u64::from(v as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// What a reader leaves behind: entries nobody answered yet.
+pub type Leftover = (Receiver<Handoffs>, InFlightMap);
+
+/// How one read waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Up to the socket's read timeout.
+    Blocking,
+    /// Not at all (`MSG_DONTWAIT`): the caller polled first.
+    DontWait,
+}
+
+/// What one read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadStep {
+    /// Bytes came, and every complete answer among them was handled.
+    Read,
+    /// Nothing within the wait.
+    Idle,
+    /// The connection is gone: every send it held has ended as a connection error.
+    Failed,
+}
+
+pub struct ReaderCtx {
+    pub shared: Arc<Shared>,
+    pub recorder: Arc<Mutex<Recorder>>,
+    pub common: Arc<Common>,
+    /// Entries handed over by the pacer, moved into `map` before responses are matched.
+    pub rx: Receiver<Handoffs>,
+    /// Gives the emptied vectors back to the pacer.
+    pub spare: Sender<Handoffs>,
+    pub map: InFlightMap,
+}
+
+impl ReaderCtx {
+    fn take_handoffs(&mut self) {
+        while let Ok(mut entries) = self.rx.try_recv() {
+            self.map.extend(entries.drain(..));
+            // The pacer takes one back per write and makes a new one only when none came back,
+            // so no more circulate than were ever in flight at once. Once the pacer is gone the
+            // vector is simply dropped.
+            let _ = self.spare.send(entries);
+        }
+    }
+}
+
+/// One connection's reading side.
+pub struct Reader {
+    stream: TcpStream,
+    ctx: ReaderCtx,
+    /// Bytes are read straight into `inbox[filled..]`; its length is its capacity, so nothing
+    /// is zeroed or copied per read. Only a partial frame at the end is moved to the front.
+    inbox: Vec<u8>,
+    filled: usize,
+    answers: Vec<Answer>,
+    last_sweep: Instant,
+    failed: bool,
+}
+
+impl Reader {
+    /// `stream` is blocking, with the read timeout that [`Wait::Blocking`] waits.
+    pub fn new(stream: TcpStream, ctx: ReaderCtx) -> Reader {
+        Reader {
+            stream,
+            ctx,
+            inbox: vec![0u8; 4 * READ_CHUNK],
+            filled: 0,
+            answers: Vec::new(),
+            last_sweep: Instant::now(),
+            failed: false,
+        }
+    }
+
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.stream.as_raw_fd()
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// One read, and the answers it completes.
+    pub fn read_once(&mut self, wait: Wait) -> ReadStep {
+        if self.failed {
+            return ReadStep::Failed;
+        }
+        if self.inbox.len() - self.filled < READ_CHUNK {
+            self.inbox.resize(self.filled + READ_CHUNK, 0);
+        }
+        match recv(&self.stream, &mut self.inbox[self.filled..], wait) {
+            Ok(0) => self.fail(),
+            Ok(n) => {
+                self.filled += n;
+                let parsed = parse_answers(&self.inbox[..self.filled], &mut self.answers);
+                let used = parsed.unwrap_or(self.filled);
+                self.inbox.copy_within(used..self.filled, 0);
+                self.filled -= used;
+                handle_answers(&mut self.ctx, &mut self.answers);
+                if parsed.is_err() {
+                    let _ = self.stream.shutdown(Shutdown::Both);
+                    return self.fail();
+                }
+                ReadStep::Read
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                ReadStep::Idle
+            }
+            Err(_) => self.fail(),
+        }
+    }
+
+    /// Times out sends past their budget, at most once a [`SWEEP`].
+    pub fn sweep_due(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.last_sweep) >= SWEEP {
+            self.last_sweep = now;
+            sweep(&mut self.ctx, now, false);
+        }
+    }
+
+    /// The entries nobody answered, for whoever ends them.
+    pub fn into_leftover(self) -> Leftover {
+        (self.ctx.rx, self.ctx.map)
+    }
+
+    fn fail(&mut self) -> ReadStep {
+        self.failed = true;
+        fail(&mut self.ctx);
+        ReadStep::Failed
+    }
+}
+
+/// `recv(2)` into `buf`; [`Wait::DontWait`] passes `MSG_DONTWAIT`, so the socket itself stays
+/// blocking for the pacer's writes and for [`Wait::Blocking`] reads.
+fn recv(stream: &TcpStream, buf: &mut [u8], wait: Wait) -> io::Result<usize> {
+    let flags = match wait {
+        Wait::Blocking => 0,
+        Wait::DontWait => libc::MSG_DONTWAIT,
+    };
+    // SAFETY: the pointer and length describe `buf`, which outlives the call; the descriptor
+    // is `stream`'s, open for the duration of the borrow.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            flags,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A reader thread for `stream` (the open loop), reading until the connection fails.
+pub fn spawn(stream: TcpStream, ctx: ReaderCtx, index: usize) -> io::Result<JoinHandle<Leftover>> {
+    thread::Builder::new()
+        .name(format!("harness-reader-{index}"))
+        .spawn(move || {
+            let mut r = Reader::new(stream, ctx);
+            if r.stream.set_read_timeout(Some(SWEEP)).is_err() {
+                r.fail();
+                return r.into_leftover();
+            }
+            loop {
+                if r.read_once(Wait::Blocking) == ReadStep::Failed {
+                    return r.into_leftover();
+                }
+                r.sweep_due(Instant::now());
+            }
+        })
+}
+
+/// One response, as much of it as the recorder needs: the remark only where the code makes it
+/// matter (busy classes, `[PC_SYNCHRONIZED]` under code 1, error texts).
+struct Answer {
+    opaque: i32,
+    code: i32,
+    remark: Option<String>,
+}
+
+/// Appends the complete responses at the front of `buf` to `out` and returns the bytes they
+/// took. A success is read with a header peek; anything else is decoded in full. Broker-initiated
+/// requests (CHECK_TRANSACTION_STATE, ...) are skipped. `Err` means the stream is corrupt.
+fn parse_answers(buf: &[u8], out: &mut Vec<Answer>) -> Result<usize, ()> {
+    let mut pos = 0;
+    while buf.len() - pos >= 4 {
+        let len = u32::from_be_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
+        if !(4..=MAX_FRAME_LEN).contains(&len) {
+            return Err(());
+        }
+        if buf.len() - pos < 4 + len {
+            break;
+        }
+        let frame = &buf[pos + 4..pos + 4 + len];
+        pos += 4 + len;
+        match peek_frame(frame) {
+            Some(p) if p.flag & FLAG_RESPONSE == 0 => {}
+            Some(p) if p.code == ResponseCode::SUCCESS as i32 => out.push(Answer {
+                opaque: p.opaque,
+                code: p.code,
+                remark: None,
+            }),
+            _ => {
+                let cmd = RemotingCommand::decode(Bytes::copy_from_slice(frame)).map_err(|_| ())?;
+                if cmd.is_response() {
+                    out.push(Answer {
+                        opaque: cmd.opaque,
+                        code: cmd.code,
+                        remark: cmd.remark,
+                    });
+                }
+            }
+        }
+    }
+    Ok(pos)
+}
+
+/// Matches a read's worth of answers against the reader's in-flight map, holding the recorder
+/// once for all of them, and wakes the pacer once.
+fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
+    if answers.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    ctx.take_handoffs();
+    let mut rec = ctx.recorder.lock();
+    let mut matched = 0;
+    for a in answers.drain(..) {
+        let remark = a.remark.as_deref();
+        let outcome = classify(a.code, remark);
+        match ctx.map.remove(&a.opaque) {
+            Some(e) => {
+                matched += 1;
+                rec.attempt_answer(e.segment, a.code, remark);
+                if let Some(b) = e.broker {
+                    rec.broker_answer(e.segment, b, outcome, now);
+                }
+                ctx.common
+                    .finish(&mut rec, e, outcome, Some(a.code), now, true);
+            }
+            None => {
+                let seg = ctx.common.current_segment.load(Ordering::Relaxed);
+                rec.late_answer(seg, a.code, remark);
+                if ctx.common.oneway {
+                    rec.reclassify_oneway(seg, outcome);
+                }
+            }
+        }
+    }
+    drop(rec);
+    // One atomic for the whole read: the pacer looks at it only after the wake below.
+    ctx.shared.len.fetch_sub(matched, Ordering::AcqRel);
+    ctx.common.wake();
+}
+
+/// Times out sends past their budget; with `all`, every remaining send.
+fn sweep(ctx: &mut ReaderCtx, now: Instant, all: bool) {
+    ctx.take_handoffs();
+    let expired: Vec<InFlight> = {
+        let map = &mut ctx.map;
+        let keys: Vec<i32> = map
+            .iter()
+            .filter(|(_, e)| all || now >= e.first_written + ctx.common.send_timeout)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.into_iter().filter_map(|k| map.remove(&k)).collect()
+    };
+    if expired.is_empty() {
+        return;
+    }
+    let mut rec = ctx.recorder.lock();
+    for e in expired {
+        ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
+        ctx.common
+            .finish(&mut rec, e, Outcome::Timeout, None, now, false);
+    }
+    drop(rec);
+    ctx.common.wake();
+}
+
+fn fail(ctx: &mut ReaderCtx) {
+    ctx.shared.broken.store(true, Ordering::Release);
+    if ctx.common.closing.load(Ordering::Acquire) {
+        return;
+    }
+    let now = Instant::now();
+    ctx.take_handoffs();
+    let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
+    let mut rec = ctx.recorder.lock();
+    for e in lost {
+        ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
+        ctx.common
+            .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+    }
+    drop(rec);
+    ctx.common.wake();
+}
