@@ -40,6 +40,37 @@ pub enum WireError {
     NoRoute(String),
 }
 
+/// Bytes gathered into one write at most.
+const WRITE_BATCH: usize = 256 * 1024;
+
+/// Writes `first` and every frame queued behind it, up to [`WRITE_BATCH`] bytes, in one write:
+/// the pulls of several queues answered by one read are sent again together, and each write is
+/// a system call and a wake-up of the broker's reader (a fifth of the consumers' CPU in
+/// `make floor` went to waking the peer, one pull at a time). The broker reads a stream of
+/// frames either way.
+async fn write_queued(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    first: Bytes,
+    rx: &mut mpsc::Receiver<Bytes>,
+    batch: &mut BytesMut,
+) -> std::io::Result<()> {
+    // Lets the tasks woken by the same read queue their frames first.
+    tokio::task::yield_now().await;
+    let Ok(second) = rx.try_recv() else {
+        return wr.write_all(&first).await;
+    };
+    batch.clear();
+    batch.extend_from_slice(&first);
+    batch.extend_from_slice(&second);
+    while batch.len() < WRITE_BATCH {
+        match rx.try_recv() {
+            Ok(next) => batch.extend_from_slice(&next),
+            Err(_) => break,
+        }
+    }
+    wr.write_all(batch).await
+}
+
 type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;
 
 /// A connection to the broker.
@@ -69,11 +100,12 @@ impl Wire {
         {
             let closed = closed.clone();
             tracker.spawn(async move {
+                let mut batch = BytesMut::new();
                 loop {
                     tokio::select! {
                         _ = closed.cancelled() => break,
                         b = rx.recv() => match b {
-                            Some(b) => if wr.write_all(&b).await.is_err() { break },
+                            Some(b) => if write_queued(&mut wr, b, &mut rx, &mut batch).await.is_err() { break },
                             None => break,
                         },
                     }
