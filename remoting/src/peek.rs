@@ -29,7 +29,7 @@ pub fn peek_frame(frame: &[u8]) -> Option<HeaderPeek> {
 }
 
 /// The binary header starts with code i16, language u8, version i16, opaque i32, flag i32.
-fn peek_rocketmq(h: &[u8]) -> Option<HeaderPeek> {
+pub(crate) fn peek_rocketmq(h: &[u8]) -> Option<HeaderPeek> {
     if h.len() < 13 {
         return None;
     }
@@ -48,7 +48,20 @@ fn peek_rocketmq(h: &[u8]) -> Option<HeaderPeek> {
 /// other layout is `None`, and [`peek_json`] walks the header. On a send's answer this is about
 /// half the cost of the walk (a `peek_frame` loop over 20 M answers, CPU time).
 fn peek_json_sorted(h: &[u8]) -> Option<HeaderPeek> {
-    const CODE: &[u8] = b"{\"code\":";
+    sorted_at(h).map(|s| s.peek)
+}
+
+/// `{"code":`, the start of every header [`peek_json_sorted`] reads.
+pub(crate) const CODE: &[u8] = b"{\"code\":";
+
+/// What [`peek_json_sorted`] found, and where: the colons after `"flag"` and `"opaque"`.
+pub(crate) struct Sorted {
+    pub peek: HeaderPeek,
+    pub flag_colon: usize,
+    pub opaque_colon: usize,
+}
+
+pub(crate) fn sorted_at(h: &[u8]) -> Option<Sorted> {
     if !h.starts_with(CODE) || h.last() != Some(&b'}') {
         return None;
     }
@@ -83,22 +96,29 @@ fn peek_json_sorted(h: &[u8]) -> Option<HeaderPeek> {
     {
         return None;
     }
-    let int_at = |colon: usize| {
-        let mut s = Scanner { b: h, i: colon + 1 };
-        let v = s.int()?;
-        matches!(s.peek_byte()?, b',' | b'}').then_some(v)
-    };
-    Some(HeaderPeek {
-        code: int_at(CODE.len() - 1)?,
-        opaque: int_at(opaque_at?)?,
-        flag: int_at(flag_at?)?,
+    let (flag_colon, opaque_colon) = (flag_at?, opaque_at?);
+    Some(Sorted {
+        peek: HeaderPeek {
+            code: int_after(h, CODE.len() - 1)?,
+            opaque: int_after(h, opaque_colon)?,
+            flag: int_after(h, flag_colon)?,
+        },
+        flag_colon,
+        opaque_colon,
     })
+}
+
+/// The integer value after the colon at `colon`, when a `,` or the object's `}` ends it.
+pub(crate) fn int_after(h: &[u8], colon: usize) -> Option<i32> {
+    let mut s = Scanner { b: h, i: colon + 1 };
+    let v = s.int()?;
+    matches!(s.peek_byte()?, b',' | b'}').then_some(v)
 }
 
 /// Walks the top-level object only: nested objects (`extFields`) and strings are skipped as
 /// whole values, so an ext field named `code` is never mistaken for the command's. Missing
 /// `opaque` and `flag` are 0, as in the full decoder; a missing `code` is `None`.
-fn peek_json(h: &[u8]) -> Option<HeaderPeek> {
+pub(crate) fn peek_json(h: &[u8]) -> Option<HeaderPeek> {
     if let Some(p) = peek_json_sorted(h) {
         return Some(p);
     }

@@ -101,6 +101,36 @@ proptest! {
     #[test]
     fn peek_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         let _ = remoting::peek_frame(&bytes);
+        let _ = remoting::PeekCache::new().peek_frame(&bytes);
+    }
+
+    /// A connection's cache gives the plain peek's answer for every frame of a stream: answers of
+    /// one layout that differ in their opaque (what it reads against the learnt layout), mixed
+    /// with any other command (which it learns from, or peeks without it).
+    #[test]
+    fn the_peek_cache_agrees_with_the_plain_peek(
+        base in arb_command(),
+        stream in proptest::collection::vec((any::<i32>(), proptest::option::of(arb_command())), 1..12),
+    ) {
+        let mut cache = remoting::PeekCache::new();
+        for (opaque, other) in stream {
+            let mut cmd = other.unwrap_or_else(|| base.clone());
+            cmd.opaque = opaque;
+            let mut buf = BytesMut::new();
+            cmd.encode(&mut buf);
+            prop_assert_eq!(cache.peek_frame(&buf[4..]), remoting::peek_frame(&buf[4..]));
+        }
+    }
+
+    #[test]
+    fn the_peek_cache_never_panics(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 1..6)) {
+        let mut cache = remoting::PeekCache::new();
+        for f in frames {
+            let mut framed = (f.len() as u32).to_be_bytes().to_vec();
+            framed.extend_from_slice(&f);
+            let _ = cache.peek_frame(&framed);
+            let _ = cache.peek_frame(&f);
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use remoting::{peek_frame, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
+use remoting::{PeekCache, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
 use crate::recorder::{classify, Outcome, Recorder};
 use crate::runner::common::{Common, InFlight};
@@ -127,6 +127,8 @@ pub struct Reader {
     inbox: Vec<u8>,
     filled: usize,
     answers: Vec<Answer>,
+    /// One broker's answers share their layout: each is compared with the last one's.
+    peek: PeekCache,
     last_sweep: Instant,
     failed: bool,
 }
@@ -140,6 +142,7 @@ impl Reader {
             inbox: vec![0u8; 4 * READ_CHUNK],
             filled: 0,
             answers: Vec::new(),
+            peek: PeekCache::new(),
             last_sweep: Instant::now(),
             failed: false,
         }
@@ -165,7 +168,11 @@ impl Reader {
             Ok(0) => self.fail(),
             Ok(n) => {
                 self.filled += n;
-                let parsed = parse_answers(&self.inbox[..self.filled], &mut self.answers);
+                let parsed = parse_answers(
+                    &self.inbox[..self.filled],
+                    &mut self.peek,
+                    &mut self.answers,
+                );
                 let used = parsed.unwrap_or(self.filled);
                 self.inbox.copy_within(used..self.filled, 0);
                 self.filled -= used;
@@ -264,7 +271,7 @@ struct Answer {
 /// Appends the complete responses at the front of `buf` to `out` and returns the bytes they
 /// took. A success is read with a header peek; anything else is decoded in full. Broker-initiated
 /// requests (CHECK_TRANSACTION_STATE, ...) are skipped. `Err` means the stream is corrupt.
-fn parse_answers(buf: &[u8], out: &mut Vec<Answer>) -> Result<usize, ()> {
+fn parse_answers(buf: &[u8], peek: &mut PeekCache, out: &mut Vec<Answer>) -> Result<usize, ()> {
     let mut pos = 0;
     while buf.len() - pos >= 4 {
         let len = u32::from_be_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
@@ -276,7 +283,7 @@ fn parse_answers(buf: &[u8], out: &mut Vec<Answer>) -> Result<usize, ()> {
         }
         let frame = &buf[pos + 4..pos + 4 + len];
         pos += 4 + len;
-        match peek_frame(frame) {
+        match peek.peek_frame(frame) {
             Some(p) if p.flag & FLAG_RESPONSE == 0 => {}
             Some(p) if p.code == ResponseCode::SUCCESS as i32 => out.push(Answer {
                 opaque: p.opaque,

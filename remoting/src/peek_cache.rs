@@ -1,0 +1,177 @@
+//! [`crate::peek_frame`] for a stream of answers from one broker, which differ in little but
+//! their numbers.
+//!
+//! A broker writes every send's answer with the same keys after `flag`: in a 5.3 broker's
+//! `,"flag":1,"language":"JAVA","opaque":12345,"serializeTypeCurrentRPC":"JSON","version":479}`
+//! only the opaque changes from one answer to the next. So once one header has been read from
+//! its ends, the next is compared with it instead: its end must be the same bytes after the
+//! opaque's digits, and the same bytes from `,"flag"` up to them. Those bytes were found to hold
+//! the top-level `flag` and `opaque` keys with nothing nesting, closing or escaping after them,
+//! and equal bytes hold them again; `code` is read from the start as before. Anything else is
+//! peeked as [`crate::peek_frame`] peeks it, and becomes the new layout to compare with.
+
+use crate::command::SerializeType;
+use crate::peek::{int_after, peek_json, peek_rocketmq, sorted_at, HeaderPeek, CODE};
+
+/// The layout of the last JSON header read from its ends (see the module).
+#[derive(Debug, Default, Clone)]
+pub struct PeekCache {
+    /// From the comma before `"flag"` to the colon after `"opaque"`.
+    middle: Vec<u8>,
+    /// After the opaque's digits to the header's end.
+    suffix: Vec<u8>,
+    flag: i32,
+    known: bool,
+}
+
+impl PeekCache {
+    pub fn new() -> PeekCache {
+        PeekCache::default()
+    }
+
+    /// The same answer as [`crate::peek_frame`], for a frame whose length field was stripped.
+    pub fn peek_frame(&mut self, frame: &[u8]) -> Option<HeaderPeek> {
+        let mark = u32::from_be_bytes(frame.get(..4)?.try_into().ok()?);
+        let header_len = (mark & 0x00FF_FFFF) as usize;
+        let header = frame.get(4..4 + header_len)?;
+        match SerializeType::from_byte((mark >> 24) as u8).ok()? {
+            SerializeType::Json => self.peek_json(header),
+            SerializeType::RocketMq => peek_rocketmq(header),
+        }
+    }
+
+    fn peek_json(&mut self, h: &[u8]) -> Option<HeaderPeek> {
+        if let Some(p) = self.known_layout(h) {
+            return Some(p);
+        }
+        match sorted_at(h) {
+            Some(s) => {
+                self.learn(h, s.flag_colon, s.opaque_colon, s.peek.flag);
+                Some(s.peek)
+            }
+            None => peek_json(h),
+        }
+    }
+
+    /// `h` read as the learnt layout, or `None` when it is not that layout.
+    fn known_layout(&self, h: &[u8]) -> Option<HeaderPeek> {
+        if !self.known || !h.starts_with(CODE) || !h.ends_with(&self.suffix) {
+            return None;
+        }
+        let end = h.len() - self.suffix.len();
+        let mut start = end;
+        while start > 0 && h[start - 1].is_ascii_digit() && end - start < 10 {
+            start -= 1;
+        }
+        if start > 0 && h[start - 1] == b'-' {
+            start -= 1;
+        }
+        let head = h[..start].strip_suffix(self.middle.as_slice())?;
+        // `code`'s value and the middle must not overlap.
+        if start == end || head.len() <= CODE.len() {
+            return None;
+        }
+        let opaque = int_after(h, start - 1)?;
+        Some(HeaderPeek {
+            code: int_after(h, CODE.len() - 1)?,
+            opaque,
+            flag: self.flag,
+        })
+    }
+
+    /// Keeps the layout of `h`, whose sorted peek found `flag` and `opaque` at these colons.
+    fn learn(&mut self, h: &[u8], flag_colon: usize, opaque_colon: usize, flag: i32) {
+        const FLAG_KEY: &[u8] = b",\"flag\"";
+        let digits_end = h[opaque_colon + 1..]
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b'-'))
+            .map(|n| opaque_colon + 1 + n);
+        self.known = false;
+        let Some(digits_end) = digits_end else {
+            return;
+        };
+        // Only `flag` before `opaque`, and the opaque's digits right after its colon (no
+        // space), as every broker writes them; anything else is peeked without the cache.
+        if flag_colon > opaque_colon
+            || flag_colon < FLAG_KEY.len()
+            || digits_end == opaque_colon + 1
+            || !h[..flag_colon].ends_with(FLAG_KEY)
+        {
+            return;
+        }
+        let middle_start = flag_colon - FLAG_KEY.len();
+        self.middle.clear();
+        self.middle
+            .extend_from_slice(&h[middle_start..=opaque_colon]);
+        self.suffix.clear();
+        self.suffix.extend_from_slice(&h[digits_end..]);
+        self.flag = flag;
+        self.known = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peek_frame;
+
+    fn frame(header: &str) -> Vec<u8> {
+        let mut f = (header.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(header.as_bytes());
+        f
+    }
+
+    fn send_ok(opaque: i64, offset: u64) -> Vec<u8> {
+        frame(&format!(
+            "{{\"code\":0,\"extFields\":{{\"msgId\":\"7F00000100002A9F{offset:016X}\",\
+             \"queueId\":\"0\",\"queueOffset\":\"{offset}\"}},\"flag\":1,\"language\":\"JAVA\",\
+             \"opaque\":{opaque},\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}}"
+        ))
+    }
+
+    #[test]
+    fn answers_of_one_layout_are_read_against_the_first() {
+        let mut c = PeekCache::new();
+        for (i, opaque) in [7i64, 8, 1_000_000_000, -5, 0, 2_147_483_647, 42]
+            .iter()
+            .enumerate()
+        {
+            let f = send_ok(*opaque, i as u64 * 977);
+            assert_eq!(c.peek_frame(&f), peek_frame(&f), "opaque {opaque}");
+            assert!(c.known);
+            if i > 0 {
+                // Read from the learnt layout, not learnt again.
+                let h = &f[4..];
+                assert_eq!(c.known_layout(h), peek_frame(&f));
+            }
+        }
+    }
+
+    #[test]
+    fn anything_else_gets_the_plain_peeks_answer() {
+        let mut c = PeekCache::new();
+        let _ = c.peek_frame(&send_ok(1, 1));
+        for header in [
+            // Another code, a remark (another suffix), another flag.
+            "{\"code\":2,\"flag\":1,\"language\":\"JAVA\",\"opaque\":9,\"remark\":\"[REJECTREQUEST]system busy\",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            "{\"code\":0,\"flag\":0,\"language\":\"JAVA\",\"opaque\":9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            // An opaque too long for an int, a space before it, a key order the walk must read.
+            "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\":99999999999,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\": 9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            "{\"opaque\":3,\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            // The learnt tail inside a nested object, with the real keys before it.
+            "{\"code\":0,\"flag\":0,\"opaque\":1,\"x\":{\"a\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\":9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}}",
+            // Nothing before the learnt middle but `code` without a value.
+            "{\"code\":,\"flag\":1,\"language\":\"JAVA\",\"opaque\":9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            "{\"code\":0}",
+            "",
+        ] {
+            let f = frame(header);
+            assert_eq!(c.peek_frame(&f), peek_frame(&f), "{header}");
+            // The same after relearning from a plain send answer.
+            let _ = c.peek_frame(&send_ok(5, 5));
+            assert_eq!(c.peek_frame(&f), peek_frame(&f), "{header}");
+        }
+        assert_eq!(c.peek_frame(&[0, 0]), None);
+    }
+}
