@@ -113,8 +113,32 @@ fn file_hash_cached(path: &Path, cache: Option<&Path>, min_age: Duration) -> Opt
         if std::fs::write(&tmp, &hex).is_ok() && std::fs::rename(&tmp, &entry).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        if let Some(dir) = cache {
+            prune(dir, CACHE_ENTRIES);
+        }
     }
     Some(hex)
+}
+
+/// Entries kept: every rebuild of a binary adds one, so the oldest go.
+const CACHE_ENTRIES: usize = 64;
+
+/// Removes all but the `keep` most recently written entries of `dir`.
+fn prune(dir: &Path, keep: usize) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<(SystemTime, PathBuf)> = read
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if entries.len() <= keep {
+        return;
+    }
+    entries.sort();
+    for (_, path) in &entries[..entries.len() - keep] {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// `<temp>/rocketmq-busy-bin-hashes-<uid>`, created private to this user; `None` (no caching)
@@ -264,5 +288,28 @@ mod tests {
         let before = std::fs::read_dir(&cache).unwrap().count();
         assert!(file_hash_cached(&young, Some(&cache), Duration::from_secs(3600)).is_some());
         assert_eq!(std::fs::read_dir(&cache).unwrap().count(), before);
+    }
+
+    #[test]
+    fn the_cache_keeps_its_newest_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..5u64 {
+            let p = dir.path().join(format!("e{i}"));
+            std::fs::write(&p, "0123456789abcdef").unwrap();
+            let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        prune(dir.path(), 3);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["e2", "e3", "e4"]);
     }
 }
