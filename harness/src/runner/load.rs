@@ -1,5 +1,6 @@
-//! The one worker loop: a pacing thread that writes every send when it is due, and one reader
-//! thread per connection that matches responses by opaque.
+//! The one worker loop: a pacing thread that writes every send when it is due, and a reader per
+//! connection that matches responses by opaque: a thread of its own in the open loop, the pacer
+//! itself in the closed loop ([`crate::runner::inline`]).
 //!
 //! Why the pacer writes itself: handing intended times to async tasks adds a cross-thread
 //! wake-up (tens of µs, and up to a millisecond of timer granularity) to every send. The pacer
@@ -13,8 +14,8 @@
 //! recorded as the time it waited ("the time until it could have been sent").
 //!
 //! This file starts and stops the loop; [`crate::runner::plan`] holds the schedule,
-//! [`crate::runner::pacer`] the pacing thread, [`crate::runner::conn`] the connections and
-//! their readers, and [`crate::runner::retry`] the client retry policy.
+//! [`crate::runner::pacer`] the pacing thread, [`crate::runner::conn`] the connections,
+//! [`crate::runner::reader`] their readers, and [`crate::runner::retry`] the client retry policy.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
