@@ -51,6 +51,22 @@ impl AdminConn {
         })
     }
 
+    /// [`AdminConn::call`], with any code but success as [`ClientError::Refused`].
+    fn call_ok(
+        &mut self,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
+        let resp = self.call(cmd, timeout)?;
+        if resp.code != 0 {
+            return Err(ClientError::Refused {
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            });
+        }
+        Ok(resp)
+    }
+
     /// Sends `cmd` (its opaque is replaced) and waits for the response with that opaque;
     /// other responses that arrive first are dropped.
     pub fn call(
@@ -134,16 +150,10 @@ impl AdminConn {
             topic_sys_flag: Some(0),
             order: Some(false),
         };
-        let resp = self.call(
+        self.call_ok(
             RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC, 0).with_header(&header),
             timeout,
         )?;
-        if resp.code != 0 {
-            return Err(ClientError::Refused {
-                code: resp.code,
-                remark: resp.remark.unwrap_or_default(),
-            });
-        }
         Ok(())
     }
 
@@ -152,16 +162,10 @@ impl AdminConn {
         &mut self,
         timeout: Duration,
     ) -> Result<BTreeMap<String, String>, ClientError> {
-        let resp = self.call(
+        let resp = self.call_ok(
             RemotingCommand::request(RequestCode::GET_BROKER_RUNTIME_INFO, 0),
             timeout,
         )?;
-        if resp.code != 0 {
-            return Err(ClientError::Refused {
-                code: resp.code,
-                remark: resp.remark.unwrap_or_default(),
-            });
-        }
         parse_runtime_info(&resp.body)
     }
 }

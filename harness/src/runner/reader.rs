@@ -201,7 +201,7 @@ impl Reader {
     pub fn sweep_due(&mut self, now: Instant) {
         if now.saturating_duration_since(self.last_sweep) >= SWEEP {
             self.last_sweep = now;
-            sweep(&mut self.ctx, now, false);
+            sweep(&mut self.ctx, now);
         }
     }
 
@@ -343,29 +343,21 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
     ctx.common.wake();
 }
 
-/// Times out sends past their budget; with `all`, every remaining send.
-fn sweep(ctx: &mut ReaderCtx, now: Instant, all: bool) {
+/// Times out sends past their budget.
+fn sweep(ctx: &mut ReaderCtx, now: Instant) {
     ctx.take_handoffs();
-    let expired: Vec<InFlight> = {
-        let map = &mut ctx.map;
-        let keys: Vec<i32> = map
-            .iter()
-            .filter(|(_, e)| all || now >= e.first_written + ctx.common.send_timeout)
-            .map(|(k, _)| *k)
-            .collect();
-        keys.into_iter().filter_map(|k| map.remove(&k)).collect()
-    };
-    if expired.is_empty() {
+    let budget = ctx.common.send_timeout;
+    let keys: Vec<i32> = ctx
+        .map
+        .iter()
+        .filter(|(_, e)| now >= e.first_written + budget)
+        .map(|(k, _)| *k)
+        .collect();
+    if keys.is_empty() {
         return;
     }
-    let mut rec = ctx.recorder.lock();
-    for e in expired {
-        ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common
-            .finish(&mut rec, e, Outcome::Timeout, None, now, false);
-    }
-    drop(rec);
-    ctx.common.wake();
+    let expired = keys.iter().filter_map(|k| ctx.map.remove(k)).collect();
+    end_unanswered(ctx, expired, Outcome::Timeout, now);
 }
 
 fn fail(ctx: &mut ReaderCtx) {
@@ -373,14 +365,18 @@ fn fail(ctx: &mut ReaderCtx) {
     if ctx.common.closing.load(Ordering::Acquire) {
         return;
     }
-    let now = Instant::now();
     ctx.take_handoffs();
     let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
+    end_unanswered(ctx, lost, Outcome::ConnectionError, Instant::now());
+}
+
+/// Ends sends whose answer can no longer come with `outcome`, frees their in-flight slots, and
+/// wakes the pacer.
+fn end_unanswered(ctx: &ReaderCtx, sends: Vec<InFlight>, outcome: Outcome, now: Instant) {
     let mut rec = ctx.recorder.lock();
-    for e in lost {
+    for e in sends {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common
-            .finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+        ctx.common.finish(&mut rec, e, outcome, None, now, false);
     }
     drop(rec);
     ctx.common.wake();
