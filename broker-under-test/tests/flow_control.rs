@@ -454,10 +454,12 @@ fn without_wait(cmd: RemotingCommand) -> RemotingCommand {
 
 /// `[PC_SYNCHRONIZED]` on the wire needs a send thread that becomes free during a long put-lock
 /// hold without having waited for the lock itself. 4.3's synchronous send path provides one: a
-/// thread blocked on a sync flush (§4.3). Timeline (ms): X takes the lock and stalls 0–1500, then
-/// waits ~1250 for its flush; A waits for the lock and stalls 1500–3000 (its stall interval has
+/// thread blocked on a sync flush (§4.3). Timeline (ms): X takes the lock and stalls 0–2000, then
+/// waits ~1250 for its flush; A waits for the lock and stalls 2000–4000 (its stall interval has
 /// passed); C, admitted at 0 while nothing was busy, waits in the queue (fast failure off) until
-/// X's thread is free at ~2750, when A has held the lock ~1250 ms > 1000 ms.
+/// X's thread is free at ~3250, when A has held the lock ~1250 ms > 1000 ms. The flush's real
+/// fsync adds to X's 1250: up to 750 ms of it keeps the order (with a 1500 ms stall, a 306 ms
+/// fsync on a disk busy with a build let X's thread free only after A released the lock).
 #[tokio::test]
 async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
     let _serial = SERIAL.lock().await;
@@ -467,7 +469,7 @@ async fn pc_synchronized_on_the_wire_with_the_synchronous_4_3_send_path() {
         ("brokerFastFailureEnable", "false"),
         ("flushDiskType", "SYNC_FLUSH"),
         ("injectFlushStallMillis", "1250"),
-        ("injectPutStallMillis", "1500"),
+        ("injectPutStallMillis", "2000"),
         ("injectPutStallIntervalMillis", "1400"),
         ("osPageCacheBusyTimeOutMills", "1000"),
     ])
