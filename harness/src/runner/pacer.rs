@@ -21,7 +21,7 @@ use crate::runner::conn::{connect, flush_conns, Conn, RECONNECT_EVERY};
 use crate::runner::inline;
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
-use crate::runner::wait::{set_timer_slack, wait_until};
+use crate::runner::wait::{set_timer_slack, wait_for_retry, wait_until};
 
 /// One attempt of a send, as handed to [`Pacer::write`].
 struct Attempt {
@@ -81,6 +81,8 @@ pub struct Pacer {
     key_scan: KeyScan,
     /// The closed loop's poll set, reused ([`crate::runner::inline`]).
     fds: Vec<libc::pollfd>,
+    /// A retry that ended a phase without sends' wait ([`wait_for_retry`]), written first.
+    woke_by: Option<Retry>,
 }
 
 impl Pacer {
@@ -117,6 +119,7 @@ impl Pacer {
             backlog: VecDeque::new(),
             backlog_cap,
             fds: Vec::new(),
+            woke_by: None,
         }
     }
 
@@ -147,6 +150,7 @@ impl Pacer {
             self.drain_retries();
             let now = Instant::now();
             let mut next_due = None;
+            let mut quiet = false;
             match self.cfg.pacing {
                 Pacing::Open => {
                     while phase < self.cfg.phases.len() {
@@ -154,6 +158,7 @@ impl Pacer {
                         if ph.rate == 0.0 && now < phase_start + ph.duration {
                             // A phase without sends still lasts its duration (consumers alone).
                             next_due = Some(phase_start + ph.duration);
+                            quiet = true;
                             break;
                         }
                         if j >= ph.count() {
@@ -253,6 +258,9 @@ impl Pacer {
             let waiting_for_slot =
                 !self.backlog.is_empty() || matches!(self.cfg.pacing, Pacing::Closed { .. });
             match next_due {
+                Some(due) if quiet && !waiting_for_slot => {
+                    self.woke_by = wait_for_retry(&self.retry_rx, due);
+                }
                 Some(due) if !waiting_for_slot => self.wait_until(due),
                 Some(due) => thread::park_timeout(
                     due.saturating_duration_since(Instant::now())
@@ -307,7 +315,11 @@ impl Pacer {
 
     fn drain_retries(&mut self) {
         loop {
-            match self.retry_rx.try_recv() {
+            let next = match self.woke_by.take() {
+                Some(r) => Ok(r),
+                None => self.retry_rx.try_recv(),
+            };
+            match next {
                 Ok(r) => match self.pick_retry(r.last_broker) {
                     (Pick::Conn(c), queue) => {
                         let attempt = Attempt {
