@@ -172,3 +172,36 @@ proptest! {
         prop_assert_eq!(pre, want);
     }
 }
+
+/// The definition `message::property` is read against: pairs split by U+0002, name and value by
+/// the first U+0001, the first pair of that name with a non-empty value.
+fn property_by_split<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    s.split('\u{2}')
+        .filter_map(|pair| pair.split_once('\u{1}'))
+        .find(|(n, v)| *n == name && !v.is_empty())
+        .map(|(_, v)| v)
+}
+
+proptest! {
+    /// Any string (separators, empty pairs and values, names that prefix others, non-ASCII)
+    /// gives the same value as the split-based definition.
+    #[test]
+    fn property_lookup_agrees_with_splitting(
+        s in "[A-Ka-c_\u{1}\u{2}é]{0,60}",
+        name in "[A-Ka-c_é]{0,4}",
+    ) {
+        prop_assert_eq!(remoting::message::property(&s, &name), property_by_split(&s, &name));
+    }
+
+    /// Properties as producers write them: every name finds its value.
+    #[test]
+    fn property_lookup_finds_every_encoded_pair(
+        pairs in proptest::collection::btree_map("[A-Z_]{1,10}", "[ -~é]{1,20}", 0..8),
+    ) {
+        let s = remoting::message::encode_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        for (k, v) in &pairs {
+            prop_assert_eq!(remoting::message::property(&s, k), Some(v.as_str()));
+        }
+        prop_assert_eq!(remoting::message::property(&s, "NOT_THERE"), None);
+    }
+}
