@@ -89,7 +89,7 @@ impl Failures {
             self.retries.fetch_add(1, Ordering::Relaxed);
             let since = m
                 .uniq_key
-                .as_ref()
+                .as_deref()
                 .and_then(|k| self.pending.lock().remove(k));
             if let Some(t) = since {
                 let us = now.saturating_duration_since(t).as_micros() as u64;
@@ -105,14 +105,14 @@ impl Failures {
     pub fn failed(&self, m: &Msg) {
         self.failures.fetch_add(1, Ordering::Relaxed);
         if let Some(k) = &m.uniq_key {
-            self.pending.lock().insert(k.clone(), Instant::now());
+            self.pending.lock().insert(k.to_string(), Instant::now());
         }
     }
 
     /// `m` went to the DLQ: no longer pending.
     pub fn dead_lettered(&self, m: &Msg) {
         self.dlq.fetch_add(1, Ordering::Relaxed);
-        if let Some(k) = &m.uniq_key {
+        if let Some(k) = m.uniq_key.as_deref() {
             self.pending.lock().remove(k);
         }
     }

@@ -12,6 +12,7 @@
 //! * gate.rs          — the decision order before each pull, and its log texts
 //! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
+//! * offset_map.rs    — its map by offset: a sorted ring for offsets that arrive in order
 //! * allocate.rs      — AllocateMessageQueueAveragely
 //! * bench.rs         — `harness processing-bench`: the model's consume rate against N/T
 //! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
@@ -43,6 +44,7 @@ mod locks;
 mod log;
 mod metrics;
 mod offset_illegal;
+mod offset_map;
 mod process_queue;
 mod processing;
 mod pull;

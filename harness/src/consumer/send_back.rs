@@ -49,7 +49,7 @@ pub async fn send_back(
         offset: m.commit_log_offset,
         group: cfg.group.clone(),
         delay_level,
-        origin_msg_id: m.uniq_key.clone(),
+        origin_msg_id: m.uniq_key.as_deref().map(str::to_owned),
         origin_topic: Some(m.topic.to_string()),
         unit_mode: Some(false),
         max_reconsume_times: Some(cfg.max_reconsume()),
