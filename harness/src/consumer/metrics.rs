@@ -37,7 +37,9 @@ pub struct Ledger {
     pub consumed: SeqSet,
 }
 
-/// The consumers' histograms: since the measured window started, and this second.
+/// The consumers' histograms: since the measured window started, and this second. A consume
+/// start is recorded in this second's only; the second is added to the window's when it is
+/// taken (two records per message, not four: each was a visible share of the cost).
 struct Hists {
     e2e: Histogram<u64>,
     stored: Histogram<u64>,
@@ -85,6 +87,15 @@ pub struct BrokerCounts {
 fn record(h: &mut Histogram<u64>, v: u64) {
     if h.record(v).is_err() {
         h.saturating_record(v);
+    }
+}
+
+/// Adds `from` to `into`; `add` fails only where `into` cannot grow, then value by value.
+fn merge(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    if into.add(from).is_err() {
+        for v in from.iter_recorded() {
+            into.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
     }
 }
 
@@ -212,9 +223,7 @@ impl Metrics {
         for m in msgs() {
             let e2e = (now - m.born_ms * 1000).max(0) as u64;
             let stored = (now - m.stored_ms * 1000).max(0) as u64;
-            record(&mut h.e2e, e2e);
             record(&mut h.e2e_second, e2e);
-            record(&mut h.stored, stored);
             record(&mut h.stored_second, stored);
         }
     }
@@ -222,17 +231,27 @@ impl Metrics {
     /// This second's histograms (born → consume start, stored → consume start), emptied.
     pub fn take_second(&self) -> (Histogram<u64>, Histogram<u64>) {
         let mut h = self.hists.lock();
-        let e = h.e2e_second.clone();
-        let s = h.stored_second.clone();
-        h.e2e_second.reset();
-        h.stored_second.reset();
-        (e, s)
+        let Hists {
+            e2e,
+            stored,
+            e2e_second,
+            stored_second,
+        } = &mut *h;
+        merge(e2e, e2e_second);
+        merge(stored, stored_second);
+        let taken = (e2e_second.clone(), stored_second.clone());
+        e2e_second.reset();
+        stored_second.reset();
+        taken
     }
 
-    /// The whole measured window's histograms.
+    /// The whole measured window's histograms (the second not taken yet included).
     pub fn totals(&self) -> (Histogram<u64>, Histogram<u64>) {
         let h = self.hists.lock();
-        (h.e2e.clone(), h.stored.clone())
+        let (mut e, mut s) = (h.e2e.clone(), h.stored.clone());
+        merge(&mut e, &h.e2e_second);
+        merge(&mut s, &h.stored_second);
+        (e, s)
     }
 
     /// Acknowledged messages not consumed (yet).
@@ -298,5 +317,48 @@ impl Metrics {
 
     pub fn count(a: &AtomicU64) -> u64 {
         a.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msgs(n: usize, born_ms: i64) -> Vec<Msg> {
+        (0..n)
+            .map(|i| Msg {
+                queue_offset: i as i64,
+                born_ms,
+                stored_ms: born_ms,
+                ..Msg::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_window_holds_every_second_taken_or_not() {
+        let m = Metrics::new(Vec::new());
+        let born = now_us() / 1000 - 50;
+        m.consume_start(std::iter::once(&msgs(3, born)[..]));
+        assert_eq!(m.totals().0.len(), 0, "nothing before the window starts");
+        m.start_measuring();
+        m.consume_start(std::iter::once(&msgs(4, born)[..]));
+        assert_eq!(
+            m.totals().0.len(),
+            4,
+            "a second not taken yet counts in the window"
+        );
+        let (e2e, stored) = m.take_second();
+        assert_eq!((e2e.len(), stored.len()), (4, 4));
+        // About 50 ms from born and stored to the consume start.
+        assert!(e2e.min() >= 49_000, "{}", e2e.min());
+        m.consume_start(std::iter::once(&msgs(2, born)[..]));
+        let (second, _) = m.take_second();
+        assert_eq!(second.len(), 2, "a second holds its own starts only");
+        let (e2e, stored) = m.totals();
+        assert_eq!((e2e.len(), stored.len()), (6, 6));
+        assert_eq!(m.take_second().0.len(), 0);
+        assert_eq!(m.totals().0.len(), 6, "taking an empty second adds nothing");
+        assert_eq!(Metrics::count(&m.consumed), 9);
     }
 }
