@@ -37,8 +37,17 @@ impl<V> OffsetMap<V> {
         self.len == 0
     }
 
+    /// Where `offset` is (Ok) or would go (Err). The ends first: appends and in-order
+    /// removals, nearly every call, touch only them.
     fn find(&self, offset: i64) -> Result<usize, usize> {
-        self.slots.binary_search_by_key(&offset, |(o, _)| *o)
+        match (self.slots.front(), self.slots.back()) {
+            (None, _) | (_, None) => Err(0),
+            (Some((first, _)), _) if offset == *first => Ok(0),
+            (Some((first, _)), _) if offset < *first => Err(0),
+            (_, Some((last, _))) if offset == *last => Ok(self.slots.len() - 1),
+            (_, Some((last, _))) if offset > *last => Err(self.slots.len()),
+            _ => self.slots.binary_search_by_key(&offset, |(o, _)| *o),
+        }
     }
 
     pub fn contains_key(&self, offset: i64) -> bool {

@@ -11,7 +11,7 @@ use crate::consumer::offset_map::OffsetMap;
 
 /// A message's UNIQ_KEY, kept as a slice of the pull body it came in (no copy, no allocation:
 /// a `String` per message was a tenth of the consumers' malloc calls). Always valid UTF-8:
-/// it is cut from properties that decoded as a `str`.
+/// both constructors take a `str`, and nothing changes the bytes after.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct UniqKey(Bytes);
 
@@ -22,7 +22,9 @@ impl UniqKey {
     }
 
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        // SAFETY: the bytes are those of a `str` (`within` and `from` take one; `Bytes` is
+        // immutable). Validating them again on every read was 2% of the consumers' CPU.
+        unsafe { std::str::from_utf8_unchecked(&self.0) }
     }
 }
 
