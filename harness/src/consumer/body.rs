@@ -4,17 +4,15 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use remoting::message::{property, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
 use remoting::record_ref::{decode_record_ref, RecordRefAt};
 
 use crate::consumer::process_queue::{Msg, UniqKey};
 
 /// The messages of `body`, and the decode error that ended it early, if one did.
-pub fn decode_pull_body(body: &Bytes) -> (Vec<Msg>, Option<String>) {
+pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
     let mut out = Vec::new();
-    let mut rest = &body[..];
+    let mut rest = body;
     // The last topic seen: a pull's records are of one topic (two for a retry queue's).
     let mut topic: Option<Arc<str>> = None;
     while !rest.is_empty() {
@@ -36,7 +34,7 @@ pub fn decode_pull_body(body: &Bytes) -> (Vec<Msg>, Option<String>) {
                     born_ms: record.born_timestamp,
                     stored_ms: record.store_timestamp,
                     uniq_key: property(record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
-                        .map(|k| UniqKey::within(body, k)),
+                        .map(UniqKey::from),
                     commit_log_offset: record.physical_offset,
                     reconsume_times: record.reconsume_times,
                     topic,
@@ -89,7 +87,7 @@ mod tests {
         let mut body = BytesMut::new();
         retried.encode(&mut body);
         plain.encode(&mut body);
-        let (msgs, err) = decode_pull_body(&body.freeze());
+        let (msgs, err) = decode_pull_body(&body);
         assert_eq!(err, None);
         assert_eq!((&*msgs[0].topic, msgs[0].reconsume_times), ("T", 2));
         assert_eq!(msgs[0].commit_log_offset, 4 * 200);
@@ -102,7 +100,6 @@ mod tests {
         for o in 0..3 {
             record(o).encode(&mut body);
         }
-        let body = body.freeze();
         let (msgs, err) = decode_pull_body(&body);
         assert_eq!((msgs.len(), err), (3, None));
         assert_eq!(msgs[2].queue_offset, 2);
@@ -116,7 +113,7 @@ mod tests {
         );
 
         // Truncated in the third record.
-        let cut = &body.slice(..body.len() - 10);
+        let cut = &body[..body.len() - 10];
         let (msgs, err) = decode_pull_body(cut);
         assert_eq!(msgs.len(), 2);
         assert!(err.is_some());
@@ -125,7 +122,7 @@ mod tests {
         let mut bad = body.to_vec();
         let second = record(0).encoded_len();
         bad[second + 100] ^= 0xFF;
-        let (msgs, err) = decode_pull_body(&bad.into());
+        let (msgs, err) = decode_pull_body(&bad);
         assert_eq!(msgs.len(), 1);
         assert!(
             err.unwrap().contains("record at byte"),
@@ -135,7 +132,7 @@ mod tests {
         // Garbage of every length never panics.
         for n in 0..64 {
             let junk: Vec<u8> = (0..n).map(|i| (i * 37) as u8).collect();
-            let _ = decode_pull_body(&junk.into());
+            let _ = decode_pull_body(&junk);
         }
     }
 }
