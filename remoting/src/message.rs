@@ -68,19 +68,21 @@ pub fn decode_properties(s: &str) -> Vec<(String, String)> {
 
 /// One property's value: the first pair named `name` with a non-empty value.
 ///
-/// Read byte by byte, without `str::split`: a consumer looks up UNIQ_KEY once per message,
-/// and the generic char searcher was 4% of the consumers' CPU in `make floor`. Both
-/// separators are ASCII, so every cut falls on a char boundary. `tests/codec_properties.rs`
-/// checks it against the split-based definition.
+/// Each pair's start is compared with the name, the pairs found by `memchr` (SIMD, nothing to
+/// build per call), instead of `str::split`: a consumer looks up UNIQ_KEY once per message,
+/// and the generic char searcher was 4% of the consumers' CPU in `make floor` (a byte loop
+/// 5%, a `memmem` finder built per call 7.6%). Both separators are ASCII: every cut falls on a
+/// char boundary. `tests/codec_properties.rs` holds it to the split-based definition.
 pub fn property<'a>(s: &'a str, name: &str) -> Option<&'a str> {
-    let (b, n) = (s.as_bytes(), name.as_bytes());
     let (pair_end, name_end) = (PROPERTY_SEPARATOR as u8, NAME_VALUE_SEPARATOR as u8);
+    let (b, n) = (s.as_bytes(), name.as_bytes());
+    if n.contains(&name_end) {
+        // A pair's name ends at its first U+0001: no name holds one.
+        return None;
+    }
     let mut at = 0;
     while at <= b.len() {
-        let end = b[at..]
-            .iter()
-            .position(|&c| c == pair_end)
-            .map_or(b.len(), |p| at + p);
+        let end = memchr::memchr(pair_end, &b[at..]).map_or(b.len(), |p| at + p);
         let pair = &b[at..end];
         if pair.len() > n.len() && pair[n.len()] == name_end && pair.starts_with(n) {
             let value = &s[at + n.len() + 1..end];
