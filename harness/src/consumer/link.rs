@@ -107,6 +107,15 @@ impl Link {
         self.wire().await?.call(cmd, timeout).await
     }
 
+    /// [`Link::call`] for a request the caller keeps ([`Wire::call_kept`]).
+    pub async fn call_kept(
+        &self,
+        cmd: &mut RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, WireError> {
+        self.wire().await?.call_kept(cmd, timeout).await
+    }
+
     /// QUERY_CONSUMER_OFFSET (14) of one queue: the answer's code and, on 0, the stored offset;
     /// None when no answer came. What a code other than 0 means is the caller's (4.x and 5.3
     /// differ, and a retry queue starts at 0).

@@ -4,6 +4,7 @@
 //! `consume_batch_max_size` chunk, to the workers of `concurrent.rs`; orderly: one running
 //! task per queue).
 
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
         return;
     }
     let exception = cfg.exception_delay();
+    let mut request = None;
     while !q.is_dropped() && !inst.stop.is_cancelled() {
         let view = q.view();
         let t = Thresholds {
@@ -104,15 +106,54 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
                 }
             }
         }
-        let delay = pull_once(&inst, &q).await;
+        let delay = pull_once(&inst, &q, &mut request).await;
         if !delay.is_zero() && !pause(&inst, delay).await {
             return;
         }
     }
 }
 
-/// One PULL_MESSAGE and its result; returns the delay before the next pull.
-async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
+/// PULL_MESSAGE's fields that change from one pull of a queue to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PullFields {
+    queue_offset: i64,
+    sys_flag: i32,
+    commit_offset: i64,
+    sub_version: i64,
+}
+
+/// This queue's PULL_MESSAGE: built whole by `first` the first time, then only its changing
+/// fields rewritten in place. Building the header's map and strings anew for every pull was
+/// 4% of the consumers' CPU in `make floor`; the rest of the header is the queue's and the
+/// configuration's, fixed for the pull loop's life.
+fn pull_request(
+    kept: &mut Option<RemotingCommand>,
+    first: impl FnOnce() -> PullMessageRequestHeader,
+    f: PullFields,
+) -> &mut RemotingCommand {
+    let cmd = kept.get_or_insert_with(|| {
+        RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&first())
+    });
+    for (key, v) in [
+        ("queueOffset", f.queue_offset),
+        ("sysFlag", i64::from(f.sys_flag)),
+        ("commitOffset", f.commit_offset),
+        ("subVersion", f.sub_version),
+    ] {
+        let s = cmd.ext_fields.entry(key.to_owned()).or_default();
+        s.clear();
+        let _ = write!(s, "{v}");
+    }
+    cmd
+}
+
+/// One PULL_MESSAGE and its result; returns the delay before the next pull. `request` is the
+/// queue's kept PULL_MESSAGE ([`pull_request`]).
+async fn pull_once(
+    inst: &Arc<Instance>,
+    q: &Arc<QueueState>,
+    request: &mut Option<RemotingCommand>,
+) -> Duration {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
     let exception = cfg.exception_delay();
@@ -136,24 +177,16 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
     } else {
         0
     };
-    let header = PullMessageRequestHeader {
-        consumer_group: cfg.group.clone(),
-        topic: q.topic(shared).to_owned(),
-        queue_id: q.queue_id,
+    let fields = PullFields {
         queue_offset: next,
-        max_msg_nums: cfg.pull_batch_size as i32,
         sys_flag: FLAG_SUSPEND | commit_flag,
         commit_offset: commit,
-        suspend_timeout_millis: cfg.suspend_timeout.duration().as_millis() as i64,
-        subscription: None,
         sub_version: inst.sub_version.load(Ordering::Acquire),
-        expression_type: Some("TAG".into()),
-        max_msg_bytes: None,
     };
-    let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header);
+    let cmd = pull_request(request, || pull_header(inst, q, fields), fields);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
     shared.metrics.backlog.pull_sent();
-    let resp = match link.call(cmd, timeout).await {
+    let resp = match link.call_kept(cmd, timeout).await {
         Ok(r) => r,
         Err(e) => {
             shared.metrics.pull(PullResult::Error);
@@ -270,6 +303,25 @@ async fn pull_once(inst: &Arc<Instance>, q: &Arc<QueueState>) -> Duration {
             );
             exception
         }
+    }
+}
+
+/// The whole PULL_MESSAGE header of `q` with `f`.
+fn pull_header(inst: &Instance, q: &QueueState, f: PullFields) -> PullMessageRequestHeader {
+    let cfg = &inst.shared.cfg;
+    PullMessageRequestHeader {
+        consumer_group: cfg.group.clone(),
+        topic: q.topic(&inst.shared).to_owned(),
+        queue_id: q.queue_id,
+        queue_offset: f.queue_offset,
+        max_msg_nums: cfg.pull_batch_size as i32,
+        sys_flag: f.sys_flag,
+        commit_offset: f.commit_offset,
+        suspend_timeout_millis: cfg.suspend_timeout.duration().as_millis() as i64,
+        subscription: None,
+        sub_version: f.sub_version,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
     }
 }
 
@@ -417,4 +469,53 @@ async fn orderly_failed(inst: &Instance, q: &QueueState, msgs: Vec<Msg>) -> Opti
         again.push(m);
     }
     suspend.then_some(again)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(f: PullFields) -> PullMessageRequestHeader {
+        PullMessageRequestHeader {
+            consumer_group: "G".into(),
+            topic: "T".into(),
+            queue_id: 3,
+            queue_offset: f.queue_offset,
+            max_msg_nums: 32,
+            sys_flag: f.sys_flag,
+            commit_offset: f.commit_offset,
+            suspend_timeout_millis: 20_000,
+            subscription: None,
+            sub_version: f.sub_version,
+            expression_type: Some("TAG".into()),
+            max_msg_bytes: None,
+        }
+    }
+
+    /// A kept request, rewritten for each pull, carries what a header built anew would:
+    /// checked against the generic header encoder, on the wire.
+    #[test]
+    fn a_kept_pull_request_matches_one_built_anew() {
+        let mut kept = None;
+        let pulls = [
+            (0, FLAG_SUSPEND, 0, 1),
+            (32, FLAG_SUSPEND | FLAG_COMMIT_OFFSET, 32, 1),
+            (1_000_000_007, FLAG_SUSPEND, 0, 1_700_000_000_000),
+            (7, FLAG_SUSPEND | FLAG_COMMIT_OFFSET, -1, 2),
+        ];
+        for (queue_offset, sys_flag, commit_offset, sub_version) in pulls {
+            let f = PullFields {
+                queue_offset,
+                sys_flag,
+                commit_offset,
+                sub_version,
+            };
+            let cmd = pull_request(&mut kept, || header(f), f);
+            cmd.opaque = 9;
+            let mut fresh =
+                RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header(f));
+            fresh.opaque = 9;
+            assert_eq!(cmd.to_bytes(), fresh.to_bytes(), "{f:?}");
+        }
+    }
 }

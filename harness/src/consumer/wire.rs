@@ -171,6 +171,18 @@ impl Wire {
         self.call_encoded(opaque, cmd.to_bytes(), timeout).await
     }
 
+    /// Sends `cmd` (its opaque set) without taking it: a request kept to be sent again.
+    pub async fn call_kept(
+        &self,
+        cmd: &mut RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, WireError> {
+        let opaque = self.next_opaque();
+        cmd.opaque = opaque;
+        let frame = cmd.to_bytes();
+        self.call_encoded(opaque, frame, timeout).await
+    }
+
     /// Sends a frame already encoded with `opaque` and waits for its answer.
     pub async fn call_encoded(
         &self,
