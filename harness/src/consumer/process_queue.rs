@@ -119,11 +119,6 @@ impl ProcessQueue {
     pub fn put_keys(&mut self, msgs: Vec<Msg>) -> Vec<Msg> {
         let mut added = Vec::with_capacity(msgs.len());
         for m in msgs {
-            if self.msgs.contains_key(m.queue_offset) {
-                continue;
-            }
-            self.size += m.body_len;
-            self.queue_offset_max = self.queue_offset_max.max(m.queue_offset);
             let key = Msg {
                 queue_offset: m.queue_offset,
                 body_len: m.body_len,
@@ -135,7 +130,11 @@ impl ProcessQueue {
                 // Shared: `..Msg::default()` would make (and drop) an empty `Arc<str>`.
                 topic: m.topic.clone(),
             };
-            self.msgs.insert(m.queue_offset, key);
+            if !self.msgs.insert(m.queue_offset, key) {
+                continue;
+            }
+            self.size += m.body_len;
+            self.queue_offset_max = self.queue_offset_max.max(m.queue_offset);
             added.push(m);
         }
         added
