@@ -289,9 +289,9 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::INTERRUPTED));
     }
     // Some invalid rows are a result; a run in which no job could send anything is a failure.
-    if !outcome.rows.is_empty() && outcome.rows.iter().all(|r| !r.valid && r.seg.sent == 0) {
+    if runner::nothing_ran(&outcome.rows) {
         eprintln!(
-            "Error: no job sent anything (first reason: {}); the rows are kept in {}",
+            "Error: no job sent or consumed anything (first reason: {}); the rows are kept in {}",
             outcome.rows[0].invalid_reason,
             outcome.out_dir.display()
         );

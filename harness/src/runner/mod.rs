@@ -34,6 +34,7 @@ pub use options::{RunOptions, RunOutcome};
 pub use plan::{plan, LoadConfig, Pacing, Phase};
 pub use run::{check_broker_profile, run_profile};
 pub use shard::{Shard, Spread, StartAt};
+pub use validity::nothing_ran;
 
 /// UTC `YYYYMMDDTHHMMSSZ` and ISO forms of a time (kept here for callers of the old path).
 pub use crate::provenance::utc;

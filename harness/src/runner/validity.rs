@@ -33,6 +33,19 @@ pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<String> {
     None
 }
 
+/// Whether a run did nothing at all: every row invalid, no job sent anything and no consumer
+/// consumed anything (a producer that could not connect, a broker that refused every send).
+/// Invalid rows of a job that ran are a result. A job meant to send nothing (consumers alone,
+/// `rate = 0`) ran if its consumers consumed: `make floor`'s consume run against the null
+/// responder, whose backlog never ends, failed with "no job sent anything" whenever its drain
+/// check (empty process queues) found a message cached at every look.
+pub fn nothing_ran(rows: &[SummaryRow]) -> bool {
+    let ran = |r: &SummaryRow| {
+        r.valid || r.seg.sent > 0 || r.consumer.as_ref().is_some_and(|c| c.consumed > 0)
+    };
+    !rows.is_empty() && !rows.iter().any(ran)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +78,33 @@ mod tests {
             knee: Default::default(),
             order: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_run_of_invalid_rows_failed_only_if_nothing_was_sent_or_consumed() {
+        let invalid = |sent: u64, consumed: Option<u64>| SummaryRow {
+            valid: false,
+            consumer: consumed.map(|consumed| crate::consumer::ConsumerFigures {
+                consumed,
+                ..Default::default()
+            }),
+            ..row(10, sent, 0)
+        };
+        assert!(!nothing_ran(&[]));
+        assert!(nothing_ran(&[invalid(0, None), invalid(0, Some(0))]));
+        assert!(
+            !nothing_ran(&[invalid(0, None), invalid(5, None)]),
+            "one job sent"
+        );
+        assert!(
+            !nothing_ran(&[invalid(0, Some(3_000_000))]),
+            "consumers alone, not drained"
+        );
+        let valid = SummaryRow {
+            valid: true,
+            ..row(10, 0, 0)
+        };
+        assert!(!nothing_ran(&[valid]));
     }
 
     #[test]
