@@ -288,7 +288,8 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("interrupted: finished cells were kept");
         return Ok(ExitCode::from(exit::INTERRUPTED));
     }
-    // Some invalid rows are a result; a run in which no job could send anything is a failure.
+    // Some invalid rows are a result; a run in which no job could send or consume anything is a
+    // failure.
     if runner::nothing_ran(&outcome.rows) {
         eprintln!(
             "Error: no job sent or consumed anything (first reason: {}); the rows are kept in {}",
