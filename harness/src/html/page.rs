@@ -32,10 +32,10 @@ h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc}h3{font-size:
 figure{margin:.5em 0}svg{max-width:100%;height:auto}\
 div.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:11px;margin:.5em 0;white-space:nowrap}\
 td,th{border:1px solid #ddd;padding:2px 4px;text-align:right}td:first-child,th:first-child{text-align:left}\
-th{white-space:normal}td.cell{white-space:normal;min-width:8em}td[data-col=slo_failed],td[data-col=knee_limited_by],td[data-col=invalid_reason]{white-space:normal;text-align:left;min-width:7em;max-width:24em;overflow-wrap:anywhere}\
+th{white-space:normal}td.cell{white-space:normal;min-width:8em;overflow-wrap:anywhere}td[data-col=slo_failed],td[data-col=knee_limited_by],td[data-col=invalid_reason]{white-space:normal;text-align:left;min-width:7em;max-width:24em;overflow-wrap:anywhere}\
 .note{color:#555;font-size:13px}\
 .pair{display:grid;gap:1em;grid-template-columns:minmax(0,2fr) minmax(0,1fr);align-items:start}\
-table.verdicts td:first-child{white-space:normal}\
+table.verdicts td:first-child{white-space:normal;overflow-wrap:anywhere}\
 table.compare td[data-col=note],table.compare td[data-col=cell]{white-space:normal;text-align:left;min-width:10em;max-width:22em}";
 
 /// The script only counts the charts (the browser test reads it back).
