@@ -140,9 +140,15 @@ fn pull_request(
         ("commitOffset", f.commit_offset),
         ("subVersion", f.sub_version),
     ] {
-        let s = cmd.ext_fields.entry(key.to_owned()).or_default();
-        s.clear();
-        let _ = write!(s, "{v}");
+        match cmd.ext_fields.get_mut(key) {
+            Some(s) => {
+                s.clear();
+                let _ = write!(s, "{v}");
+            }
+            None => {
+                cmd.ext_fields.insert(key.to_owned(), v.to_string());
+            }
+        }
     }
     cmd
 }
