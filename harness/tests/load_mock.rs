@@ -429,7 +429,8 @@ fn a_closed_loop_whose_peer_closes_connections_keeps_one_outcome_per_send() {
                 let mut accepted = 0u32;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let Ok((mut s, _)) = listener.accept() else {
-                        std::thread::sleep(Duration::from_millis(2));
+                        // Wait for the next connection (or 50 ms, to look at `stop` again).
+                        wait_readable(&listener, 50);
                         continue;
                     };
                     accepted += 1;
@@ -472,4 +473,18 @@ fn a_closed_loop_whose_peer_closes_connections_keeps_one_outcome_per_send() {
 fn run_addr(addr: std::net::SocketAddr, w: &Workload) -> Segment {
     let load = LoadHandle::start(LoadConfig::new(addr, w)).expect("load starts");
     load.join().segments[1].clone()
+}
+
+/// Blocks until `listener` has a connection to accept or `ms` milliseconds have passed.
+fn wait_readable(listener: &std::net::TcpListener, ms: i32) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, owned by this frame, for the duration of the call.
+    unsafe {
+        libc::poll(&mut fd, 1, ms);
+    }
 }
