@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::broker::{self, BrokerProcess};
 use crate::fault::outcomes::{OutcomeLog, Recovery};
+use crate::fault::port_hold::PortHold;
 use crate::profile::FaultPlan;
 use crate::runner::client::KeySpace;
 
@@ -65,6 +66,8 @@ pub struct Injector {
     killed_at: Option<Instant>,
     /// What was done since the last [`Injector::take_events`] (timeseries.csv's `event`).
     done: Vec<&'static str>,
+    /// The killed broker's port, kept from other processes until its restart is up.
+    held: Option<PortHold>,
 }
 
 impl Injector {
@@ -97,6 +100,7 @@ impl Injector {
             faulted: None,
             killed_at: None,
             done: Vec::new(),
+            held: None,
         }
     }
 
@@ -267,6 +271,10 @@ impl Injector {
         self.stopped = None;
         p.kill9();
         let at = Instant::now();
+        // Only if it will be started again; should the hold fail, the restart says why.
+        if self.plan.restart && self.restarter.is_some() {
+            self.held = PortHold::bind(p.addr).ok();
+        }
         self.mark_kill(at);
         self.dead = true;
         self.killed_at = Some(at);
@@ -285,7 +293,10 @@ impl Injector {
         if !self.dead {
             return Ok(());
         }
-        *p = self.restart(p.addr.port())?;
+        let restarted = self.restart(p.addr.port());
+        // Up or failed for good: the port is the broker's again, or nobody's.
+        self.held = None;
+        *p = restarted?;
         self.dead = false;
         self.restarts.push((at, Instant::now()));
         self.done.push("restart");
@@ -321,8 +332,8 @@ impl Injector {
         Ok(())
     }
 
-    /// Starts the broker again on the same store and port. The port was ours a moment ago;
-    /// should another process take it in between, a few tries, then a clear error.
+    /// Starts the broker again on the same store and port, held since the kill
+    /// ([`PortHold`]); a few tries, then a clear error.
     fn restart(&self, port: u16) -> Result<BrokerProcess, String> {
         let r = self
             .restarter

@@ -8,6 +8,7 @@
 //! * cluster.rs  — the same for one broker of a cluster (`[fault] broker = K`), every broker
 //!   read back
 //! * pids.rs     — `--broker-pid PID` / `NAME=PID`: brokers the harness did not start
+//! * port_hold.rs — a killed broker's port kept from other processes until its restart
 //!
 //! The plan itself is the profile's `[fault]` table ([`crate::profile::FaultPlan`]).
 
@@ -16,6 +17,7 @@ mod injector;
 pub mod job;
 mod outcomes;
 mod pids;
+mod port_hold;
 
 pub use injector::{Injector, Restarter};
 pub use pids::BrokerPids;
