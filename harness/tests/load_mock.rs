@@ -60,9 +60,13 @@ fn open_loop_counts_the_stall_from_intended_times() {
         (180..=330).contains(&over_250),
         "samples above 250 ms: {over_250}"
     );
+    // About 480 from the stall. The floor is the coordinated-omission check (a closed loop's
+    // way of counting gives one sample); above it, a loaded machine adds sends of its own that
+    // were late by more than 20 ms (589 with three test binaries side by side), while counting
+    // from a wrong start would put most of the 2,500 here.
     let over_20 = above(&s.latency, 20_000);
     assert!(
-        (400..=560).contains(&over_20),
+        (400..=800).contains(&over_20),
         "samples above 20 ms: {over_20}"
     );
 }
