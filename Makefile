@@ -29,7 +29,7 @@ bench: build ## Run PROFILE (default profiles/default.toml) on the in-tree broke
 # The test binaries run TEST_JOBS at a time (scripts/run-tests.py): most integration tests wait
 # on real time, so one at a time (cargo test) left CI's 2 cores half idle.
 TEST_JOBS    ?= 2
-test: ## Run every unit, integration and property test (TEST_JOBS binaries at a time; closing line "tests: N passed, N failed, N ignored")
+test: ## Run every unit, integration and property test (TEST_JOBS binaries at a time; closing line "tests: N passed, N failed, N skipped", skipped = #[ignore]d)
 	JOBS=$(TEST_JOBS) CARGO=$(CARGO) python3 scripts/run-tests.py -- $(EXTRA_CARGO_ARGS)
 
 fmt: ## Format the code

@@ -11,7 +11,7 @@ the last run (kept in target/test-times.json), and runs the doc tests with cargo
 Each binary runs as cargo runs it: in its package's folder, with CARGO, CARGO_MANIFEST_DIR and
 CARGO_PKG_NAME set. Its output is printed whole when it ends, under a `Running` line naming
 the command that runs it alone. The last line counts every test: "tests: N passed, N failed,
-N ignored". A binary that dies without its "test result" line counts as one failed test.
+N skipped" (skipped: #[ignore]d, as cargo's "ignored"). A binary that dies without its "test result" line counts as one failed test.
 
 Usage: scripts/run-tests.py [--jobs N] [-- cargo args...]   (JOBS env var works too)
 """
@@ -169,7 +169,7 @@ def main():
         runner.stop()
         pool.shutdown(wait=True, cancel_futures=True)
         print("\nrun-tests: interrupted; the counts below are of the binaries that ended", flush=True)
-        print(f"tests: {total[0]} passed, {total[1]} failed, {total[2]} ignored")
+        print(f"tests: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
         sys.exit(130)
     pool.shutdown(wait=True)
     save_times(times)
@@ -185,7 +185,7 @@ def main():
           f"{time.monotonic() - started:.0f} s, {jobs} at a time")
     for name, code, hint in failed:
         print(f"run-tests: FAILED {name} (exit {code}); alone: {hint}")
-    print(f"tests: {total[0]} passed, {total[1]} failed, {total[2]} ignored")
+    print(f"tests: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
     sys.exit(1 if failed or total[1] else 0)
 
 

@@ -41,9 +41,9 @@ for i in $(seq 1 "$RUNS"); do
   start=$(date +%s)
   (cd "$work/tests" && make test EXTRA_CARGO_ARGS=--no-fail-fast) >"$OUT/run$i.log" 2>&1
   rc=$?
-  # make test's closing line: "tests: N passed, N failed, N ignored" (scripts/run-tests.py).
+  # make test's closing line: "tests: N passed, N failed, N skipped" (scripts/run-tests.py).
   sum() { grep '^tests: ' "$OUT/run$i.log" | tail -1 | grep -o "[0-9]* $1" | awk '{ s += $1 } END { print s + 0 }'; }
-  line="run $i: exit $rc in $(( $(date +%s) - start )) s, load $(cut -d' ' -f1-3 /proc/loadavg), $(sum passed) passed, $(sum failed) failed, $(sum ignored) ignored"
+  line="run $i: exit $rc in $(( $(date +%s) - start )) s, load $(cut -d' ' -f1-3 /proc/loadavg), $(sum passed) passed, $(sum failed) failed, $(sum skipped) ignored"
   echo "$line" | tee -a "$OUT/summary"
   grep -E '^test .* FAILED$' "$OUT/run$i.log" | sort -u | sed 's/^/  /' | tee -a "$OUT/summary"
   [ "$rc" -eq 0 ] || failed_runs=$((failed_runs + 1))
