@@ -305,3 +305,79 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     c.stream = Some(stream);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::sync::mpsc::sync_channel;
+
+    use super::*;
+    use crate::profile::RetryPolicy;
+    use crate::runner::common::InFlight;
+    use crate::runner::retry::NotStoreOk;
+
+    fn common(oneway: bool) -> Arc<Common> {
+        let (retry_tx, _) = sync_channel(16);
+        Arc::new(Common {
+            policy: RetryPolicy::None,
+            not_store_ok: NotStoreOk::of(false),
+            send_timeout: Duration::from_secs(3),
+            oneway,
+            closed_loop: false,
+            outstanding: AtomicUsize::new(0),
+            current_segment: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+            retry_tx,
+            pacer: parking_lot::Mutex::new(None),
+            tracking: None,
+            outcomes: None,
+            cluster: None,
+            key_gate: None,
+        })
+    }
+
+    /// Two sends encoded for a connection that broke before they were written: the reconnect
+    /// ends them as connection errors, so sent still equals the sum of the outcomes.
+    #[test]
+    fn a_reconnect_ends_the_sends_encoded_and_never_written() {
+        for oneway in [false, true] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let common = common(oneway);
+            let rec = Arc::new(Mutex::new(Recorder::new(1)));
+            let mut c = Conn::new(rec.clone(), listener.local_addr().unwrap(), None);
+            connect(&mut c, &common, 0).unwrap();
+            let now = Instant::now();
+            for opaque in [1, 2] {
+                if !oneway {
+                    let e = InFlight {
+                        seq: opaque as u64,
+                        intended: now,
+                        written: now,
+                        first_written: now,
+                        segment: 0,
+                        attempt: 1,
+                        broker: None,
+                    };
+                    c.pending.push((opaque, e));
+                }
+                c.batch.push((opaque, 0, now));
+                c.out.extend_from_slice(b"encoded");
+            }
+            // The connection broke; the pacer's pick shuts it and reconnects.
+            if let Some(s) = c.stream.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            connect(&mut c, &common, 0).unwrap();
+            let r = rec.lock();
+            assert_eq!(r.segments[0].counts.connection_errors, 2, "oneway {oneway}");
+            assert!(c.pending.is_empty() && c.batch.is_empty() && c.out.is_empty());
+            drop(r);
+            c.tx = None;
+            if let Some(s) = c.stream.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            let _ = c.take_leftover();
+        }
+    }
+}
