@@ -241,31 +241,29 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
 pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Result<()> {
     let addr = c.addr;
     c.last_attempt = Some(Instant::now());
-    // Sends handed to the old reader after it failed the socket: end them here so every
-    // scheduled send keeps exactly one outcome.
+    // Every send the old socket still holds ends here as a connection error, so each scheduled
+    // send keeps exactly one outcome:
+    // - those handed to the old reader after it failed the socket (in flight: `len` counts them);
+    // - those encoded and not yet written: a batch whose connection broke between the encoding
+    //   of one send and the next, reconnected by the pick of the next. Cleared without an
+    //   outcome, one was counted in `sent` and nowhere else (fault_e2e, a kill at 1,000
+    //   sends/s: sent 6,000, outcomes 5,999). `flush_conns` ends unwritten sends the same way
+    //   when the reader is gone.
     c.tx = None;
     c.spare = None;
-    if let Some((rx, map)) = c.take_leftover() {
-        let now = Instant::now();
-        let mut rec = c.recorder.lock();
-        for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
-            c.shared.len.fetch_sub(1, Ordering::AcqRel);
-            common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
-        }
-        drop(rec);
-        common.wake();
-    }
-    // Sends encoded for the old socket and not yet written: a batch whose connection broke
-    // between the encoding of one send and the next, and is reconnected by the pick of the
-    // next. They end as connection errors, as unwritten sends do in `flush_conns` when the
-    // reader is gone; cleared without an outcome, one was counted in `sent` and nowhere else
-    // (fault_e2e, a kill at 1,000 sends/s: sent 6,000, outcomes 5,999).
+    let handed = c.take_leftover();
     let unwritten = std::mem::take(&mut c.pending);
     let batch = std::mem::take(&mut c.batch);
     c.out.clear();
-    if !unwritten.is_empty() || (common.oneway && !batch.is_empty()) {
+    if handed.is_some() || !unwritten.is_empty() || (common.oneway && !batch.is_empty()) {
         let now = Instant::now();
         let mut rec = c.recorder.lock();
+        if let Some((rx, map)) = handed {
+            for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
+                c.shared.len.fetch_sub(1, Ordering::AcqRel);
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+            }
+        }
         for (_, e) in unwritten {
             common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
         }
