@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::outbox::Owed;
 use crate::consumer::wire::{Wire, WireError};
 
 /// `connectTimeoutMillis`.
@@ -107,13 +108,14 @@ impl Link {
         self.wire().await?.call(cmd, timeout).await
     }
 
-    /// [`Link::call`] for a request the caller keeps ([`Wire::call_kept`]).
-    pub async fn call_kept(
+    /// A pull of a round on the current (or a new) connection ([`Wire::call_round`]).
+    pub async fn call_round(
         &self,
         cmd: &mut RemotingCommand,
+        owed: Option<Owed>,
         timeout: Duration,
-    ) -> Result<RemotingCommand, WireError> {
-        self.wire().await?.call_kept(cmd, timeout).await
+    ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
+        self.wire().await?.call_round(cmd, owed, timeout).await
     }
 
     /// QUERY_CONSUMER_OFFSET (14) of one queue: the answer's code and, on 0, the stored offset;

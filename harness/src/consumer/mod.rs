@@ -22,6 +22,7 @@
 //! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
+//! * outbox.rs        — a connection's outgoing bytes, its next pulls written in rounds
 //! * link.rs          — a connection that reconnects after a broker restart
 //! * links.rs         — an instance's links, one per address (broker name and id) of the route
 //! * route.rs         — one broker or a cluster's route (name server, 30-s refresh); `Mq`
@@ -45,6 +46,7 @@ mod log;
 mod metrics;
 mod offset_illegal;
 mod offset_map;
+mod outbox;
 mod process_queue;
 mod processing;
 mod pull;

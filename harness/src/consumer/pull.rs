@@ -16,6 +16,7 @@ use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
 use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
+use crate::consumer::outbox::Owed;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
@@ -47,6 +48,9 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
     }
     let exception = cfg.exception_delay();
     let mut request = None;
+    // The last answer's claim on its round (`outbox.rs`): let go with the next pull, or
+    // before this loop waits on anything else.
+    let mut owed = None;
     while !q.is_dropped() && !inst.stop.is_cancelled() {
         let view = q.view();
         let t = Thresholds {
@@ -62,6 +66,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
                 FlowControl::NotLocked => &inst.not_locked_times,
             };
             let before = counter.fetch_add(1, Ordering::Relaxed);
+            owed = None;
             if logged(before) {
                 let level = if kind == FlowControl::NotLocked {
                     "INFO"
@@ -84,6 +89,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
             continue;
         }
         if cfg.mode == ConsumeMode::Orderly && !q.offset_fixed.load(Ordering::Acquire) {
+            owed = None;
             // The first pull after locking starts from the broker's offset (consumer §7.3).
             match crate::consumer::instance::query_offset(&inst, &q).await {
                 Some(o) => {
@@ -106,9 +112,12 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
                 }
             }
         }
-        let delay = pull_once(&inst, &q, &mut request).await;
-        if !delay.is_zero() && !pause(&inst, delay).await {
-            return;
+        let delay = pull_once(&inst, &q, &mut request, &mut owed).await;
+        if !delay.is_zero() {
+            owed = None;
+            if !pause(&inst, delay).await {
+                return;
+            }
         }
     }
 }
@@ -154,11 +163,13 @@ fn pull_request(
 }
 
 /// One PULL_MESSAGE and its result; returns the delay before the next pull. `request` is the
-/// queue's kept PULL_MESSAGE ([`pull_request`]).
+/// queue's kept PULL_MESSAGE ([`pull_request`]); `owed` the last answer's claim on its round,
+/// let go once this pull is queued, and this answer's claim after.
 async fn pull_once(
     inst: &Arc<Instance>,
     q: &Arc<QueueState>,
     request: &mut Option<RemotingCommand>,
+    owed: &mut Option<Owed>,
 ) -> Duration {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
@@ -166,6 +177,7 @@ async fn pull_once(
     let commit = q.offset.load(Ordering::Acquire);
     let next = q.next_offset.load(Ordering::Acquire);
     let Some((node, link)) = inst.pull_link(q) else {
+        *owed = None;
         shared.metrics.pull(PullResult::Error);
         inst.log(
             "WARN",
@@ -192,8 +204,11 @@ async fn pull_once(
     let cmd = pull_request(request, || pull_header(inst, q, fields), fields);
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
     shared.metrics.backlog.pull_sent();
-    let resp = match link.call_kept(cmd, timeout).await {
-        Ok(r) => r,
+    let resp = match link.call_round(cmd, owed.take(), timeout).await {
+        Ok((r, next)) => {
+            *owed = next;
+            r
+        }
         Err(e) => {
             shared.metrics.pull(PullResult::Error);
             if !inst.stop.is_cancelled() {
@@ -252,7 +267,7 @@ async fn pull_once(
                 ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
                 ConsumeMode::Orderly => q.pq.lock().put(msgs),
             };
-            dispatch(inst, q, added).await;
+            dispatch(inst, q, added, owed).await;
             Duration::ZERO
         }
         19 | 20 => {
@@ -331,10 +346,18 @@ fn pull_header(inst: &Instance, q: &QueueState, f: PullFields) -> PullMessageReq
     }
 }
 
-/// Hands newly cached messages to the consume threads.
-async fn dispatch(inst: &Arc<Instance>, q: &Arc<QueueState>, added: Vec<Msg>) {
+/// Hands newly cached messages to the consume threads; a submit that must wait for room lets
+/// the round (`owed`) go first.
+async fn dispatch(
+    inst: &Arc<Instance>,
+    q: &Arc<QueueState>,
+    added: Vec<Msg>,
+    owed: &mut Option<Owed>,
+) {
     match inst.shared.cfg.mode {
-        ConsumeMode::Concurrently => crate::consumer::concurrent::submit(inst, q, added).await,
+        ConsumeMode::Concurrently => {
+            crate::consumer::concurrent::submit(inst, q, added, || *owed = None).await
+        }
         ConsumeMode::Orderly => {
             let start = {
                 let mut pq = q.pq.lock();

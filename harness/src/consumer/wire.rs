@@ -2,8 +2,9 @@
 //! broker's NOTIFY_CONSUMER_IDS_CHANGED (40) turned into a wake-up of the rebalance.
 //!
 //! A reader task and a writer task per connection (tracked by the run's `TaskTracker`, stopped
-//! by its token). The writer's queue is bounded; the pending map holds at most one pull per
-//! assigned queue plus the few admin calls in flight.
+//! by its token). The writer writes the connection's [`Outbox`], bounded, in rounds of pulls;
+//! the pending map holds at most one pull per assigned queue plus the few admin calls in
+//! flight.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,12 +17,11 @@ use parking_lot::Mutex;
 use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Writes queued per connection before a writer blocks.
-const OUT_QUEUE: usize = 1024;
+use crate::consumer::outbox::{Outbox, Owed, Send};
 
 /// Why a call got no answer.
 #[derive(Debug, thiserror::Error)]
@@ -40,42 +40,15 @@ pub enum WireError {
     NoRoute(String),
 }
 
-/// Bytes gathered into one write at most.
-const WRITE_BATCH: usize = 256 * 1024;
+/// A call's answer, with the round's token when the call was a pull ([`Wire::call_round`]).
+type Answer = (RemotingCommand, Option<Owed>);
 
-/// Writes `first` and every frame already queued behind it, up to [`WRITE_BATCH`] bytes, in one
-/// write: each write is a system call and a wake-up of the broker's reader (a fifth of the
-/// consumers' CPU in `make floor` goes to waking the peer, one pull at a time). It does not wait
-/// for more: yielding first to let the other pull tasks queue theirs cut the consumers' CPU per
-/// message by a fifth against the null responder, but a pull that waits behind the consumption
-/// of the last batch leaves the broker idle, and draining a backlog from broker-under-test slowed
-/// from 610k-692k to 496k-570k messages/s (128 B, 32 a pull, 3 alternating runs).
-async fn write_queued(
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    first: Bytes,
-    rx: &mut mpsc::Receiver<Bytes>,
-    batch: &mut BytesMut,
-) -> std::io::Result<()> {
-    let Ok(second) = rx.try_recv() else {
-        return wr.write_all(&first).await;
-    };
-    batch.clear();
-    batch.extend_from_slice(&first);
-    batch.extend_from_slice(&second);
-    while batch.len() < WRITE_BATCH {
-        match rx.try_recv() {
-            Ok(next) => batch.extend_from_slice(&next),
-            Err(_) => break,
-        }
-    }
-    wr.write_all(batch).await
-}
-
-type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;
+/// Calls waiting for their answer by opaque, and whether each is a pull of a round.
+type Pending = Arc<Mutex<HashMap<i32, (oneshot::Sender<Answer>, Send)>>>;
 
 /// A connection to the broker.
 pub struct Wire {
-    out: mpsc::Sender<Bytes>,
+    out: Arc<Outbox>,
     pending: Pending,
     opaque: AtomicI32,
     closed: CancellationToken,
@@ -94,20 +67,16 @@ impl Wire {
             .map_err(|source| WireError::Connect { addr, source })?;
         let _ = stream.set_nodelay(true);
         let (mut rd, mut wr) = stream.into_split();
-        let (out, mut rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
+        let out = Arc::new(Outbox::default());
         let pending: Pending = Arc::default();
         let closed = stop.child_token();
         {
-            let closed = closed.clone();
+            let (closed, out) = (closed.clone(), out.clone());
             tracker.spawn(async move {
                 let mut batch = BytesMut::new();
-                loop {
-                    tokio::select! {
-                        _ = closed.cancelled() => break,
-                        b = rx.recv() => match b {
-                            Some(b) => if write_queued(&mut wr, b, &mut rx, &mut batch).await.is_err() { break },
-                            None => break,
-                        },
+                while out.take(&mut batch, &closed).await {
+                    if wr.write_all(&batch).await.is_err() {
+                        break;
                     }
                 }
                 closed.cancel();
@@ -115,15 +84,17 @@ impl Wire {
             });
         }
         {
-            let (closed, pending) = (closed.clone(), pending.clone());
+            let (closed, pending, out) = (closed.clone(), pending.clone(), out.clone());
             tracker.spawn(async move {
                 let mut buf = BytesMut::with_capacity(256 * 1024);
                 'read: loop {
                     loop {
                         match decode_frame(&mut buf, MAX_FRAME_LEN) {
                             Ok(Some(cmd)) if cmd.is_response() => {
-                                if let Some(tx) = pending.lock().remove(&cmd.opaque) {
-                                    let _ = tx.send(cmd);
+                                if let Some((tx, send)) = pending.lock().remove(&cmd.opaque) {
+                                    // A pull answer owes its next pull to this read's round.
+                                    let owed = (send == Send::WithRound).then(|| out.owe());
+                                    let _ = tx.send((cmd, owed));
                                 }
                             }
                             Ok(Some(cmd)) => {
@@ -168,19 +139,27 @@ impl Wire {
     ) -> Result<RemotingCommand, WireError> {
         let opaque = self.next_opaque();
         cmd.opaque = opaque;
-        self.call_encoded(opaque, cmd.to_bytes(), timeout).await
+        let frame = cmd.to_bytes();
+        let (r, _) = self
+            .exchange(opaque, &frame, Send::Now, None, timeout)
+            .await?;
+        Ok(r)
     }
 
-    /// Sends `cmd` (its opaque set) without taking it: a request kept to be sent again.
-    pub async fn call_kept(
+    /// A pull of a round (`outbox.rs`): `cmd` (kept by the caller, its opaque set) is written
+    /// with the round of the answer whose token is `owed`, which is let go once the pull is
+    /// queued. The answer comes with its own token, for the next pull.
+    pub async fn call_round(
         &self,
         cmd: &mut RemotingCommand,
+        owed: Option<Owed>,
         timeout: Duration,
-    ) -> Result<RemotingCommand, WireError> {
+    ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
         let opaque = self.next_opaque();
         cmd.opaque = opaque;
         let frame = cmd.to_bytes();
-        self.call_encoded(opaque, frame, timeout).await
+        self.exchange(opaque, &frame, Send::WithRound, owed, timeout)
+            .await
     }
 
     /// Sends a frame already encoded with `opaque` and waits for its answer.
@@ -190,12 +169,29 @@ impl Wire {
         frame: Bytes,
         timeout: Duration,
     ) -> Result<RemotingCommand, WireError> {
+        let (r, _) = self
+            .exchange(opaque, &frame, Send::Now, None, timeout)
+            .await?;
+        Ok(r)
+    }
+
+    async fn exchange(
+        &self,
+        opaque: i32,
+        frame: &[u8],
+        send: Send,
+        owed: Option<Owed>,
+        timeout: Duration,
+    ) -> Result<Answer, WireError> {
         if self.closed.is_cancelled() {
             return Err(WireError::Closed);
         }
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(opaque, tx);
-        if self.out.send(frame).await.is_err() {
+        self.pending.lock().insert(opaque, (tx, send));
+        let queued = self.out.push(frame, send, &self.closed).await;
+        // The pull is queued (or never will be): the round may go without this task.
+        drop(owed);
+        if !queued {
             self.pending.lock().remove(&opaque);
             return Err(WireError::Closed);
         }
@@ -203,7 +199,9 @@ impl Wire {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(WireError::Closed),
             Err(_) => {
-                self.pending.lock().remove(&opaque);
+                if self.pending.lock().remove(&opaque).is_some() && send == Send::WithRound {
+                    self.out.forget();
+                }
                 Err(WireError::Timeout(timeout))
             }
         }
@@ -218,10 +216,15 @@ impl Wire {
     pub async fn oneway(&self, mut cmd: RemotingCommand) -> Result<(), WireError> {
         cmd.opaque = self.next_opaque();
         let cmd = cmd.with_oneway();
-        self.out
-            .send(cmd.to_bytes())
+        if self
+            .out
+            .push(&cmd.to_bytes(), Send::Now, &self.closed)
             .await
-            .map_err(|_| WireError::Closed)
+        {
+            Ok(())
+        } else {
+            Err(WireError::Closed)
+        }
     }
 
     pub fn is_closed(&self) -> bool {
