@@ -36,12 +36,16 @@ addr=$(sed -n 's/^listening on //p' "$tmp/responder.out")
 [ -n "$addr" ] || { echo "floor: the null responder did not start:" >&2; cat "$tmp/responder.err" >&2; exit 1; }
 echo "null responder on $addr (cpu $RESP_CPU); measured side on cpu $GEN_CPU; $RUNS alternating runs of $DURATION"
 
-# column VALUE of summary.csv's first row
+# column NAME of summary.csv's first row. Read as CSV: a quoted note holds commas.
 column_of() {
-  local csv=$1 name=$2 col
-  col=$(head -1 "$csv" | tr ',' '\n' | grep -nx "$name" | cut -d: -f1)
-  [ -n "$col" ] || { echo "floor: $csv has no $name column" >&2; exit 1; }
-  sed -n 2p "$csv" | cut -d, -f"$col"
+  python3 - "$1" "$2" <<'PY'
+import csv, sys
+path, name = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(path, newline="")))
+if not rows or name not in rows[0]:
+    sys.exit(f"floor: {path} has no {name} column")
+print(rows[0][name])
+PY
 }
 
 # user + system CPU seconds in $tmp/time (written by /usr/bin/time -f '%U %S')
@@ -49,9 +53,11 @@ cpu_s() { awk '{ print $1 + $2 }' "$tmp/time"; }
 
 # The sum of timeseries.csv column NAME over every row (warm-up included).
 series_sum() {
-  local csv=$1 name=$2 col
-  col=$(head -1 "$csv" | tr ',' '\n' | grep -nx "$name" | cut -d: -f1)
-  awk -F, -v c="$col" 'NR > 1 { s += $c } END { print s + 0 }' "$csv"
+  python3 - "$1" "$2" <<'PY'
+import csv, sys
+path, name = sys.argv[1], sys.argv[2]
+print(sum(float(r[name] or 0) for r in csv.DictReader(open(path, newline=""))))
+PY
 }
 
 harness_run() { # binary profile out column: prints "<column value> <cpu s>"

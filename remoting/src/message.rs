@@ -74,8 +74,19 @@ pub fn decode_properties(s: &str) -> Vec<(String, String)> {
 /// 5%, a `memmem` finder built per call 7.6%). Both separators are ASCII: every cut falls on a
 /// char boundary. `tests/codec_properties.rs` holds it to the split-based definition.
 pub fn property<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    property_at(s.as_bytes(), name).map(|r| &s[r])
+}
+
+/// [`property`] over raw property bytes, as a record carries them (not necessarily UTF-8:
+/// Java reads them with a lossy `new String(bytes, UTF_8)`).
+pub fn property_bytes<'a>(b: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    property_at(b, name).map(|r| &b[r])
+}
+
+/// Where `name`'s value lies in `b`.
+fn property_at(b: &[u8], name: &str) -> Option<std::ops::Range<usize>> {
     let (pair_end, name_end) = (PROPERTY_SEPARATOR as u8, NAME_VALUE_SEPARATOR as u8);
-    let (b, n) = (s.as_bytes(), name.as_bytes());
+    let n = name.as_bytes();
     if n.contains(&name_end) {
         // A pair's name ends at its first U+0001: no name holds one.
         return None;
@@ -85,7 +96,7 @@ pub fn property<'a>(s: &'a str, name: &str) -> Option<&'a str> {
         let end = memchr::memchr(pair_end, &b[at..]).map_or(b.len(), |p| at + p);
         let pair = &b[at..end];
         if pair.len() > n.len() && pair[n.len()] == name_end && pair.starts_with(n) {
-            let value = &s[at + n.len() + 1..end];
+            let value = at + n.len() + 1..end;
             if !value.is_empty() {
                 return Some(value);
             }

@@ -25,8 +25,12 @@ pub struct RecordRef<'a> {
     pub reconsume_times: i32,
     pub prepared_transaction_offset: i64,
     pub body: &'a [u8],
-    pub topic: &'a str,
-    pub properties: &'a str,
+    /// As stored: Java reads the topic and the properties with a lossy `new String(bytes,
+    /// UTF_8)` (`MessageDecoder.decode`, `CommitLog.checkMessageAndReturnSize`), so bytes that
+    /// are not UTF-8 do not make a record invalid. A consumer compares and searches them as
+    /// bytes, and converts only what it keeps.
+    pub topic: &'a [u8],
+    pub properties: &'a [u8],
 }
 
 impl RecordRef<'_> {
@@ -45,8 +49,8 @@ impl RecordRef<'_> {
             reconsume_times: self.reconsume_times,
             prepared_transaction_offset: self.prepared_transaction_offset,
             body: self.body.to_vec(),
-            topic: self.topic.to_owned(),
-            properties: self.properties.to_owned(),
+            topic: String::from_utf8_lossy(self.topic).into_owned(),
+            properties: String::from_utf8_lossy(self.properties).into_owned(),
         }
     }
 }
@@ -109,12 +113,10 @@ pub fn decode_record_ref(
         c.take(1, "TOPIC length")?[0] as i64
     };
     let topic_len = c.len(topic_len, "TOPIC")?;
-    let topic = std::str::from_utf8(c.take(topic_len, "TOPIC")?)
-        .map_err(|_| MessageDecodeError::InvalidUtf8("TOPIC"))?;
+    let topic = c.take(topic_len, "TOPIC")?;
     let props_len = c.i16("PROPERTIES length")? as i64;
     let props_len = c.len(props_len, "PROPERTIES")?;
-    let properties = std::str::from_utf8(c.take(props_len, "PROPERTIES")?)
-        .map_err(|_| MessageDecodeError::InvalidUtf8("PROPERTIES"))?;
+    let properties = c.take(props_len, "PROPERTIES")?;
     if c.pos != total as usize {
         return Err(MessageDecodeError::BadLength {
             field: "TOTALSIZE",
@@ -182,7 +184,7 @@ mod tests {
             panic!("a message")
         };
         assert_eq!(len, buf.len());
-        assert_eq!((record.body, record.topic), (&b"hello"[..], "T"));
+        assert_eq!((record.body, record.topic), (&b"hello"[..], &b"T"[..]));
         assert_eq!(record.to_record(), rec);
         assert_eq!(
             decode_record(&buf, true).unwrap(),
@@ -195,5 +197,45 @@ mod tests {
         let at = bad.len() - 20;
         bad[at] ^= 0xFF;
         assert!(decode_record_ref(&bad, true).is_err());
+    }
+
+    /// A topic or properties that are not UTF-8 do not make a record invalid: Java reads them
+    /// lossily, and so does the owned record.
+    #[test]
+    fn bytes_that_are_not_utf8_are_read_as_java_reads_them() {
+        let rec = MessageRecord {
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 1,
+            physical_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_timestamp: 2,
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: b"b".to_vec(),
+            topic: "TX".into(),
+            properties: encode_properties([("K", "vX")]),
+        };
+        let mut buf = BytesMut::new();
+        rec.encode(&mut buf);
+        let mut raw = buf.to_vec();
+        // The topic's and the property value's 'X' become a byte no UTF-8 text holds.
+        let len = raw.len();
+        let props_at = len - rec.properties.len();
+        raw[props_at - 2 - 1] = 0xFF;
+        raw[len - 2] = 0xFE;
+        let RecordRefAt::Message { record, .. } = decode_record_ref(&raw, true).unwrap() else {
+            panic!("still a message")
+        };
+        assert_eq!(record.topic, &[b'T', 0xFF][..]);
+        let owned = record.to_record();
+        assert_eq!(owned.topic, "T\u{FFFD}");
+        assert_eq!(
+            crate::message::property(&owned.properties, "K"),
+            Some("v\u{FFFD}")
+        );
     }
 }

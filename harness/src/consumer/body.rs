@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use remoting::message::{property, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
+use remoting::message::{property_bytes, PROPERTY_RETRY_TOPIC, PROPERTY_UNIQ_CLIENT_MESSAGE_ID};
 use remoting::record_ref::{decode_record_ref, RecordRefAt};
 
 use crate::consumer::process_queue::{Msg, UniqKey};
@@ -13,8 +13,9 @@ use crate::consumer::process_queue::{Msg, UniqKey};
 pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
     let mut out = Vec::new();
     let mut rest = body;
-    // The last topic seen: a pull's records are of one topic (two for a retry queue's).
-    let mut topic: Option<Arc<str>> = None;
+    // The last topic seen, as stored and as shown: a pull's records are of one topic (two for
+    // a retry queue's), compared as bytes and converted once.
+    let mut topic: Option<(&[u8], Arc<str>)> = None;
     while !rest.is_empty() {
         match decode_record_ref(rest, true) {
             Ok(RecordRefAt::Message { record, len }) => {
@@ -24,22 +25,25 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
                     out.reserve(body.len() / len.max(1));
                 }
                 // resetRetryAndNamespace: a retried message shows its original topic.
-                let shown = if record.topic.starts_with("%RETRY%") {
-                    property(record.properties, PROPERTY_RETRY_TOPIC).unwrap_or(record.topic)
+                let shown = if record.topic.starts_with(b"%RETRY%") {
+                    property_bytes(record.properties, PROPERTY_RETRY_TOPIC).unwrap_or(record.topic)
                 } else {
                     record.topic
                 };
                 let topic = match &topic {
-                    Some(t) if &**t == shown => t.clone(),
-                    _ => topic.insert(Arc::from(shown)).clone(),
+                    Some((stored, t)) if *stored == shown => t.clone(),
+                    _ => {
+                        let t: Arc<str> = Arc::from(String::from_utf8_lossy(shown));
+                        topic.insert((shown, t)).1.clone()
+                    }
                 };
                 out.push(Msg {
                     queue_offset: record.queue_offset,
                     body_len: record.body.len() as u64,
                     born_ms: record.born_timestamp,
                     stored_ms: record.store_timestamp,
-                    uniq_key: property(record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
-                        .map(UniqKey::from),
+                    uniq_key: property_bytes(record.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID)
+                        .map(UniqKey::from_bytes),
                     commit_log_offset: record.physical_offset,
                     reconsume_times: record.reconsume_times,
                     topic,
@@ -97,6 +101,21 @@ mod tests {
         assert_eq!((&*msgs[0].topic, msgs[0].reconsume_times), ("T", 2));
         assert_eq!(msgs[0].commit_log_offset, 4 * 200);
         assert_eq!(&*msgs[1].topic, "T", "only a %RETRY% topic is restored");
+    }
+
+    /// Properties that are not UTF-8 are no decode error (Java reads them lossily): the key
+    /// is kept as Java would show it.
+    #[test]
+    fn a_key_that_is_not_utf8_is_read_lossily() {
+        let mut r = record(9);
+        r.properties = encode_properties([("UNIQ_KEY", "AB")]);
+        let mut body = BytesMut::new();
+        r.encode(&mut body);
+        let last = body.len() - 2;
+        body[last] = 0xFF;
+        let (msgs, err) = decode_pull_body(&body);
+        assert_eq!(err, None);
+        assert_eq!(msgs[0].uniq_key.as_deref(), Some("A\u{FFFD}"));
     }
 
     #[test]

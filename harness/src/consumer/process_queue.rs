@@ -54,6 +54,16 @@ impl From<&str> for UniqKey {
     }
 }
 
+impl UniqKey {
+    /// A key as a record stores it: its text, read lossily as Java reads properties.
+    pub fn from_bytes(b: &[u8]) -> UniqKey {
+        match std::str::from_utf8(b) {
+            Ok(s) => UniqKey::from(s),
+            Err(_) => UniqKey::from(&*String::from_utf8_lossy(b)),
+        }
+    }
+}
+
 impl fmt::Debug for UniqKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)

@@ -93,7 +93,12 @@ impl OrderLedger {
     }
 
     fn seq_of(&self, key: Option<&str>) -> Option<u64> {
-        match uniq_seq(key?) {
+        let key = key?;
+        // Another producer's message (a prefill): skipped before its digits are parsed.
+        if !key.starts_with(self.prefix.as_str()) {
+            return None;
+        }
+        match uniq_seq(key) {
             Some((prefix, seq)) if prefix == self.prefix => Some(seq),
             _ => None,
         }
