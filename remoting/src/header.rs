@@ -103,7 +103,46 @@ struct JsonHeader {
     #[serde(default, deserialize_with = "lenient::opt_string")]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<BTreeMap<String, ExtValue>>,
+    ext_fields: ExtFields,
+}
+
+/// `extFields` read straight into the command's map, a null value left out (and a null map
+/// empty), without building a map of [`ExtValue`]s first.
+#[derive(Default)]
+struct ExtFields(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for ExtFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ExtFields;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of ext fields")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ExtFields, E> {
+                Ok(ExtFields::default())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<ExtFields, E> {
+                Ok(ExtFields::default())
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<ExtFields, A::Error> {
+                let mut map = BTreeMap::new();
+                while let Some((k, v)) = a.next_entry::<String, ExtValue>()? {
+                    match v.0 {
+                        Some(v) => {
+                            map.insert(k, v);
+                        }
+                        // A later null clears an earlier value, as a map of values would.
+                        None => {
+                            map.remove(&k);
+                        }
+                    }
+                }
+                Ok(ExtFields(map))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `language` as sent: a name, or an ordinal (C++ clients).
@@ -218,12 +257,7 @@ pub(crate) fn decode_json(bytes: &[u8]) -> Result<DecodedHeader, DecodeError> {
         Some(Language::Code(c)) => c,
     };
     // Java writes every ext value as a string; be lenient with numbers and booleans.
-    let ext_fields = h
-        .ext_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(k, v)| v.0.map(|v| (k, v)))
-        .collect();
+    let ext_fields = h.ext_fields.0;
     Ok(DecodedHeader {
         code: h.code,
         language,
@@ -388,6 +422,27 @@ mod tests {
                 ("s", "x")
             ]
         );
+    }
+
+    #[test]
+    fn a_null_or_absent_ext_map_is_empty_and_a_repeated_key_keeps_the_last() {
+        for json in [
+            r#"{"code":0}"#,
+            r#"{"code":0,"extFields":null}"#,
+            r#"{"code":0,"extFields":{}}"#,
+        ] {
+            assert!(
+                decode_json(json.as_bytes()).unwrap().ext_fields.is_empty(),
+                "{json}"
+            );
+        }
+        let h =
+            decode_json(br#"{"code":0,"extFields":{"a":"1","a":"2","b":"x","b":null}}"#).unwrap();
+        assert_eq!(
+            h.ext_fields.into_iter().collect::<Vec<_>>(),
+            [("a".into(), "2".into())]
+        );
+        assert!(decode_json(br#"{"code":0,"extFields":[1]}"#).is_err());
     }
 
     #[test]
