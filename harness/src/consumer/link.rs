@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use remoting::headers::{QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader};
 use remoting::{RemotingCommand, RequestCode};
 use tokio::sync::Notify;
@@ -111,11 +112,15 @@ impl Link {
     /// A pull of a round on the current (or a new) connection ([`Wire::call_round`]).
     pub async fn call_round(
         &self,
-        cmd: &mut RemotingCommand,
+        encode: impl FnOnce(i32, &mut BytesMut),
+        frame: &mut BytesMut,
         owed: Option<Owed>,
         timeout: Duration,
     ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
-        self.wire().await?.call_round(cmd, owed, timeout).await
+        self.wire()
+            .await?
+            .call_round(encode, frame, owed, timeout)
+            .await
     }
 
     /// QUERY_CONSUMER_OFFSET (14) of one queue: the answer's code and, on 0, the stored offset;

@@ -6,6 +6,7 @@
 //! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop, and orderly's consume task per queue
+//! * pull_frame.rs    — its PULL_MESSAGE, encoded once and re-emitted per pull
 //! * concurrent.rs    — ConsumeMessageConcurrentlyService: consume requests, their bookkeeping
 //! * workers.rs       — the consume executor: worker tasks over one bounded request queue
 //! * offset_illegal.rs — code 21: the queue dropped, its offset fixed per client version
@@ -50,6 +51,7 @@ mod outbox;
 mod process_queue;
 mod processing;
 mod pull;
+mod pull_frame;
 mod restart;
 mod retry_pull;
 mod route;

@@ -4,13 +4,12 @@
 //! `consume_batch_max_size` chunk, to the workers of `concurrent.rs`; orderly: one running
 //! task per queue).
 
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use remoting::headers::{PullMessageRequestHeader, PullMessageResponseHeader};
-use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
@@ -18,6 +17,7 @@ use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate
 use crate::consumer::metrics::PullResult;
 use crate::consumer::outbox::Owed;
 use crate::consumer::process_queue::Msg;
+use crate::consumer::pull_frame::{PullFields, PullFrame};
 use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
 pub use crate::consumer::state::publish_committed;
@@ -48,6 +48,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
     }
     let exception = cfg.exception_delay();
     let mut request = None;
+    let mut frame = BytesMut::new();
     // The last answer's claim on its round (`outbox.rs`): let go with the next pull, or
     // before this loop waits on anything else.
     let mut owed = None;
@@ -112,7 +113,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
                 }
             }
         }
-        let delay = pull_once(&inst, &q, &mut request, &mut owed).await;
+        let delay = pull_once(&inst, &q, &mut request, &mut frame, &mut owed).await;
         if !delay.is_zero() {
             owed = None;
             if !pause(&inst, delay).await {
@@ -122,53 +123,14 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
     }
 }
 
-/// PULL_MESSAGE's fields that change from one pull of a queue to the next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PullFields {
-    queue_offset: i64,
-    sys_flag: i32,
-    commit_offset: i64,
-    sub_version: i64,
-}
-
-/// This queue's PULL_MESSAGE: built whole by `first` the first time, then only its changing
-/// fields rewritten in place. Building the header's map and strings anew for every pull was
-/// 4% of the consumers' CPU in `make floor`; the rest of the header is the queue's and the
-/// configuration's, fixed for the pull loop's life.
-fn pull_request(
-    kept: &mut Option<RemotingCommand>,
-    first: impl FnOnce() -> PullMessageRequestHeader,
-    f: PullFields,
-) -> &mut RemotingCommand {
-    let cmd = kept.get_or_insert_with(|| {
-        RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&first())
-    });
-    for (key, v) in [
-        ("queueOffset", f.queue_offset),
-        ("sysFlag", i64::from(f.sys_flag)),
-        ("commitOffset", f.commit_offset),
-        ("subVersion", f.sub_version),
-    ] {
-        match cmd.ext_fields.get_mut(key) {
-            Some(s) => {
-                s.clear();
-                let _ = write!(s, "{v}");
-            }
-            None => {
-                cmd.ext_fields.insert(key.to_owned(), v.to_string());
-            }
-        }
-    }
-    cmd
-}
-
 /// One PULL_MESSAGE and its result; returns the delay before the next pull. `request` is the
-/// queue's kept PULL_MESSAGE ([`pull_request`]); `owed` the last answer's claim on its round,
-/// let go once this pull is queued, and this answer's claim after.
+/// queue's kept PULL_MESSAGE ([`PullFrame`]), encoded into `frame`; `owed` the last answer's
+/// claim on its round, let go once this pull is queued, and this answer's claim after.
 async fn pull_once(
     inst: &Arc<Instance>,
     q: &Arc<QueueState>,
-    request: &mut Option<RemotingCommand>,
+    request: &mut Option<PullFrame>,
+    frame: &mut BytesMut,
     owed: &mut Option<Owed>,
 ) -> Duration {
     let shared = &inst.shared;
@@ -201,10 +163,11 @@ async fn pull_once(
         commit_offset: commit,
         sub_version: inst.sub_version.load(Ordering::Acquire),
     };
-    let cmd = pull_request(request, || pull_header(inst, q, fields), fields);
+    let kept = request.get_or_insert_with(|| PullFrame::new(&pull_header(inst, q, fields)));
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
     shared.metrics.backlog.pull_sent();
-    let resp = match link.call_round(cmd, owed.take(), timeout).await {
+    let encode = |opaque, dst: &mut BytesMut| kept.encode(fields, opaque, dst);
+    let resp = match link.call_round(encode, frame, owed.take(), timeout).await {
         Ok((r, next)) => {
             *owed = next;
             r
@@ -498,53 +461,4 @@ async fn orderly_failed(inst: &Instance, q: &QueueState, msgs: Vec<Msg>) -> Opti
         again.push(m);
     }
     suspend.then_some(again)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header(f: PullFields) -> PullMessageRequestHeader {
-        PullMessageRequestHeader {
-            consumer_group: "G".into(),
-            topic: "T".into(),
-            queue_id: 3,
-            queue_offset: f.queue_offset,
-            max_msg_nums: 32,
-            sys_flag: f.sys_flag,
-            commit_offset: f.commit_offset,
-            suspend_timeout_millis: 20_000,
-            subscription: None,
-            sub_version: f.sub_version,
-            expression_type: Some("TAG".into()),
-            max_msg_bytes: None,
-        }
-    }
-
-    /// A kept request, rewritten for each pull, carries what a header built anew would:
-    /// checked against the generic header encoder, on the wire.
-    #[test]
-    fn a_kept_pull_request_matches_one_built_anew() {
-        let mut kept = None;
-        let pulls = [
-            (0, FLAG_SUSPEND, 0, 1),
-            (32, FLAG_SUSPEND | FLAG_COMMIT_OFFSET, 32, 1),
-            (1_000_000_007, FLAG_SUSPEND, 0, 1_700_000_000_000),
-            (7, FLAG_SUSPEND | FLAG_COMMIT_OFFSET, -1, 2),
-        ];
-        for (queue_offset, sys_flag, commit_offset, sub_version) in pulls {
-            let f = PullFields {
-                queue_offset,
-                sys_flag,
-                commit_offset,
-                sub_version,
-            };
-            let cmd = pull_request(&mut kept, || header(f), f);
-            cmd.opaque = 9;
-            let mut fresh =
-                RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(&header(f));
-            fresh.opaque = 9;
-            assert_eq!(cmd.to_bytes(), fresh.to_bytes(), "{f:?}");
-        }
-    }
 }

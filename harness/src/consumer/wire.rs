@@ -146,19 +146,21 @@ impl Wire {
         Ok(r)
     }
 
-    /// A pull of a round (`outbox.rs`): `cmd` (kept by the caller, its opaque set) is written
-    /// with the round of the answer whose token is `owed`, which is let go once the pull is
-    /// queued. The answer comes with its own token, for the next pull.
+    /// A pull of a round (`outbox.rs`): `encode` writes the frame with the opaque it is given
+    /// into `frame` (cleared first, the caller's to reuse), which is written with the round of
+    /// the answer whose token is `owed`, let go once the pull is queued. The answer comes with
+    /// its own token, for the next pull.
     pub async fn call_round(
         &self,
-        cmd: &mut RemotingCommand,
+        encode: impl FnOnce(i32, &mut BytesMut),
+        frame: &mut BytesMut,
         owed: Option<Owed>,
         timeout: Duration,
     ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
         let opaque = self.next_opaque();
-        cmd.opaque = opaque;
-        let frame = cmd.to_bytes();
-        self.exchange(opaque, &frame, Send::WithRound, owed, timeout)
+        frame.clear();
+        encode(opaque, frame);
+        self.exchange(opaque, frame, Send::WithRound, owed, timeout)
             .await
     }
 
