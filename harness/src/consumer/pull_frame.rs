@@ -41,7 +41,8 @@ const SLOTS: [&str; 4] = ["queueOffset", "sysFlag", "commitOffset", "subVersion"
 
 enum Kept {
     Template {
-        template: FrameTemplate,
+        /// Boxed: a template is several times the size of the fallback's command.
+        template: Box<FrameTemplate>,
         /// Each slot's digits, kept to be rewritten.
         digits: [String; 4],
     },
@@ -58,7 +59,7 @@ impl PullFrame {
         let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(header);
         PullFrame(match FrameTemplate::new(&cmd, &SLOTS) {
             Ok(template) => Kept::Template {
-                template,
+                template: Box::new(template),
                 digits: Default::default(),
             },
             Err(_) => Kept::Command(cmd),
