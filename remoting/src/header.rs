@@ -21,6 +21,7 @@ pub(crate) struct HeaderFields<'a> {
 }
 
 /// The header fields of a command, owned after decoding.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct DecodedHeader {
     pub code: i32,
     pub language: LanguageCode,
@@ -250,6 +251,14 @@ impl<'de> Deserialize<'de> for ExtValue {
 }
 
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<DecodedHeader, DecodeError> {
+    match crate::plain_json::decode(bytes) {
+        Some(h) => Ok(h),
+        None => decode_json_serde(bytes),
+    }
+}
+
+/// The lenient reading, for any header ([`decode_json`] tries the plain form first).
+pub(crate) fn decode_json_serde(bytes: &[u8]) -> Result<DecodedHeader, DecodeError> {
     let h: JsonHeader =
         serde_json::from_slice(bytes).map_err(|e| DecodeError::BadJson(e.to_string()))?;
     let language = match h.language {
