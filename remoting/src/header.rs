@@ -187,14 +187,7 @@ impl<'de> Deserialize<'de> for Language {
             fn visit_none<E: de::Error>(self) -> Result<Language, E> {
                 Ok(Language::Null)
             }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, a: A) -> Result<Language, A::Error> {
-                let v = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(a))?;
-                Err(de::Error::custom(format!("bad language {v}")))
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, a: A) -> Result<Language, A::Error> {
-                let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(a))?;
-                Err(de::Error::custom(format!("bad language {v}")))
-            }
+            // An array or an object is serde's "invalid type" error.
         }
         d.deserialize_any(V)
     }

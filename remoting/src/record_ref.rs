@@ -159,9 +159,8 @@ mod tests {
     use crate::message::{decode_record, encode_properties, RecordAt};
     use bytes::BytesMut;
 
-    #[test]
-    fn the_borrowed_record_is_the_owned_one() {
-        let rec = MessageRecord {
+    fn sample() -> MessageRecord {
+        MessageRecord {
             queue_id: 3,
             flag: 1,
             queue_offset: 42,
@@ -177,7 +176,12 @@ mod tests {
             body: b"hello".to_vec(),
             topic: "T".into(),
             properties: encode_properties([("UNIQ_KEY", "K")]),
-        };
+        }
+    }
+
+    #[test]
+    fn the_borrowed_record_is_the_owned_one() {
+        let rec = sample();
         let mut buf = BytesMut::new();
         rec.encode(&mut buf);
         let RecordRefAt::Message { record, len } = decode_record_ref(&buf, true).unwrap() else {
@@ -204,20 +208,9 @@ mod tests {
     #[test]
     fn bytes_that_are_not_utf8_are_read_as_java_reads_them() {
         let rec = MessageRecord {
-            queue_id: 0,
-            flag: 0,
-            queue_offset: 1,
-            physical_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 1,
-            born_host: "127.0.0.1:1".parse().unwrap(),
-            store_timestamp: 2,
-            store_host: "127.0.0.1:2".parse().unwrap(),
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            body: b"b".to_vec(),
             topic: "TX".into(),
             properties: encode_properties([("K", "vX")]),
+            ..sample()
         };
         let mut buf = BytesMut::new();
         rec.encode(&mut buf);

@@ -166,7 +166,7 @@ mod tests {
         }
     }
 
-    /// Three pulls written, and the broker's answers to two of them in hand: `n` rounds.
+    /// Three pulls written, and the tokens of the answers to two of them.
     async fn two_answered_of_three(o: &Arc<Outbox>, c: &CancellationToken) -> (Owed, Owed) {
         for p in [b"1", b"2", b"3"] {
             assert!(o.push(p, Send::WithRound, c).await);
