@@ -79,10 +79,12 @@ fn kill_config(label: &str, broker: &str, seed: u64) -> (SummaryRow, u32) {
             n.starts_with("broker-restart-") && n.ends_with(".log")
         })
         .count() as u32;
-    // Five or six kills are planned; a kill due while the broker is still restarting waits for it. On a
-    // loaded machine a debug broker's restart took 2 s (three test binaries side by side: 4
-    // kills), so several kills, not all of them, is what the rules below need.
-    assert!(restarts >= 3, "{restarts} kills, want ≥ 3: {ctx}");
+    // Five or six kills are planned; a kill due while the broker is still restarting waits for
+    // it, so how many happen is the machine's: on a loaded machine a debug broker's restart
+    // took 2 s (4 kills), and in a CI run beside another test binary longer (2 kills). What the
+    // rules below need is a restarted broker killed again: its recovered store killed under
+    // load, and the accounting carried over two restarts.
+    assert!(restarts >= 2, "{restarts} kills, want ≥ 2: {ctx}");
     let f = &row.fault;
     assert_eq!(f.busy_stored, Some(0), "a busy answer was stored: {ctx}");
     assert_eq!(f.corrupt, Some(0), "{ctx}");
