@@ -194,54 +194,10 @@ impl<'de> Deserialize<'de> for Language {
 }
 
 /// An ext field's value. Java writes every one as a string; a number, boolean, array or object
-/// is kept as its JSON text and null as absent, read straight from the input (no
-/// `serde_json::Value` per field).
-struct ExtValue(Option<String>);
-
-impl<'de> Deserialize<'de> for ExtValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ExtValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an ext field value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(serde_json::Value::from(v).to_string())))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ExtValue, E> {
-                Ok(ExtValue(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<ExtValue, E> {
-                Ok(ExtValue(None))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, a: A) -> Result<ExtValue, A::Error> {
-                let v = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(a))?;
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, a: A) -> Result<ExtValue, A::Error> {
-                let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(a))?;
-                Ok(ExtValue(Some(v.to_string())))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+/// is kept as its JSON text and null as absent ([`lenient::opt_text`]), read straight from the
+/// input (no `serde_json::Value` per field).
+#[derive(Deserialize)]
+struct ExtValue(#[serde(deserialize_with = "lenient::opt_text")] Option<String>);
 
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<DecodedHeader, DecodeError> {
     match crate::plain_json::decode(bytes) {

@@ -12,6 +12,7 @@
 use std::fmt;
 
 use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
 
 /// A number field (`int`, `long`): see the module doc.
 pub fn int<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -47,12 +48,19 @@ pub fn bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 
 /// A `String` field: any scalar as its text; null is the empty string.
 pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(d.deserialize_any(StringVisitor)?.unwrap_or_default())
+    Ok(d.deserialize_any(StringVisitor { nested: false })?
+        .unwrap_or_default())
 }
 
 /// A `String` field that may be null.
 pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    d.deserialize_any(StringVisitor)
+    d.deserialize_any(StringVisitor { nested: false })
+}
+
+/// [`opt_string`] that also takes an array or an object, as its JSON text (a header's ext
+/// value: whatever JSON is there is kept as text).
+pub fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_any(StringVisitor { nested: true })
 }
 
 struct IntVisitor;
@@ -171,7 +179,10 @@ impl<'de> Visitor<'de> for BoolVisitor {
     }
 }
 
-struct StringVisitor;
+struct StringVisitor {
+    /// Arrays and objects taken as their JSON text, not refused.
+    nested: bool,
+}
 
 impl<'de> Visitor<'de> for StringVisitor {
     type Value = Option<String>;
@@ -210,6 +221,22 @@ impl<'de> Visitor<'de> for StringVisitor {
 
     fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+        if !self.nested {
+            return Err(de::Error::invalid_type(de::Unexpected::Seq, &self));
+        }
+        let v = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(a))?;
+        Ok(Some(v.to_string()))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+        if !self.nested {
+            return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+        }
+        let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(a))?;
+        Ok(Some(v.to_string()))
     }
 }
 
