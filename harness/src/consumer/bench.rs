@@ -184,7 +184,7 @@ async fn feed(threads: u32, time: Duration, total: u64, backlog: u64, timing: Ti
             // capacity is the backlog.
             Timing::Deadline => {
                 requests
-                    .submit((sent..sent + n).map(|seq| (seq, ready)), || ())
+                    .submit((sent..sent + n).map(|seq| (seq, ready)))
                     .await
             }
             Timing::Sleep => {

@@ -39,14 +39,8 @@ pub fn start_workers(inst: &Arc<Instance>) {
     }
 }
 
-/// Submits newly cached messages of `q` as consume requests (`submitConsumeRequest`);
-/// `before_wait` runs if the request queue is full and the submit must wait.
-pub async fn submit(
-    inst: &Instance,
-    q: &Arc<QueueState>,
-    added: Vec<Msg>,
-    before_wait: impl FnOnce(),
-) {
+/// Submits newly cached messages of `q` as consume requests (`submitConsumeRequest`).
+pub async fn submit(inst: &Instance, q: &Arc<QueueState>, added: Vec<Msg>) {
     if added.is_empty() {
         return;
     }
@@ -61,7 +55,7 @@ pub async fn submit(
         range: a..(a + chunk).min(len),
         ready,
     });
-    inst.requests.submit(reqs, before_wait).await;
+    inst.requests.submit(reqs).await;
 }
 
 /// One consume thread.
@@ -156,7 +150,7 @@ async fn consume_alone(
                     range: 0..len,
                     ready: Instant::now(),
                 };
-                inst.requests.submit([again], || ()).await;
+                inst.requests.submit([again]).await;
             }
         }
     });

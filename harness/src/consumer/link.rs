@@ -7,6 +7,7 @@
 //! Each new connection after the first is counted, so the instance can do what 5.3 does on
 //! `onChannelActive` (a heartbeat, then a rebalance at once).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -110,17 +111,31 @@ impl Link {
     }
 
     /// A pull of a round on the current (or a new) connection ([`Wire::call_round`]).
+    /// `queued` runs once the pull is queued, or before a new connection is opened for it,
+    /// so that nothing it hands on waits for a connect.
     pub async fn call_round(
         &self,
         encode: impl FnOnce(i32, &mut BytesMut),
         frame: &mut BytesMut,
         owed: Option<Owed>,
+        queued: impl Future<Output = ()>,
         timeout: Duration,
     ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
+        if let Some(w) = self.live() {
+            return w.call_round(encode, frame, owed, queued, timeout).await;
+        }
+        drop(owed);
+        queued.await;
         self.wire()
             .await?
-            .call_round(encode, frame, owed, timeout)
+            .call_round(encode, frame, None, async {}, timeout)
             .await
+    }
+
+    /// The open connection, if there is one and no connect holds the link.
+    fn live(&self) -> Option<Arc<Wire>> {
+        let current = self.current.try_lock().ok()?;
+        current.as_ref().filter(|w| !w.is_closed()).cloned()
     }
 
     /// QUERY_CONSUMER_OFFSET (14) of one queue: the answer's code and, on 0, the stored offset;

@@ -52,6 +52,9 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
     // The last answer's claim on its round (`outbox.rs`): let go with the next pull, or
     // before this loop waits on anything else.
     let mut owed = None;
+    // The last answer's new messages, handed to the consume workers once the next pull is
+    // queued, or before this loop waits on anything else.
+    let mut ready = Vec::new();
     while !q.is_dropped() && !inst.stop.is_cancelled() {
         let view = q.view();
         let t = Thresholds {
@@ -68,6 +71,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
             };
             let before = counter.fetch_add(1, Ordering::Relaxed);
             owed = None;
+            hand_on(&inst, &q, &mut ready).await;
             if logged(before) {
                 let level = if kind == FlowControl::NotLocked {
                     "INFO"
@@ -91,6 +95,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
         }
         if cfg.mode == ConsumeMode::Orderly && !q.offset_fixed.load(Ordering::Acquire) {
             owed = None;
+            hand_on(&inst, &q, &mut ready).await;
             // The first pull after locking starts from the broker's offset (consumer §7.3).
             match crate::consumer::instance::query_offset(&inst, &q).await {
                 Some(o) => {
@@ -113,7 +118,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
                 }
             }
         }
-        let delay = pull_once(&inst, &q, &mut request, &mut frame, &mut owed).await;
+        let delay = pull_once(&inst, &q, &mut request, &mut frame, &mut owed, &mut ready).await;
         if !delay.is_zero() {
             owed = None;
             if !pause(&inst, delay).await {
@@ -125,13 +130,23 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
 
 /// One PULL_MESSAGE and its result; returns the delay before the next pull. `request` is the
 /// queue's kept PULL_MESSAGE ([`PullFrame`]), encoded into `frame`; `owed` the last answer's
-/// claim on its round, let go once this pull is queued, and this answer's claim after.
+/// claim on its round, let go once this pull is queued, and this answer's claim after;
+/// `ready` the last answer's new messages, handed on once this pull is queued, and this
+/// answer's after.
+///
+/// Handing the messages on after the next pull, not before it as
+/// `DefaultMQPushConsumerImpl.pullMessage`'s callback does, changes nothing the consumer
+/// shows: they are in the process queue (and so in the gates) either way, and the workers
+/// are other threads. It lets the round's next pulls go out before the workers run: a woken
+/// worker runs right after the task that woke it, and with the submit first the round waited
+/// behind the workers, the broker sat idle meanwhile, and rounds broke up.
 async fn pull_once(
     inst: &Arc<Instance>,
     q: &Arc<QueueState>,
     request: &mut Option<PullFrame>,
     frame: &mut BytesMut,
     owed: &mut Option<Owed>,
+    ready: &mut Vec<Msg>,
 ) -> Duration {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
@@ -140,6 +155,7 @@ async fn pull_once(
     let next = q.next_offset.load(Ordering::Acquire);
     let Some((node, link)) = inst.pull_link(q) else {
         *owed = None;
+        hand_on(inst, q, ready).await;
         shared.metrics.pull(PullResult::Error);
         inst.log(
             "WARN",
@@ -167,7 +183,11 @@ async fn pull_once(
     let timeout = PULL_CALL_TIMEOUT.max(cfg.suspend_timeout.duration() + Duration::from_secs(5));
     shared.metrics.backlog.pull_sent();
     let encode = |opaque, dst: &mut BytesMut| kept.encode(fields, opaque, dst);
-    let resp = match link.call_round(encode, frame, owed.take(), timeout).await {
+    let queued = hand_on(inst, q, ready);
+    let resp = match link
+        .call_round(encode, frame, owed.take(), queued, timeout)
+        .await
+    {
         Ok((r, next)) => {
             *owed = next;
             r
@@ -230,7 +250,7 @@ async fn pull_once(
                 ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
                 ConsumeMode::Orderly => q.pq.lock().put(msgs),
             };
-            dispatch(inst, q, added, owed).await;
+            *ready = added;
             Duration::ZERO
         }
         19 | 20 => {
@@ -309,18 +329,15 @@ fn pull_header(inst: &Instance, q: &QueueState, f: PullFields) -> PullMessageReq
     }
 }
 
-/// Hands newly cached messages to the consume threads; a submit that must wait for room lets
-/// the round (`owed`) go first.
-async fn dispatch(
-    inst: &Arc<Instance>,
-    q: &Arc<QueueState>,
-    added: Vec<Msg>,
-    owed: &mut Option<Owed>,
-) {
+/// Hands newly cached messages (`ready`, emptied) to the consume threads. Its caller holds no
+/// round token (`outbox.rs`): a submit may wait for room in the request queue.
+async fn hand_on(inst: &Arc<Instance>, q: &Arc<QueueState>, ready: &mut Vec<Msg>) {
+    if ready.is_empty() {
+        return;
+    }
+    let added = std::mem::take(ready);
     match inst.shared.cfg.mode {
-        ConsumeMode::Concurrently => {
-            crate::consumer::concurrent::submit(inst, q, added, || *owed = None).await
-        }
+        ConsumeMode::Concurrently => crate::consumer::concurrent::submit(inst, q, added).await,
         ConsumeMode::Orderly => {
             let start = {
                 let mut pq = q.pq.lock();

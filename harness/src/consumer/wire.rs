@@ -7,6 +7,7 @@
 //! flight.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -141,26 +142,29 @@ impl Wire {
         cmd.opaque = opaque;
         let frame = cmd.to_bytes();
         let (r, _) = self
-            .exchange(opaque, &frame, Send::Now, None, timeout)
+            .exchange(opaque, &frame, Send::Now, None, async {}, timeout)
             .await?;
         Ok(r)
     }
 
     /// A pull of a round (`outbox.rs`): `encode` writes the frame with the opaque it is given
     /// into `frame` (cleared first, the caller's to reuse), which is written with the round of
-    /// the answer whose token is `owed`, let go once the pull is queued. The answer comes with
-    /// its own token, for the next pull.
+    /// the answer whose token is `owed`, let go once the pull is queued. `queued` runs then,
+    /// before the wait for the answer (the previous answer's messages handed to the consume
+    /// workers: after the pull, so that the round does not wait behind them). The answer
+    /// comes with its own token, for the next pull.
     pub async fn call_round(
         &self,
         encode: impl FnOnce(i32, &mut BytesMut),
         frame: &mut BytesMut,
         owed: Option<Owed>,
+        queued: impl Future<Output = ()>,
         timeout: Duration,
     ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
         let opaque = self.next_opaque();
         frame.clear();
         encode(opaque, frame);
-        self.exchange(opaque, frame, Send::WithRound, owed, timeout)
+        self.exchange(opaque, frame, Send::WithRound, owed, queued, timeout)
             .await
     }
 
@@ -172,7 +176,7 @@ impl Wire {
         timeout: Duration,
     ) -> Result<RemotingCommand, WireError> {
         let (r, _) = self
-            .exchange(opaque, &frame, Send::Now, None, timeout)
+            .exchange(opaque, &frame, Send::Now, None, async {}, timeout)
             .await?;
         Ok(r)
     }
@@ -183,21 +187,27 @@ impl Wire {
         frame: &[u8],
         send: Send,
         owed: Option<Owed>,
+        queued: impl Future<Output = ()>,
         timeout: Duration,
     ) -> Result<Answer, WireError> {
         if self.closed.is_cancelled() {
+            drop(owed);
+            queued.await;
             return Err(WireError::Closed);
         }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(opaque, (tx, send));
-        let queued = self.out.push(frame, send, &self.closed).await;
+        let pushed = self.out.push(frame, send, &self.closed).await;
+        // The answer's time starts with the request, not after what `queued` does.
+        let deadline = tokio::time::Instant::now() + timeout;
         // The pull is queued (or never will be): the round may go without this task.
         drop(owed);
-        if !queued {
+        queued.await;
+        if !pushed {
             self.pending.lock().remove(&opaque);
             return Err(WireError::Closed);
         }
-        match tokio::time::timeout(timeout, rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(WireError::Closed),
             Err(_) => {
@@ -236,5 +246,50 @@ impl Wire {
     /// Closes the connection; calls in flight fail as closed.
     pub fn close(&self) {
         self.closed.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// What `queued` hands on (a pull's messages to the workers) runs after the next pull is
+    /// queued: here it can read that pull off the socket, and answer it.
+    #[tokio::test]
+    async fn a_round_pull_is_queued_before_what_follows_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tracker, stop) = (TaskTracker::new(), CancellationToken::new());
+        let wire = Wire::connect(addr, Arc::new(Notify::new()), &tracker, stop.clone())
+            .await
+            .unwrap();
+        let (mut peer, _) = listener.accept().await.unwrap();
+        let mut frame = BytesMut::new();
+        let encode = |opaque, dst: &mut BytesMut| {
+            RemotingCommand::request(RequestCode::PULL_MESSAGE, opaque).encode(dst)
+        };
+        let queued = async {
+            let mut inbox = BytesMut::new();
+            let pull = loop {
+                if let Some(cmd) = decode_frame(&mut inbox, MAX_FRAME_LEN).unwrap() {
+                    break cmd;
+                }
+                assert!(peer.read_buf(&mut inbox).await.unwrap() > 0, "closed");
+            };
+            let answer = RemotingCommand::response_to(&pull, 0, None);
+            peer.write_all(&answer.to_bytes()).await.unwrap();
+        };
+        let call = wire.call_round(encode, &mut frame, None, queued, Duration::from_secs(5));
+        let (answer, owed) = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("the pull was not on the wire while `queued` ran")
+            .unwrap();
+        assert_eq!(answer.code, 0);
+        assert!(owed.is_some(), "a pull's answer carries its round's token");
+        drop(owed);
+        stop.cancel();
+        tracker.close();
+        tracker.wait().await;
     }
 }

@@ -45,11 +45,9 @@ impl<R> RequestQueue<R> {
         }
     }
 
-    /// Appends `reqs` in order (waiting for room while the queue is full, `before_wait` called
-    /// first) and wakes one idle worker; the workers wake each other for the rest (see
-    /// [`RequestQueue::wake_one`]).
-    pub async fn submit(&self, reqs: impl IntoIterator<Item = R>, before_wait: impl FnOnce()) {
-        let mut before_wait = Some(before_wait);
+    /// Appends `reqs` in order (waiting for room while the queue is full) and wakes one idle
+    /// worker; the workers wake each other for the rest (see [`RequestQueue::wake_one`]).
+    pub async fn submit(&self, reqs: impl IntoIterator<Item = R>) {
         let mut reqs = reqs.into_iter().peekable();
         while reqs.peek().is_some() {
             let room = self.room.notified();
@@ -66,9 +64,6 @@ impl<R> RequestQueue<R> {
             }
             self.work.notify_one();
             if reqs.peek().is_some() {
-                if let Some(f) = before_wait.take() {
-                    f();
-                }
                 room.await;
             }
         }
@@ -174,7 +169,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let submitter = {
             let q = q.clone();
-            tokio::spawn(async move { q.submit(0..5, || ()).await })
+            tokio::spawn(async move { q.submit(0..5).await })
         };
         // Wait (bounded) for the first two to be queued: the third must wait for room.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -198,7 +193,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn more_says_whether_requests_wait_behind() {
         let q = RequestQueue::new(8);
-        q.submit([1, 2], || ()).await;
+        q.submit([1, 2]).await;
         assert_eq!(q.try_pop(), Some((1, true)));
         assert_eq!(q.try_pop(), Some((2, false)));
     }
