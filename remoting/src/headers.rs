@@ -10,13 +10,32 @@ use crate::error::HeaderError;
 /// A header carried in `extFields`.
 pub trait CustomHeader: Sized {
     fn to_ext_fields(&self) -> BTreeMap<String, String>;
-    fn from_ext_fields(fields: &BTreeMap<String, String>) -> Result<Self, HeaderError>;
+    fn from_ext_fields<F: ExtFields + ?Sized>(fields: &F) -> Result<Self, HeaderError>;
+}
+
+/// Where a header's `extFields` are read from: a decoded command's map, or the pairs of a
+/// header read in place ([`crate::plain_json::read_frame`]).
+pub trait ExtFields {
+    fn ext(&self, key: &str) -> Option<&str>;
+}
+
+impl ExtFields for BTreeMap<String, String> {
+    fn ext(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+/// The last pair of a name wins, as in a map filled in order.
+impl ExtFields for [(&str, &str)] {
+    fn ext(&self, key: &str) -> Option<&str> {
+        self.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
 }
 
 /// One field's conversion to and from its string form.
 pub trait ExtValue: Sized {
     fn put(&self, key: &'static str, fields: &mut BTreeMap<String, String>);
-    fn get(fields: &BTreeMap<String, String>, key: &'static str) -> Result<Self, HeaderError>;
+    fn get<F: ExtFields + ?Sized>(fields: &F, key: &'static str) -> Result<Self, HeaderError>;
 }
 
 macro_rules! ext_scalar {
@@ -25,15 +44,15 @@ macro_rules! ext_scalar {
             fn put(&self, key: &'static str, fields: &mut BTreeMap<String, String>) {
                 fields.insert(key.to_owned(), self.to_string());
             }
-            fn get(
-                fields: &BTreeMap<String, String>,
+            fn get<F: ExtFields + ?Sized>(
+                fields: &F,
                 key: &'static str,
             ) -> Result<Self, HeaderError> {
-                let raw = fields.get(key).ok_or(HeaderError::Missing(key))?;
+                let raw = fields.ext(key).ok_or(HeaderError::Missing(key))?;
                 let parse: fn(&str) -> Option<$ty> = $parse;
                 parse(raw).ok_or_else(|| HeaderError::Invalid {
                     field: key,
-                    value: raw.clone(),
+                    value: raw.to_owned(),
                 })
             }
         }
@@ -43,11 +62,11 @@ macro_rules! ext_scalar {
                     v.put(key, fields);
                 }
             }
-            fn get(
-                fields: &BTreeMap<String, String>,
+            fn get<F: ExtFields + ?Sized>(
+                fields: &F,
                 key: &'static str,
             ) -> Result<Self, HeaderError> {
-                match fields.contains_key(key) {
+                match fields.ext(key).is_some() {
                     true => <$ty as ExtValue>::get(fields, key).map(Some),
                     false => Ok(None),
                 }
@@ -74,7 +93,7 @@ macro_rules! custom_header {
                 $(ExtValue::put(&self.$field, $key, &mut fields);)+
                 fields
             }
-            fn from_ext_fields(fields: &BTreeMap<String, String>) -> Result<Self, HeaderError> {
+            fn from_ext_fields<F: ExtFields + ?Sized>(fields: &F) -> Result<Self, HeaderError> {
                 Ok($name { $($field: ExtValue::get(fields, $key)?),+ })
             }
         }

@@ -19,7 +19,7 @@ pub mod headers;
 pub mod message;
 pub mod peek;
 pub mod peek_cache;
-mod plain_json;
+pub mod plain_json;
 pub mod record_ref;
 pub mod route;
 pub mod template;

@@ -56,28 +56,58 @@ impl<'a> Cursor<'a> {
         i32::try_from(if neg { -v } else { v }).ok()
     }
 
-    /// `{"k":"v",...}`, plain strings only.
-    fn ext_fields(&mut self) -> Option<BTreeMap<String, String>> {
+    /// `{"k":"v",...}`, plain strings only, each pair handed to `pair`.
+    fn ext_fields(&mut self, pair: &mut impl FnMut(&'a str, &'a str) -> Option<()>) -> Option<()> {
         self.eat(b'{')?;
-        let mut map = BTreeMap::new();
         if self.eat(b'}').is_some() {
-            return Some(map);
+            return Some(());
         }
         loop {
             let k = self.string()?;
             self.eat(b':')?;
             let v = self.string()?;
-            map.insert(k.to_owned(), v.to_owned());
+            pair(k, v)?;
             if self.eat(b'}').is_some() {
-                return Some(map);
+                return Some(());
             }
             self.eat(b',')?;
         }
     }
 }
 
+/// A plain header's fields, its strings borrowed.
+struct Fields<'a> {
+    code: i32,
+    language: LanguageCode,
+    version: i32,
+    opaque: i32,
+    flag: i32,
+    remark: Option<&'a str>,
+}
+
 /// The header, or `None` when it is not in the plain form (see the module doc).
 pub(crate) fn decode(b: &[u8]) -> Option<DecodedHeader> {
+    let mut ext_fields = BTreeMap::new();
+    let f = walk(b, &mut |k, v| {
+        ext_fields.insert(k.to_owned(), v.to_owned());
+        Some(())
+    })?;
+    Some(DecodedHeader {
+        code: f.code,
+        language: f.language,
+        version: f.version,
+        opaque: f.opaque,
+        flag: f.flag,
+        remark: f.remark.map(str::to_owned),
+        ext_fields,
+    })
+}
+
+/// Reads a plain header; `pair` gets each `extFields` pair in order, and refuses with `None`.
+fn walk<'a>(
+    b: &'a [u8],
+    pair: &mut impl FnMut(&'a str, &'a str) -> Option<()>,
+) -> Option<Fields<'a>> {
     let mut c = Cursor { b, i: 0 };
     c.eat(b'{')?;
     let (mut code, mut language, mut version, mut opaque, mut flag) =
@@ -95,9 +125,9 @@ pub(crate) fn decode(b: &[u8]) -> Option<DecodedHeader> {
             "language" => language
                 .replace(LanguageCode::from_name(c.string()?)?)
                 .is_none(),
-            "remark" => remark.replace(c.string()?.to_owned()).is_none(),
+            "remark" => remark.replace(c.string()?).is_none(),
             "serializeTypeCurrentRPC" => serialize_type.replace(c.string()?).is_none(),
-            "extFields" => ext.replace(c.ext_fields()?).is_none(),
+            "extFields" => ext.replace(c.ext_fields(pair)?).is_none(),
             _ => return None,
         };
         if !fresh {
@@ -111,14 +141,68 @@ pub(crate) fn decode(b: &[u8]) -> Option<DecodedHeader> {
     if c.i != b.len() {
         return None;
     }
-    Some(DecodedHeader {
+    Some(Fields {
         code: code?,
         language: language.unwrap_or(LanguageCode::JAVA),
         version: version.unwrap_or(0),
         opaque: opaque.unwrap_or(0),
         flag: flag.unwrap_or(0),
         remark,
-        ext_fields: ext.unwrap_or_default(),
+    })
+}
+
+/// `extFields` pairs a [`PlainFrame`] holds; a header with more is read in full.
+const PAIRS: usize = 8;
+
+/// A frame whose header is plain, read in place: no map, no string copied. For a reader that
+/// needs a few fields of many answers (a consumer's pull answers).
+pub struct PlainFrame<'a> {
+    pub code: i32,
+    pub opaque: i32,
+    pub flag: i32,
+    pub remark: Option<&'a str>,
+    ext: [(&'a str, &'a str); PAIRS],
+    pairs: usize,
+    /// Where the body starts in the frame.
+    pub body_at: usize,
+}
+
+impl<'a> PlainFrame<'a> {
+    /// The `extFields` pairs, in order ([`crate::headers::ExtFields`] reads them).
+    pub fn ext(&self) -> &[(&'a str, &'a str)] {
+        &self.ext[..self.pairs]
+    }
+
+    pub fn is_response(&self) -> bool {
+        self.flag & crate::command::FLAG_RESPONSE != 0
+    }
+}
+
+/// Reads a frame whose 4-byte length field has been stripped, if its header is JSON in the
+/// plain form with at most 8 `extFields`; `None` means "decode it in full", never "invalid".
+/// What it reads is what [`crate::RemotingCommand::decode`] reads (a property test holds the
+/// two to the same fields).
+pub fn read_frame(frame: &[u8]) -> Option<PlainFrame<'_>> {
+    let mark = u32::from_be_bytes(frame.get(..4)?.try_into().ok()?);
+    if (mark >> 24) as u8 != crate::command::SerializeType::Json.as_byte() {
+        return None;
+    }
+    let header_len = (mark & 0x00FF_FFFF) as usize;
+    let header = frame.get(4..4 + header_len)?;
+    let (mut ext, mut pairs) = ([("", ""); PAIRS], 0);
+    let f = walk(header, &mut |k, v| {
+        *ext.get_mut(pairs)? = (k, v);
+        pairs += 1;
+        Some(())
+    })?;
+    Some(PlainFrame {
+        code: f.code,
+        opaque: f.opaque,
+        flag: f.flag,
+        remark: f.remark,
+        ext,
+        pairs,
+        body_at: 4 + header_len,
     })
 }
 
@@ -261,6 +345,39 @@ mod tests {
         fn the_plain_reader_agrees_with_serde(json in header_text()) {
             if let Some(fast) = decode(json.as_bytes()) {
                 prop_assert_eq!(Ok(fast), decode_json_serde(json.as_bytes()), "{}", json);
+            }
+        }
+
+        /// A frame read in place reads what the full decode reads; a plain header of at most
+        /// 8 ext pairs is always read in place.
+        #[test]
+        fn a_frame_read_in_place_is_the_decoded_frame(
+            json in header_text(),
+            body in prop::collection::vec(any::<u8>(), 0..16),
+        ) {
+            let mut frame = (json.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(json.as_bytes());
+            frame.extend_from_slice(&body);
+            let full = crate::RemotingCommand::decode(bytes::Bytes::from(frame.clone()));
+            let plain = decode(json.as_bytes());
+            match read_frame(&frame) {
+                Some(v) => {
+                    let cmd = full.expect("what is read in place decodes");
+                    prop_assert_eq!((v.code, v.opaque, v.flag), (cmd.code, cmd.opaque, cmd.flag));
+                    prop_assert_eq!(v.remark, cmd.remark.as_deref());
+                    let ext: BTreeMap<String, String> =
+                        v.ext().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                    prop_assert_eq!(&ext, &cmd.ext_fields);
+                    for k in cmd.ext_fields.keys() {
+                        use crate::headers::ExtFields;
+                        prop_assert_eq!(v.ext().ext(k), cmd.ext_fields.ext(k));
+                    }
+                    prop_assert_eq!(&frame[v.body_at..], &cmd.body[..]);
+                }
+                None => prop_assert!(
+                    plain.is_none_or(|h| h.ext_fields.len() > PAIRS),
+                    "a plain header of few pairs is read in place: {}", json
+                ),
             }
         }
 
