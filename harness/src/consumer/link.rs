@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::outbox::Owed;
+use crate::consumer::pull_answer::PullAnswer;
 use crate::consumer::wire::{Wire, WireError};
 
 /// `connectTimeoutMillis`.
@@ -120,7 +121,7 @@ impl Link {
         owed: Option<Owed>,
         queued: impl Future<Output = ()>,
         timeout: Duration,
-    ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
+    ) -> Result<(PullAnswer, Owed), WireError> {
         if let Some(w) = self.live() {
             return w.call_round(encode, frame, owed, queued, timeout).await;
         }

@@ -51,6 +51,7 @@ mod outbox;
 mod process_queue;
 mod processing;
 mod pull;
+mod pull_answer;
 mod pull_frame;
 mod restart;
 mod retry_pull;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use remoting::headers::{PullMessageRequestHeader, PullMessageResponseHeader};
+use remoting::headers::PullMessageRequestHeader;
 
 use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
@@ -189,7 +189,7 @@ async fn pull_once(
         .await
     {
         Ok((r, next)) => {
-            *owed = next;
+            *owed = Some(next);
             r
         }
         Err(e) => {
@@ -206,7 +206,7 @@ async fn pull_once(
             return exception;
         }
     };
-    let h: Option<PullMessageResponseHeader> = resp.header().ok();
+    let h = resp.header;
     let next_begin = h.as_ref().map(|h| h.next_begin_offset);
     if let Some(h) = &h {
         // `updatePullFromWhichNode`: the next pull goes where this answer suggests.

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
+use remoting::frame::{check_frame, FrameCheck};
+use remoting::{plain_json, DecodeError, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::outbox::{Outbox, Owed, Send};
+use crate::consumer::pull_answer::PullAnswer;
 
 /// Why a call got no answer.
 #[derive(Debug, thiserror::Error)]
@@ -41,11 +43,57 @@ pub enum WireError {
     NoRoute(String),
 }
 
-/// A call's answer, with the round's token when the call was a pull ([`Wire::call_round`]).
-type Answer = (RemotingCommand, Option<Owed>);
+/// A call waiting for its answer.
+enum Waiter {
+    Call(oneshot::Sender<RemotingCommand>),
+    /// A pull of a round ([`Wire::call_round`]): its answer comes with the round's token.
+    Pull(oneshot::Sender<(PullAnswer, Owed)>),
+}
 
-/// Calls waiting for their answer by opaque, and whether each is a pull of a round.
-type Pending = Arc<Mutex<HashMap<i32, (oneshot::Sender<Answer>, Send)>>>;
+/// Calls waiting for their answer, by opaque.
+type Pending = Arc<Mutex<HashMap<i32, Waiter>>>;
+
+/// Hands one frame (its length field stripped) to the call waiting for it. A pull's answer is
+/// read in place when its header is plain ([`PullAnswer`]); everything else is decoded.
+fn deliver(
+    frame: Bytes,
+    pending: &Pending,
+    out: &Arc<Outbox>,
+    notify: &Notify,
+) -> Result<(), DecodeError> {
+    if let Some(v) = plain_json::read_frame(&frame).filter(|v| v.is_response()) {
+        let waiter = pending.lock().remove(&v.opaque);
+        match waiter {
+            Some(Waiter::Pull(tx)) => {
+                // A pull answer owes its next pull to this read's round.
+                let _ = tx.send((PullAnswer::from_plain(&v, &frame), out.owe()));
+            }
+            Some(Waiter::Call(tx)) => {
+                let _ = tx.send(RemotingCommand::decode(frame)?);
+            }
+            None => {}
+        }
+        return Ok(());
+    }
+    let cmd = RemotingCommand::decode(frame)?;
+    if !cmd.is_response() {
+        if cmd.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.as_i32() {
+            notify.notify_one();
+        }
+        return Ok(());
+    }
+    let waiter = pending.lock().remove(&cmd.opaque);
+    match waiter {
+        Some(Waiter::Pull(tx)) => {
+            let _ = tx.send((PullAnswer::from_command(cmd), out.owe()));
+        }
+        Some(Waiter::Call(tx)) => {
+            let _ = tx.send(cmd);
+        }
+        None => {}
+    }
+    Ok(())
+}
 
 /// A connection to the broker.
 pub struct Wire {
@@ -90,21 +138,20 @@ impl Wire {
                 let mut buf = BytesMut::with_capacity(256 * 1024);
                 'read: loop {
                     loop {
-                        match decode_frame(&mut buf, MAX_FRAME_LEN) {
-                            Ok(Some(cmd)) if cmd.is_response() => {
-                                if let Some((tx, send)) = pending.lock().remove(&cmd.opaque) {
-                                    // A pull answer owes its next pull to this read's round.
-                                    let owed = (send == Send::WithRound).then(|| out.owe());
-                                    let _ = tx.send((cmd, owed));
+                        match check_frame(&buf, MAX_FRAME_LEN) {
+                            Ok(FrameCheck::Complete { total }) => {
+                                let frame = buf.split_to(total).split_off(4).freeze();
+                                // A malformed frame ends the connection; its calls fail as
+                                // closed.
+                                if deliver(frame, &pending, &out, &notify).is_err() {
+                                    break 'read;
                                 }
                             }
-                            Ok(Some(cmd)) => {
-                                if cmd.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.as_i32() {
-                                    notify.notify_one();
-                                }
+                            Ok(FrameCheck::Incomplete { need }) => {
+                                // The length was checked against the maximum.
+                                buf.reserve(need.unwrap_or(0).saturating_sub(buf.len()));
+                                break;
                             }
-                            Ok(None) => break,
-                            // A malformed frame ends the connection; its calls fail as closed.
                             Err(_) => break 'read,
                         }
                     }
@@ -141,10 +188,17 @@ impl Wire {
         let opaque = self.next_opaque();
         cmd.opaque = opaque;
         let frame = cmd.to_bytes();
-        let (r, _) = self
-            .exchange(opaque, &frame, Send::Now, None, async {}, timeout)
-            .await?;
-        Ok(r)
+        let (tx, rx) = oneshot::channel();
+        self.exchange(
+            opaque,
+            &frame,
+            Waiter::Call(tx),
+            rx,
+            None,
+            async {},
+            timeout,
+        )
+        .await
     }
 
     /// A pull of a round (`outbox.rs`): `encode` writes the frame with the opaque it is given
@@ -160,11 +214,12 @@ impl Wire {
         owed: Option<Owed>,
         queued: impl Future<Output = ()>,
         timeout: Duration,
-    ) -> Result<(RemotingCommand, Option<Owed>), WireError> {
+    ) -> Result<(PullAnswer, Owed), WireError> {
         let opaque = self.next_opaque();
         frame.clear();
         encode(opaque, frame);
-        self.exchange(opaque, frame, Send::WithRound, owed, queued, timeout)
+        let (tx, rx) = oneshot::channel();
+        self.exchange(opaque, frame, Waiter::Pull(tx), rx, owed, queued, timeout)
             .await
     }
 
@@ -175,28 +230,41 @@ impl Wire {
         frame: Bytes,
         timeout: Duration,
     ) -> Result<RemotingCommand, WireError> {
-        let (r, _) = self
-            .exchange(opaque, &frame, Send::Now, None, async {}, timeout)
-            .await?;
-        Ok(r)
+        let (tx, rx) = oneshot::channel();
+        self.exchange(
+            opaque,
+            &frame,
+            Waiter::Call(tx),
+            rx,
+            None,
+            async {},
+            timeout,
+        )
+        .await
     }
 
-    async fn exchange(
+    /// Sends `frame` and waits for what `waiter` is answered with, on `rx`.
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange<T>(
         &self,
         opaque: i32,
         frame: &[u8],
-        send: Send,
+        waiter: Waiter,
+        rx: oneshot::Receiver<T>,
         owed: Option<Owed>,
         queued: impl Future<Output = ()>,
         timeout: Duration,
-    ) -> Result<Answer, WireError> {
+    ) -> Result<T, WireError> {
         if self.closed.is_cancelled() {
             drop(owed);
             queued.await;
             return Err(WireError::Closed);
         }
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(opaque, (tx, send));
+        let send = match waiter {
+            Waiter::Call(_) => Send::Now,
+            Waiter::Pull(_) => Send::WithRound,
+        };
+        self.pending.lock().insert(opaque, waiter);
         let pushed = self.out.push(frame, send, &self.closed).await;
         // The answer's time starts with the request, not after what `queued` does.
         let deadline = tokio::time::Instant::now() + timeout;
@@ -211,7 +279,7 @@ impl Wire {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(WireError::Closed),
             Err(_) => {
-                if self.pending.lock().remove(&opaque).is_some() && send == Send::WithRound {
+                if let Some(Waiter::Pull(_)) = self.pending.lock().remove(&opaque) {
                     self.out.forget();
                 }
                 Err(WireError::Timeout(timeout))
@@ -272,7 +340,7 @@ mod tests {
         let queued = async {
             let mut inbox = BytesMut::new();
             let pull = loop {
-                if let Some(cmd) = decode_frame(&mut inbox, MAX_FRAME_LEN).unwrap() {
+                if let Some(cmd) = remoting::decode_frame(&mut inbox, MAX_FRAME_LEN).unwrap() {
                     break cmd;
                 }
                 assert!(peer.read_buf(&mut inbox).await.unwrap() > 0, "closed");
@@ -285,8 +353,8 @@ mod tests {
             .await
             .expect("the pull was not on the wire while `queued` ran")
             .unwrap();
-        assert_eq!(answer.code, 0);
-        assert!(owed.is_some(), "a pull's answer carries its round's token");
+        assert_eq!((answer.code, answer.header), (0, None));
+        // The answer's round token, let go with the next pull.
         drop(owed);
         stop.cancel();
         tracker.close();
