@@ -187,18 +187,7 @@ impl Wire {
     ) -> Result<RemotingCommand, WireError> {
         let opaque = self.next_opaque();
         cmd.opaque = opaque;
-        let frame = cmd.to_bytes();
-        let (tx, rx) = oneshot::channel();
-        self.exchange(
-            opaque,
-            &frame,
-            Waiter::Call(tx),
-            rx,
-            None,
-            async {},
-            timeout,
-        )
-        .await
+        self.call_encoded(opaque, cmd.to_bytes(), timeout).await
     }
 
     /// A pull of a round (`outbox.rs`): `encode` writes the frame with the opaque it is given
@@ -219,7 +208,7 @@ impl Wire {
         frame.clear();
         encode(opaque, frame);
         let (tx, rx) = oneshot::channel();
-        self.exchange(opaque, frame, Waiter::Pull(tx), rx, owed, queued, timeout)
+        self.exchange(opaque, frame, (Waiter::Pull(tx), rx), owed, queued, timeout)
             .await
     }
 
@@ -234,8 +223,7 @@ impl Wire {
         self.exchange(
             opaque,
             &frame,
-            Waiter::Call(tx),
-            rx,
+            (Waiter::Call(tx), rx),
             None,
             async {},
             timeout,
@@ -243,14 +231,12 @@ impl Wire {
         .await
     }
 
-    /// Sends `frame` and waits for what `waiter` is answered with, on `rx`.
-    #[allow(clippy::too_many_arguments)]
+    /// Sends `frame` and waits for what its waiter is answered with, on the receiver.
     async fn exchange<T>(
         &self,
         opaque: i32,
         frame: &[u8],
-        waiter: Waiter,
-        rx: oneshot::Receiver<T>,
+        (waiter, rx): (Waiter, oneshot::Receiver<T>),
         owed: Option<Owed>,
         queued: impl Future<Output = ()>,
         timeout: Duration,
