@@ -117,7 +117,11 @@ fn check_row(r: &SummaryRow, policy: RetryPolicy, summary: &str) {
         RetryPolicy::Rocketmq4 => {
             // Each refusal was sent once more, to broker 1, and stored there.
             assert_eq!(counts.not_available, [0, 0], "{r:?}");
-            assert_eq!(counts.ok, r.seg.sent, "ok == sent: {r:?}");
+            // A code 2 is no refusal, and the 4.x client does not retry it: a broker slowed by
+            // a loaded machine (CI's 2 cores, test binaries beside it) answers
+            // [TIMEOUT_CLEAN_QUEUE] now and then. Every other send was stored.
+            let busy: u64 = counts.busy.iter().sum();
+            assert_eq!(counts.ok + busy, r.seg.sent, "ok + busy == sent: {r:?}");
             assert_eq!(r.seg.attempts, r.seg.sent + refused, "{r:?}");
             assert_eq!(b0[0] + b1[0], counts.ok, "{r:?}");
             assert!(b1[0] >= refused, "{r:?}");
