@@ -158,7 +158,8 @@ pub(crate) struct Cursor<'a> {
 }
 
 // Inlined always: the release build has no LTO, and LLVM left these as calls (a record's dozen
-// fields, each a call returning a `Result`): 6% of a consumer's instructions per message.
+// fields, each a call returning a `Result`): 13% of a consumer's instructions per message
+// (callgrind, 3563 -> 3108).
 impl<'a> Cursor<'a> {
     #[inline(always)]
     pub(crate) fn take(

@@ -105,7 +105,7 @@ enum Cached {
     /// Concurrently: its body size, all the gates and the commit offset read. The consume
     /// requests own the messages; nothing takes them back out of the cache in this mode.
     /// A whole `Msg` per entry (112 bytes, a shared topic to count) made the cache's inserts,
-    /// removals and trims 15% of a consumer's instructions per message in `make floor`.
+    /// removals and trims 14% of a consumer's instructions per message in `make floor`.
     Size(u64),
     /// Orderly: the message, which `take` hands out.
     Whole(Box<Msg>),

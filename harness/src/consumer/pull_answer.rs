@@ -2,7 +2,7 @@
 //!
 //! Read in place when its JSON header is plain (`remoting::plain_json::read_frame`), as every
 //! broker writes it: decoding it into a command built a map of eight strings per answer, a
-//! tenth of a consumer's instructions per message in `make floor`. Anything else is decoded in
+//! tenth of a consumer's instructions per message in `make floor` (280 of 2964, callgrind). Anything else is decoded in
 //! full and converted; both give the same answer (a unit test here, a property test in
 //! `plain_json.rs`).
 

@@ -16,7 +16,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use remoting::frame::{check_frame, FrameCheck};
-use remoting::{plain_json, DecodeError, RemotingCommand, RequestCode, MAX_FRAME_LEN};
+use remoting::plain_json::{self, PlainFrame};
+use remoting::{DecodeError, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
@@ -53,6 +54,39 @@ enum Waiter {
 /// Calls waiting for their answer, by opaque.
 type Pending = Arc<Mutex<HashMap<i32, Waiter>>>;
 
+/// A response as the reader has it: read in place when its header is plain, else decoded.
+/// Lives on the reader's stack for one frame; boxing the plain one would allocate per answer,
+/// which reading in place is for avoiding.
+#[allow(clippy::large_enum_variant)]
+enum Read<'a> {
+    Plain(PlainFrame<'a>, &'a Bytes),
+    Full(RemotingCommand),
+}
+
+impl Read<'_> {
+    fn opaque(&self) -> i32 {
+        match self {
+            Read::Plain(v, _) => v.opaque,
+            Read::Full(cmd) => cmd.opaque,
+        }
+    }
+
+    fn into_pull(self) -> PullAnswer {
+        match self {
+            Read::Plain(v, frame) => PullAnswer::from_plain(&v, frame),
+            Read::Full(cmd) => PullAnswer::from_command(cmd),
+        }
+    }
+
+    /// A call other than a pull wants the whole command (rare: heartbeats, offsets, locks).
+    fn into_command(self) -> Result<RemotingCommand, DecodeError> {
+        match self {
+            Read::Plain(_, frame) => RemotingCommand::decode(frame.clone()),
+            Read::Full(cmd) => Ok(cmd),
+        }
+    }
+}
+
 /// Hands one frame (its length field stripped) to the call waiting for it. A pull's answer is
 /// read in place when its header is plain ([`PullAnswer`]); everything else is decoded.
 fn deliver(
@@ -61,34 +95,27 @@ fn deliver(
     out: &Arc<Outbox>,
     notify: &Notify,
 ) -> Result<(), DecodeError> {
-    if let Some(v) = plain_json::read_frame(&frame).filter(|v| v.is_response()) {
-        let waiter = pending.lock().remove(&v.opaque);
-        match waiter {
-            Some(Waiter::Pull(tx)) => {
-                // A pull answer owes its next pull to this read's round.
-                let _ = tx.send((PullAnswer::from_plain(&v, &frame), out.owe()));
+    let read = match plain_json::read_frame(&frame).filter(PlainFrame::is_response) {
+        Some(v) => Read::Plain(v, &frame),
+        None => {
+            let cmd = RemotingCommand::decode(frame.clone())?;
+            if !cmd.is_response() {
+                if cmd.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.as_i32() {
+                    notify.notify_one();
+                }
+                return Ok(());
             }
-            Some(Waiter::Call(tx)) => {
-                let _ = tx.send(RemotingCommand::decode(frame)?);
-            }
-            None => {}
+            Read::Full(cmd)
         }
-        return Ok(());
-    }
-    let cmd = RemotingCommand::decode(frame)?;
-    if !cmd.is_response() {
-        if cmd.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.as_i32() {
-            notify.notify_one();
-        }
-        return Ok(());
-    }
-    let waiter = pending.lock().remove(&cmd.opaque);
+    };
+    let waiter = pending.lock().remove(&read.opaque());
     match waiter {
+        // A pull answer owes its next pull to this read's round.
         Some(Waiter::Pull(tx)) => {
-            let _ = tx.send((PullAnswer::from_command(cmd), out.owe()));
+            let _ = tx.send((read.into_pull(), out.owe()));
         }
         Some(Waiter::Call(tx)) => {
-            let _ = tx.send(cmd);
+            let _ = tx.send(read.into_command()?);
         }
         None => {}
     }
