@@ -1,6 +1,6 @@
 //! Frame boundaries: `[int32 length][length bytes]`, checked before anything is allocated.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::{command::RemotingCommand, error::DecodeError};
 
@@ -43,12 +43,11 @@ pub fn check_frame(buf: &[u8], max_frame_len: usize) -> Result<FrameCheck, Decod
     Ok(FrameCheck::Complete { total })
 }
 
-/// Takes one whole frame off the front of `buf` and decodes it. `Ok(None)` means "need more
-/// bytes"; the buffer is left untouched in that case. On `Err` the connection must be closed.
-pub fn decode_frame(
-    buf: &mut BytesMut,
-    max_frame_len: usize,
-) -> Result<Option<RemotingCommand>, DecodeError> {
+/// Takes one whole frame off the front of `buf`, its length field stripped (what
+/// [`RemotingCommand::decode`] reads), for a reader that looks at it before decoding it.
+/// `Ok(None)` means "need more bytes"; the buffer keeps what it has. On `Err` the connection
+/// must be closed.
+pub fn take_frame(buf: &mut BytesMut, max_frame_len: usize) -> Result<Option<Bytes>, DecodeError> {
     match check_frame(buf, max_frame_len)? {
         FrameCheck::Incomplete { need } => {
             if let Some(need) = need {
@@ -60,9 +59,19 @@ pub fn decode_frame(
         FrameCheck::Complete { total } => {
             let mut frame = buf.split_to(total);
             frame.advance(4);
-            RemotingCommand::decode(frame.freeze()).map(Some)
+            Ok(Some(frame.freeze()))
         }
     }
+}
+
+/// Takes one whole frame off the front of `buf` and decodes it ([`take_frame`]).
+pub fn decode_frame(
+    buf: &mut BytesMut,
+    max_frame_len: usize,
+) -> Result<Option<RemotingCommand>, DecodeError> {
+    take_frame(buf, max_frame_len)?
+        .map(RemotingCommand::decode)
+        .transpose()
 }
 
 #[cfg(test)]

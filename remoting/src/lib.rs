@@ -27,7 +27,7 @@ pub mod template;
 pub use code::{LanguageCode, RequestCode, ResponseCode};
 pub use command::{RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use error::{DecodeError, HeaderError};
-pub use frame::{decode_frame, FrameCheck, MAX_FRAME_LEN};
+pub use frame::{decode_frame, take_frame, FrameCheck, MAX_FRAME_LEN};
 pub use peek::{peek_frame, HeaderPeek};
 pub use peek_cache::PeekCache;
 pub use template::{FrameTemplate, TemplateError};

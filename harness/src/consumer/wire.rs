@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use remoting::frame::{check_frame, FrameCheck};
 use remoting::plain_json::{self, PlainFrame};
-use remoting::{DecodeError, RemotingCommand, RequestCode, MAX_FRAME_LEN};
+use remoting::{take_frame, DecodeError, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
@@ -165,20 +164,14 @@ impl Wire {
                 let mut buf = BytesMut::with_capacity(256 * 1024);
                 'read: loop {
                     loop {
-                        match check_frame(&buf, MAX_FRAME_LEN) {
-                            Ok(FrameCheck::Complete { total }) => {
-                                let frame = buf.split_to(total).split_off(4).freeze();
-                                // A malformed frame ends the connection; its calls fail as
-                                // closed.
+                        // A malformed frame ends the connection; its calls fail as closed.
+                        match take_frame(&mut buf, MAX_FRAME_LEN) {
+                            Ok(Some(frame)) => {
                                 if deliver(frame, &pending, &out, &notify).is_err() {
                                     break 'read;
                                 }
                             }
-                            Ok(FrameCheck::Incomplete { need }) => {
-                                // The length was checked against the maximum.
-                                buf.reserve(need.unwrap_or(0).saturating_sub(buf.len()));
-                                break;
-                            }
+                            Ok(None) => break,
                             Err(_) => break 'read,
                         }
                     }
