@@ -19,7 +19,6 @@ use parking_lot::Mutex;
 use crate::consumer::process_queue::Msg;
 use crate::profile::Consumer;
 use crate::recorder::histogram;
-use crate::runner::client::uniq_seq;
 
 /// The failure model and its counters, shared by every instance of a job.
 pub struct Failures {
@@ -67,7 +66,7 @@ impl Failures {
             return true;
         }
         if self.every > 0 {
-            let seq = m.uniq_key.as_deref().and_then(uniq_seq).map(|(_, s)| s);
+            let seq = m.key_seq().map(|k| k.seq);
             if seq.is_some_and(|s| s % self.every == 0) {
                 return true;
             }

@@ -18,7 +18,6 @@ use crate::consumer::seqset::SeqSet;
 use crate::consumer::tracking::SendTracking;
 use crate::order::ledger::OrderLedger;
 use crate::recorder::{histogram, BusyClass};
-use crate::runner::client::uniq_seq;
 
 /// Pull results, as the Java client maps them (consumer §1.3), plus errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,35 +174,33 @@ impl Metrics {
         self.consumed
             .fetch_add(msgs().count() as u64, Ordering::Relaxed);
         if let Some(order) = self.order.get() {
-            order.consumed(msgs().map(|m| (m.queue_offset, m.uniq_key.as_deref())));
+            order.consumed(msgs().map(|m| (m.queue_offset, m.key_seq())));
         }
         let mut backlog = 0;
         // A redelivery after a failure is a retry (counted in `failure.rs`), not a duplicate.
         for m in msgs().filter(|m| m.reconsume_times == 0) {
-            let seen_before = match m.uniq_key.as_deref().and_then(uniq_seq) {
-                Some((prefix, seq)) => {
-                    match self.ledgers.iter().find(|l| l.sent.prefix == prefix) {
-                        Some(l) => {
-                            let index = l.sent.index(seq);
-                            let first = l.consumed.insert(index);
-                            // Only acknowledged prefill messages make up the backlog's length.
-                            if first
-                                && self
-                                    .backlog_of
-                                    .as_ref()
-                                    .is_some_and(|b| Arc::ptr_eq(b, &l.sent))
-                                && l.sent.acked.contains(index)
-                            {
-                                backlog += 1;
-                            }
-                            !first
+            let seen_before = match m.key_seq() {
+                Some(k) => match self.ledgers.iter().find(|l| l.sent.owns(k.prefix)) {
+                    Some(l) => {
+                        let index = l.sent.index(k.seq);
+                        let first = l.consumed.insert(index);
+                        // Only acknowledged prefill messages make up the backlog's length.
+                        if first
+                            && self
+                                .backlog_of
+                                .as_ref()
+                                .is_some_and(|b| Arc::ptr_eq(b, &l.sent))
+                            && l.sent.acked.contains(index)
+                        {
+                            backlog += 1;
                         }
-                        None => {
-                            self.foreign.fetch_add(1, Ordering::Relaxed);
-                            false
-                        }
+                        !first
                     }
-                }
+                    None => {
+                        self.foreign.fetch_add(1, Ordering::Relaxed);
+                        false
+                    }
+                },
                 None => {
                     self.foreign.fetch_add(1, Ordering::Relaxed);
                     false

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::consumer::offset_map::OffsetMap;
+use crate::runner::client::{key_seq, KeySeq};
 
 /// A message's UNIQ_KEY without an allocation when it is as long as the Java client makes it
 /// (32 hex digits): a `String` per message was a tenth of the consumers' malloc calls. Not a
@@ -13,22 +14,55 @@ use crate::consumer::offset_map::OffsetMap;
 /// message of it is consumed, and the reader would allocate a new one for every read.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum UniqKey {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_KEY],
+        /// The sequence number of a key of the send builder's form (`runner::client::key_seq`),
+        /// read once here: the duplicate, order and failure accounting each read it, and each
+        /// parse was 4% of a consumer's instructions per message. `NO_SEQ` for other keys.
+        seq: u64,
+    },
     Heap(Box<str>),
 }
 
 /// Bytes a key holds without an allocation: `MessageClientIDSetter`'s keys are 32.
 const INLINE_KEY: usize = 32;
 
+/// `UniqKey::Inline::seq` of a key that has none (sequence numbers are 48 bits).
+const NO_SEQ: u64 = u64::MAX;
+
 impl UniqKey {
     pub fn as_str(&self) -> &str {
         match self {
-            // SAFETY: `from` copied these bytes from a `str`, whole, and nothing changes them.
-            // Validating them again on every read was 2% of the consumers' CPU.
-            UniqKey::Inline { len, bytes } => unsafe {
+            // SAFETY: `inline` copied these bytes from a `str` or checked them ASCII, whole,
+            // and nothing changes them. Validating them again on every read was 2% of the
+            // consumers' CPU.
+            UniqKey::Inline { len, bytes, .. } => unsafe {
                 std::str::from_utf8_unchecked(&bytes[..*len as usize])
             },
             UniqKey::Heap(s) => s,
+        }
+    }
+
+    /// The prefix and sequence number of a key the send builder wrote (any load's).
+    pub fn key_seq(&self) -> Option<KeySeq<'_>> {
+        match self {
+            UniqKey::Inline { bytes, seq, .. } if *seq != NO_SEQ => Some(KeySeq {
+                prefix: bytes.first_chunk()?,
+                seq: *seq,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `b`, which is UTF-8 and at most `INLINE_KEY` bytes long, held inline.
+    fn inline(b: &[u8]) -> UniqKey {
+        let mut bytes = [0; INLINE_KEY];
+        bytes[..b.len()].copy_from_slice(b);
+        UniqKey::Inline {
+            len: b.len() as u8,
+            bytes,
+            seq: key_seq(b).map_or(NO_SEQ, |k| k.seq),
         }
     }
 }
@@ -45,12 +79,7 @@ impl From<&str> for UniqKey {
         if s.len() > INLINE_KEY {
             return UniqKey::Heap(s.into());
         }
-        let mut bytes = [0; INLINE_KEY];
-        bytes[..s.len()].copy_from_slice(s.as_bytes());
-        UniqKey::Inline {
-            len: s.len() as u8,
-            bytes,
-        }
+        UniqKey::inline(s.as_bytes())
     }
 }
 
@@ -60,12 +89,7 @@ impl UniqKey {
         // Keys are hex digits: an ASCII check (a few word compares) proves them UTF-8 without
         // the general validation, which was 2% of the consumers' CPU for 32 bytes a message.
         if b.len() <= INLINE_KEY && b.is_ascii() {
-            let mut bytes = [0; INLINE_KEY];
-            bytes[..b.len()].copy_from_slice(b);
-            return UniqKey::Inline {
-                len: b.len() as u8,
-                bytes,
-            };
+            return UniqKey::inline(b);
         }
         match std::str::from_utf8(b) {
             Ok(s) => UniqKey::from(s),
@@ -97,6 +121,13 @@ pub struct Msg {
     /// The topic the listener sees: RETRY_TOPIC for a message pulled from `%RETRY%<group>`.
     /// Shared by a pull's messages of one topic (one allocation per pull, not per message).
     pub topic: std::sync::Arc<str>,
+}
+
+impl Msg {
+    /// The prefix and sequence number of its UNIQ_KEY, if a send builder wrote it.
+    pub fn key_seq(&self) -> Option<KeySeq<'_>> {
+        self.uniq_key.as_ref().and_then(UniqKey::key_seq)
+    }
 }
 
 /// What the cache keeps of a message.
@@ -344,6 +375,7 @@ mod tests {
 #[cfg(test)]
 mod key_tests {
     use super::UniqKey;
+    use crate::runner::client::key_seq;
 
     #[test]
     fn keys_of_any_length_read_back_whole() {
@@ -358,5 +390,19 @@ mod key_tests {
             assert_eq!(matches!(key, UniqKey::Inline { .. }), k.len() <= 32, "{k}");
         }
         assert_eq!(format!("{:?}", Some(UniqKey::from("K"))), "Some(\"K\")");
+    }
+
+    proptest::proptest! {
+        /// The sequence kept at decode is the one `key_seq` reads from the key's bytes, with
+        /// the same prefix; a key of another form has none.
+        #[test]
+        fn a_key_keeps_the_sequence_its_bytes_hold(
+            key in "7F000001[0-9A-F]{12}[0-9a-fA-F]{12}|[0-9A-Fg-]{30,34}|.{0,40}",
+        ) {
+            let held = UniqKey::from_bytes(key.as_bytes());
+            let want = key_seq(key.as_bytes());
+            proptest::prop_assert_eq!(held.key_seq(), want);
+            proptest::prop_assert_eq!(held.as_str(), key.as_str());
+        }
     }
 }

@@ -240,7 +240,7 @@ async fn pull_once(
             if let Some(order) = shared.metrics.order.get() {
                 order.pulled(
                     q.queue_id,
-                    msgs.iter().map(|m| (m.queue_offset, m.uniq_key.as_deref())),
+                    msgs.iter().map(|m| (m.queue_offset, m.key_seq())),
                 );
             }
             shared

@@ -2,6 +2,7 @@
 //! keyed by the sequence number carried in every UNIQ_KEY (`runner::client::uniq_seq`).
 
 use crate::consumer::seqset::SeqSet;
+use crate::runner::client::KeyPrefix;
 
 impl std::fmt::Debug for SendTracking {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -16,6 +17,8 @@ impl std::fmt::Debug for SendTracking {
 pub struct SendTracking {
     /// The UNIQ_KEY prefix of this producer's messages.
     pub prefix: String,
+    /// The same, as the consumers compare it.
+    key_prefix: KeyPrefix,
     /// Messages per send request (a batch acknowledges all of its entries).
     pub batch: u64,
     /// Message index = send seq × batch + entry (see [`SendTracking::index`]).
@@ -31,11 +34,19 @@ impl SendTracking {
             std::process::id() as u16,
             rng.u32(..)
         );
+        let mut key_prefix = KeyPrefix::default();
+        key_prefix.copy_from_slice(prefix.as_bytes());
         SendTracking {
             prefix,
+            key_prefix,
             batch: u64::from(batch.max(1)),
             acked: SeqSet::new(capacity),
         }
+    }
+
+    /// Whether a UNIQ_KEY with `prefix` is this producer's.
+    pub fn owns(&self, prefix: &KeyPrefix) -> bool {
+        self.key_prefix == *prefix
     }
 
     /// The message index of a UNIQ_KEY's sequence number: batch entries are keyed

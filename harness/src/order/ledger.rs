@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use crate::order::count::{ConsumeCheck, InversionCount};
 use crate::order::key::Streams;
-use crate::runner::client::uniq_seq;
+use crate::runner::client::{key_seq, KeyPrefix, KeySeq};
 
 /// Where `order_inversions` was counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,8 @@ struct Inner {
 /// The order accounting of one producer (the job's load) on one topic.
 pub struct OrderLedger {
     /// The UNIQ_KEY prefix of the load's messages; others (a prefill, another load) are skipped.
-    prefix: String,
+    /// None (nothing counts) for a prefix the send builder would not write.
+    prefix: Option<KeyPrefix>,
     streams: Streams,
     source: Source,
     consume: ConsumeOrder,
@@ -80,7 +81,7 @@ pub struct OrderLedger {
 impl OrderLedger {
     pub fn new(prefix: &str, streams: Streams, source: Source, consume: ConsumeOrder) -> Self {
         OrderLedger {
-            prefix: prefix.to_owned(),
+            prefix: prefix.as_bytes().try_into().ok(),
             streams,
             source,
             consume,
@@ -92,21 +93,20 @@ impl OrderLedger {
         self.source
     }
 
-    fn seq_of(&self, key: Option<&str>) -> Option<u64> {
-        let key = key?;
-        // Another producer's message (a prefill): skipped before its digits are parsed.
-        if !key.starts_with(self.prefix.as_str()) {
-            return None;
-        }
-        match uniq_seq(key) {
-            Some((prefix, seq)) if prefix == self.prefix => Some(seq),
-            _ => None,
-        }
+    fn seq_of(&self, key: Option<KeySeq<'_>>) -> Option<u64> {
+        // Another producer's message (a prefill) is told apart by its prefix.
+        key.filter(|k| Some(k.prefix) == self.prefix.as_ref())
+            .map(|k| k.seq)
     }
 
-    /// Messages of `queue` as a pull returned them: `(queue offset, UNIQ_KEY)` in offset order.
-    /// Offsets below one already counted (a queue pulled again after a rebalance) are skipped.
-    pub fn pulled<'a>(&self, queue: i32, msgs: impl IntoIterator<Item = (i64, Option<&'a str>)>) {
+    /// Messages of `queue` as a pull returned them: `(queue offset, UNIQ_KEY read)` in offset
+    /// order. Offsets below one already counted (a queue pulled again after a rebalance) are
+    /// skipped.
+    pub fn pulled<'a>(
+        &self,
+        queue: i32,
+        msgs: impl IntoIterator<Item = (i64, Option<KeySeq<'a>>)>,
+    ) {
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
         let next = inner.next_offset.entry(queue).or_insert(0);
@@ -126,7 +126,7 @@ impl OrderLedger {
     pub fn stored<'a>(&self, keys: impl IntoIterator<Item = Option<&'a str>>) {
         let mut inner = self.inner.lock();
         for key in keys {
-            if let Some(seq) = self.seq_of(key) {
+            if let Some(seq) = self.seq_of(key.and_then(|k| key_seq(k.as_bytes()))) {
                 inner.read += 1;
                 inner.stored.observe(self.streams.stream(seq), seq);
             }
@@ -135,7 +135,7 @@ impl OrderLedger {
 
     /// A batch an orderly consumer starts consuming: `(queue offset, UNIQ_KEY)` in consume
     /// order. The queue of a message is its send's (`Streams::queue`).
-    pub fn consumed<'a>(&self, msgs: impl IntoIterator<Item = (i64, Option<&'a str>)>) {
+    pub fn consumed<'a>(&self, msgs: impl IntoIterator<Item = (i64, Option<KeySeq<'a>>)>) {
         if self.consume == ConsumeOrder::Unchecked {
             return;
         }
@@ -193,15 +193,17 @@ mod tests {
         };
         let l = OrderLedger::new(P, Streams::of(&w), Source::Pull, ConsumeOrder::Checked);
         let keys: Vec<String> = [0u64, 2, 1, 3].iter().map(|&s| key(s)).collect();
-        let batch = |from: usize| -> Vec<(i64, Option<&str>)> {
+        let batch = |from: usize| -> Vec<(i64, Option<KeySeq>)> {
             (from..4)
-                .map(|i| (i as i64, Some(keys[i].as_str())))
+                .map(|i| (i as i64, key_seq(keys[i].as_bytes())))
                 .collect()
         };
         l.pulled(0, batch(0));
         // The same queue pulled again from offset 1 (a rebalance): nothing new.
         l.pulled(0, batch(1));
-        l.pulled(0, [(4, Some("not ours")), (5, None)]);
+        // Another load's key (another prefix) and a message without one.
+        let other = format!("7F00000112340000ABCE{:012X}", 9);
+        l.pulled(0, [(4, key_seq(other.as_bytes())), (5, None)]);
         assert_eq!(l.take_second().inversions, 1);
         l.consumed(batch(0));
         l.consumed(batch(2));
