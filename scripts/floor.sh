@@ -8,6 +8,10 @@
 # it answered or consumed, warm-up included): floor cost / harness cost. On a busy machine the
 # pinned rates measure the neighbours (a starved responder limits both sides alike and the rate
 # ratio drifts towards 1); CPU per message is what each side pays, whoever else runs.
+# Each run also prints how busy each side kept its core (CPU time over wall time): a floor tool
+# well below 100% is held back by its peer (floor-sender by the responder's core, floor-puller
+# by the round trip), so its rate understates what it could do and the rate ratio flatters the
+# harness; the CPU ratio does not depend on that.
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${OUT:-results/floor}
@@ -48,8 +52,10 @@ print(rows[0][name])
 PY
 }
 
-# user + system CPU seconds in $tmp/time (written by /usr/bin/time -f '%U %S')
+# user + system CPU seconds in $tmp/time (written by /usr/bin/time -f '%U %S %e')
 cpu_s() { awk '{ print $1 + $2 }' "$tmp/time"; }
+# the same over the wall time: the share of its core the process kept busy
+busy() { awk '{ print ($3 > 0 ? ($1 + $2) / $3 : 0) }' "$tmp/time"; }
 
 # The sum of timeseries.csv column NAME over every row (warm-up included).
 series_sum() {
@@ -60,60 +66,61 @@ print(sum(float(r[name] or 0) for r in csv.DictReader(open(path, newline=""))))
 PY
 }
 
-harness_run() { # binary profile out column: prints "<column value> <cpu s>"
+harness_run() { # binary profile out column: prints "<column value> <cpu s> <busy>"
   rm -rf "$3"
-  /usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$1" run "$2" \
+  /usr/bin/time -f '%U %S %e' -o "$tmp/time" taskset -c "$GEN_CPU" "$1" run "$2" \
     --target "$addr" --out "$3" --set workload.duration="$DURATION" >"$tmp/harness.out" 2>&1 \
     || { cat "$tmp/harness.out" >&2; echo "floor: $1 run $2 failed" >&2; exit 1; }
-  echo "$(column_of "$3/summary.csv" "$4") $(cpu_s)"
+  echo "$(column_of "$3/summary.csv" "$4") $(cpu_s) $(busy)"
 }
 
-floor_run() { # command...: prints "<rate> <total> <cpu s>"
+floor_run() { # command...: prints "<rate> <total> <cpu s> <busy>"
   local line
-  line=$(/usr/bin/time -f '%U %S' -o "$tmp/time" taskset -c "$GEN_CPU" "$@")
-  echo "$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$line") $(cpu_s)"
+  line=$(/usr/bin/time -f '%U %S %e' -o "$tmp/time" taskset -c "$GEN_CPU" "$@")
+  echo "$(sed -n 's/^rate=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$line") $(cpu_s) $(busy)"
 }
 
-# One run's line: floor rate, harness rate, floor and harness CPU µs per message.
-record() { # file label floor_rate floor_total floor_cpu harness_rate harness_total harness_cpu
-  awk -v fr="$3" -v ft="$4" -v fc="$5" -v hr="$6" -v ht="$7" -v hc="$8" -v label="$2" -v i="$i" 'BEGIN {
+# One run's line: floor rate, harness rate, floor and harness CPU µs per message, and how busy
+# each kept its core.
+record() { # file label floor_rate floor_total floor_cpu floor_busy harness_rate harness_total harness_cpu harness_busy
+  awk -v fr="$3" -v ft="$4" -v fc="$5" -v fb="$6" -v hr="$7" -v ht="$8" -v hc="$9" -v hb="${10}" -v label="$2" -v i="$i" 'BEGIN {
     fu = fc * 1e6 / ft; hu = hc * 1e6 / ht;
-    printf "run %d %s: floor %9.0f/s %6.3f us/msg  harness %9.0f/s %6.3f us/msg  rate ratio %.3f  cpu ratio %.3f\n",
-      i, label, fr, fu, hr, hu, hr / fr, fu / hu
+    printf "run %d %s: floor %9.0f/s %6.3f us/msg %3.0f%% busy  harness %9.0f/s %6.3f us/msg %3.0f%% busy  rate ratio %.3f  cpu ratio %.3f\n",
+      i, label, fr, fu, fb * 100, hr, hu, hb * 100, hr / fr, fu / hu
   }'
-  echo "$3 $6 $(awk -v fc="$5" -v ft="$4" -v hc="$8" -v ht="$7" 'BEGIN { print fc / ft, hc / ht }')" >>"$1"
+  echo "$3 $7 $(awk -v fc="$5" -v ft="$4" -v hc="$9" -v ht="$8" 'BEGIN { print fc / ft, hc / ht }') $6" >>"$1"
 }
 
 : >"$tmp/send" ; : >"$tmp/consume"; : >"$tmp/send-before" ; : >"$tmp/consume-before"
 for i in $(seq 1 "$RUNS"); do
-  read -r fr ft fc < <(floor_run "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
-  read -r hr hc < <(harness_run "$BIN/harness" profiles/floor.toml "$OUT/send-$i" achieved_rate)
-  record "$tmp/send" "send   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-$i/timeseries.csv" ok)" "$hc"
+  read -r fr ft fc fb < <(floor_run "$BIN/floor-sender" --target "$addr" --in-flight 512 --message-size 128 --warmup 1s --duration "$DURATION")
+  read -r hr hc hb < <(harness_run "$BIN/harness" profiles/floor.toml "$OUT/send-$i" achieved_rate)
+  record "$tmp/send" "send   " "$fr" "$ft" "$fc" "$fb" "$hr" "$(series_sum "$OUT/send-$i/timeseries.csv" ok)" "$hc" "$hb"
   if [ -n "$BEFORE" ]; then
-    read -r hr hc < <(harness_run "$BEFORE" profiles/floor.toml "$OUT/send-before-$i" achieved_rate)
-    record "$tmp/send-before" "send (before)   " "$fr" "$ft" "$fc" "$hr" "$(series_sum "$OUT/send-before-$i/timeseries.csv" ok)" "$hc"
+    read -r hr hc hb < <(harness_run "$BEFORE" profiles/floor.toml "$OUT/send-before-$i" achieved_rate)
+    record "$tmp/send-before" "send (before)   " "$fr" "$ft" "$fc" "$fb" "$hr" "$(series_sum "$OUT/send-before-$i/timeseries.csv" ok)" "$hc" "$hb"
   fi
 
-  read -r fr ft fc < <(floor_run "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
-  read -r hr hc < <(harness_run "$BIN/harness" profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
-  record "$tmp/consume" "consume" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-$i/summary.csv" consumed)" "$hc"
+  read -r fr ft fc fb < <(floor_run "$BIN/floor-puller" --target "$addr" --queues 4 --batch 32 --warmup 1s --duration "$DURATION")
+  read -r hr hc hb < <(harness_run "$BIN/harness" profiles/consume-floor.toml "$OUT/consume-$i" consume_rate)
+  record "$tmp/consume" "consume" "$fr" "$ft" "$fc" "$fb" "$hr" "$(column_of "$OUT/consume-$i/summary.csv" consumed)" "$hc" "$hb"
   if [ -n "$BEFORE" ]; then
-    read -r hr hc < <(harness_run "$BEFORE" profiles/consume-floor.toml "$OUT/consume-before-$i" consume_rate)
-    record "$tmp/consume-before" "consume (before)" "$fr" "$ft" "$fc" "$hr" "$(column_of "$OUT/consume-before-$i/summary.csv" consumed)" "$hc"
+    read -r hr hc hb < <(harness_run "$BEFORE" profiles/consume-floor.toml "$OUT/consume-before-$i" consume_rate)
+    record "$tmp/consume-before" "consume (before)" "$fr" "$ft" "$fc" "$fb" "$hr" "$(column_of "$OUT/consume-before-$i/summary.csv" consumed)" "$hc" "$hb"
   fi
 done
 
 median_line() { # file label
-  awk '{ print $2 / $1, $3 / $4 }' "$1" | awk -v label="$2" -v g="$GOAL" '
-    { r[NR] = $1; c[NR] = $2 }
+  awk '{ print $2 / $1, $3 / $4, $5 }' "$1" | awk -v label="$2" -v g="$GOAL" '
+    { r[NR] = $1; c[NR] = $2; b[NR] = $3 }
     function median(a, n,   i, j, t) {
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
       return a[int((n + 1) / 2)]
     }
     END {
-      rr = median(r, NR); cr = median(c, NR);
-      printf "%s: median rate ratio %.3f, median cpu ratio %.3f (goal >= %s: %s)\n",
-        label, rr, cr, g, (rr >= g && cr >= g ? "met" : "NOT met")
+      rr = median(r, NR); cr = median(c, NR); fb = median(b, NR);
+      printf "%s: median rate ratio %.3f, median cpu ratio %.3f (goal >= %s: %s); the floor tool kept %.0f%% of its core busy\n",
+        label, rr, cr, g, (rr >= g && cr >= g ? "met" : "NOT met"), fb * 100
     }'
 }
 median_line "$tmp/send" "generator/floor-sender        "
