@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::write_blocks::{self, BrokerAnswer, WriteBlocks};
 
 mod outcome;
+mod second;
 pub use outcome::{classify, parse_queue_stats, BusyClass, NotAvailableClass, Outcome};
 
 /// A new auto-resizing histogram of µs with 3 significant digits.
@@ -261,11 +262,22 @@ impl Interval {
     }
 }
 
+/// The counts of the second under way; its histograms are the segments' gain
+/// ([`second::take`]).
+#[derive(Debug, Clone, Default)]
+struct SecondCounts {
+    counts: Counts,
+    written: u64,
+}
+
 /// One worker's recorder.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub segments: Vec<Segment>,
-    pub interval: Interval,
+    second: SecondCounts,
+    /// Per segment: its histograms at the last [`Recorder::move_interval_into`].
+    taken: Vec<second::Taken>,
+    scratch: Histogram<u64>,
     /// Each cluster broker's disk-full write blocks over the whole job (index of the router).
     pub write_blocks: Vec<WriteBlocks>,
 }
@@ -274,7 +286,9 @@ impl Recorder {
     pub fn new(segments: usize) -> Recorder {
         Recorder {
             segments: (0..segments).map(|_| Segment::default()).collect(),
-            interval: Interval::default(),
+            second: SecondCounts::default(),
+            taken: (0..segments).map(|_| second::Taken::default()).collect(),
+            scratch: histogram(),
             write_blocks: Vec::new(),
         }
     }
@@ -298,8 +312,7 @@ impl Recorder {
         let s = self.seg(seg);
         s.attempts += 1;
         record(&mut s.lag, lag_us);
-        self.interval.written += 1;
-        record(&mut self.interval.lag, lag_us);
+        self.second.written += 1;
     }
 
     /// A response to one attempt (final or about to be retried): per-attempt accounting.
@@ -337,16 +350,7 @@ impl Recorder {
         if let Some(sv) = service_us {
             record(&mut s.service, sv);
         }
-        self.interval.counts.add(outcome);
-        if let Some(l) = latency_us {
-            record(&mut self.interval.latency, l);
-            if matches!(outcome, Outcome::Busy(_)) {
-                record(&mut self.interval.busy_latency, l);
-            }
-        }
-        if let Some(sv) = service_us {
-            record(&mut self.interval.service, sv);
-        }
+        self.second.counts.add(outcome);
     }
 
     /// The answer to a send's first attempt (whatever happens to it later).
@@ -388,10 +392,10 @@ impl Recorder {
             s.counts.add_n(Outcome::Ok, -1);
             s.counts.add(outcome);
         }
-        if self.interval.counts.ok > 0 {
-            self.interval.counts.add_n(Outcome::Ok, -1);
+        if self.second.counts.ok > 0 {
+            self.second.counts.add_n(Outcome::Ok, -1);
         }
-        self.interval.counts.add(outcome);
+        self.second.counts.add(outcome);
     }
 
     /// A busy answer for a send no longer in flight (timed out): the broker counted it.
@@ -399,19 +403,24 @@ impl Recorder {
         self.attempt_answer(seg, code, remark);
     }
 
-    /// Adds the current interval to `total` and starts the next one in the same memory.
-    /// (Handing out a fresh interval each second made every worker allocate new histograms
-    /// that the sampler thread freed: the allocator's arenas crept up over a long run.)
+    /// Adds the second under way to `total` and starts the next: its counts, and what the
+    /// segments' histograms gained since the last call (`recorder/second.rs`).
     pub fn move_interval_into(&mut self, total: &mut Interval) {
-        total.merge(&self.interval);
-        self.interval.reset();
+        let c = std::mem::take(&mut self.second);
+        total.counts.merge(&c.counts);
+        total.written += c.written;
+        second::take(&self.segments, &mut self.taken, &mut self.scratch, total);
     }
 
     pub fn merge(&mut self, o: &Recorder) {
         for (a, b) in self.segments.iter_mut().zip(&o.segments) {
             a.merge(b);
         }
-        self.interval.merge(&o.interval);
+        self.second.counts.merge(&o.second.counts);
+        self.second.written += o.second.written;
+        for (a, b) in self.taken.iter_mut().zip(&o.taken) {
+            a.merge(b);
+        }
         write_blocks::merge_all(&mut self.write_blocks, &o.write_blocks);
     }
 }
