@@ -143,8 +143,16 @@ impl Common {
         if let Some(log) = &self.outcomes {
             log.record(e.seq, outcome, e.broker, e.written, now);
         }
-        let service = answered.then(|| us(now - e.written));
-        self.end_send(rec, e.segment, outcome, Some(us(now - e.intended)), service);
+        // A closed-loop send is intended when it is written: its latency is its service time,
+        // and one `Instant` subtraction (with its conversion, about 75 instructions) is saved.
+        let since_written = us(now.saturating_duration_since(e.written));
+        let latency = if e.intended == e.written {
+            since_written
+        } else {
+            us(now.saturating_duration_since(e.intended))
+        };
+        let service = answered.then_some(since_written);
+        self.end_send(rec, e.segment, outcome, Some(latency), service);
     }
 }
 
