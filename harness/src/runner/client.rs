@@ -12,6 +12,7 @@ use remoting::template::json_escaped;
 use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
+use crate::runner::hex::{push_hex12, read_hex12};
 use crate::runner::shard::Shard;
 
 pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
@@ -330,15 +331,6 @@ impl SendBuilder {
     }
 }
 
-/// The low 48 bits of `v` as 12 upper-case hex digits: `{:012X}` without the formatter, which
-/// cost more than the rest of the key's encoding (this runs for every send).
-fn push_hex12(v: u64, out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    for shift in (0..12).rev() {
-        out.push(char::from(DIGITS[((v >> (4 * shift)) & 0xF) as usize]));
-    }
-}
-
 /// `v` in decimal, as `{}` writes it, without the formatter (queue id and born timestamp of
 /// every send).
 fn push_decimal(v: i64, out: &mut String) {
@@ -374,44 +366,14 @@ pub struct KeySeq<'a> {
     pub seq: u64,
 }
 
-/// The value of each byte as a hex digit, or `NOT_HEX` (high bits set).
-const NOT_HEX: u8 = 0xFF;
-const HEX_VALUE: [u8; 256] = {
-    let mut t = [NOT_HEX; 256];
-    let mut c = 0;
-    while c < 10 {
-        t[b'0' as usize + c] = c as u8;
-        c += 1;
-    }
-    let mut c = 0;
-    while c < 6 {
-        t[b'A' as usize + c] = 10 + c as u8;
-        t[b'a' as usize + c] = 10 + c as u8;
-        c += 1;
-    }
-    t
-};
-
 /// `key` read as [`SendBuilder`] writes it: 32 bytes, the last 12 hex digits the sequence.
 /// The prefix is not checked here: a key of another load is told apart by it.
 pub fn key_seq(key: &[u8]) -> Option<KeySeq<'_>> {
     let key: &[u8; KEY_PREFIX_LEN + 12] = key.try_into().ok()?;
     let (prefix, digits) = key.split_at(KEY_PREFIX_LEN);
-    // By a table, not `from_str_radix`, which checks sign, radix and overflow at every digit:
-    // this runs for every consumed message. Any byte that is no hex digit sets the high bits.
-    let mut v = 0u64;
-    let mut bad = 0u8;
-    for &c in digits {
-        let d = HEX_VALUE[c as usize];
-        bad |= d;
-        v = v << 4 | u64::from(d & 0xF);
-    }
-    if bad & 0xF0 != 0 {
-        return None;
-    }
     Some(KeySeq {
         prefix: prefix.try_into().ok()?,
-        seq: v,
+        seq: read_hex12(digits.try_into().ok()?)?,
     })
 }
 

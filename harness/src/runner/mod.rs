@@ -11,6 +11,7 @@ mod common;
 mod conn;
 mod consumer_hook;
 mod context;
+mod hex;
 mod inline;
 mod job;
 pub mod knee;
