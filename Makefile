@@ -79,8 +79,8 @@ disk-full: build ## A full disk: one broker, then broker 0 of 2, per retry polic
 cluster-capacity: build ## Knee search: one broker against two behind a name server (profiles/cluster-capacity.toml)
 	$(HARNESS) run profiles/cluster-capacity.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
-cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock; ACL signing per send; the header peek per answer)
-	$(CARGO) bench -p broker-under-test -p remoting $(EXTRA_CARGO_ARGS)
+cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock; ACL signing per send; the header peek per answer; the pieces of a send; the per-second take)
+	$(CARGO) bench -p broker-under-test -p remoting -p harness $(EXTRA_CARGO_ARGS)
 
 floor: build ## The harness against minimal peers on the null responder, pinned, 5 alternating runs: generator/floor-sender and consumers/floor-puller, median ratios
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh

@@ -173,6 +173,43 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A mark placed inside a value (text around it, escaped characters included) is filled in
+    /// place: the frame is what the full encoder writes for the value with the slot's text where
+    /// the mark stood.
+    #[test]
+    fn marked_template_equals_full_encode(
+        cmd in arb_command(),
+        opaque in any::<i32>(),
+        pick in any::<prop::sample::Index>(),
+        before in "\\PC{0,12}|[\\x00-\\x1f\"\\\\]{0,4}",
+        after in "\\PC{0,12}|[\\x00-\\x1f\"\\\\]{0,4}",
+        value in "[0-9A-F]{0,12}",
+    ) {
+        let mut cmd = cmd;
+        cmd.serialize_type = SerializeType::Json;
+        prop_assume!(!cmd.ext_fields.is_empty());
+        prop_assume!(![&before, &after].iter().any(|s| s.contains('\u{7f}')));
+        let keys: Vec<String> = cmd.ext_fields.keys().cloned().collect();
+        let key = keys[pick.index(keys.len())].clone();
+        let mut marked = cmd.clone();
+        marked.ext_fields.insert(key.clone(), format!("{before}{}{after}", remoting::template::mark(0)));
+        // A value elsewhere that holds DEL could hold a mark too: then the template refuses.
+        let t = match remoting::FrameTemplate::marked(&marked, 1) {
+            Ok(t) => t,
+            Err(e) => { prop_assert_eq!(e, remoting::TemplateError::Ambiguous); return Ok(()); }
+        };
+        let mut got = BytesMut::new();
+        prop_assert_eq!(t.encode_with(opaque, &mut got, |_, dst| dst.extend_from_slice(value.as_bytes())), Some(()));
+        let mut want_cmd = cmd.clone();
+        want_cmd.opaque = opaque;
+        want_cmd.ext_fields.insert(key, format!("{before}{value}{after}"));
+        let mut want = BytesMut::new();
+        want_cmd.encode(&mut want);
+        prop_assert_eq!(got, want);
+    }
+}
+
 /// The definition `message::property` is read against: pairs split by U+0002, name and value by
 /// the first U+0001, the first pair of that name with a non-empty value.
 fn property_by_split<'a>(s: &'a str, name: &str) -> Option<&'a str> {

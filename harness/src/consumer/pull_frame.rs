@@ -8,8 +8,6 @@
 //! full encoder's (the template's own property test, and the test below on pull headers), and
 //! it signs as the full encoder signs when credentials are installed.
 
-use std::fmt::Write as _;
-
 use bytes::BytesMut;
 use remoting::headers::PullMessageRequestHeader;
 use remoting::template::FrameTemplate;
@@ -40,12 +38,8 @@ impl PullFields {
 const SLOTS: [&str; 4] = ["queueOffset", "sysFlag", "commitOffset", "subVersion"];
 
 enum Kept {
-    Template {
-        /// Boxed: a template is several times the size of the fallback's command.
-        template: Box<FrameTemplate>,
-        /// Each slot's digits, kept to be rewritten.
-        digits: [String; 4],
-    },
+    /// Boxed: a template is several times the size of the fallback's command.
+    Template(Box<FrameTemplate>),
     /// A header the template refuses (a value holding its marker byte, DEL): encoded whole
     /// each time, its changing fields rewritten.
     Command(RemotingCommand),
@@ -58,10 +52,7 @@ impl PullFrame {
     pub fn new(header: &PullMessageRequestHeader) -> PullFrame {
         let cmd = RemotingCommand::request(RequestCode::PULL_MESSAGE, 0).with_header(header);
         PullFrame(match FrameTemplate::new(&cmd, &SLOTS) {
-            Ok(template) => Kept::Template {
-                template: Box::new(template),
-                digits: Default::default(),
-            },
+            Ok(template) => Kept::Template(Box::new(template)),
             Err(_) => Kept::Command(cmd),
         })
     }
@@ -69,14 +60,16 @@ impl PullFrame {
     /// Appends the frame of a pull with `f` and `opaque` to `dst`.
     pub fn encode(&mut self, f: PullFields, opaque: i32, dst: &mut BytesMut) {
         match &mut self.0 {
-            Kept::Template { template, digits } => {
-                for (d, v) in digits.iter_mut().zip(f.values()) {
-                    d.clear();
-                    let _ = write!(d, "{v}");
-                }
-                let values = [&*digits[0], &*digits[1], &*digits[2], &*digits[3]];
-                // Digits need no escaping; a signing template takes the raw values.
-                if template.encode_escaped(opaque, &values, dst).is_none() {
+            Kept::Template(template) => {
+                let values = f.values();
+                // Digits need no escaping: written where they go.
+                let written = template.encode_with(opaque, dst, |i, dst| {
+                    dst.extend_from_slice(itoa::Buffer::new().format(values[i]).as_bytes());
+                });
+                if written.is_none() {
+                    // A signing template takes the raw values.
+                    let digits = values.map(|v| v.to_string());
+                    let values = [&*digits[0], &*digits[1], &*digits[2], &*digits[3]];
                     template.encode(opaque, &values, dst);
                 }
             }

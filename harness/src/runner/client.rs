@@ -8,11 +8,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::{Bytes, BytesMut};
 use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
-use remoting::template::json_escaped;
-use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType};
+use remoting::template::mark;
+use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
-use crate::runner::hex::{push_hex12, read_hex12};
+use crate::runner::hex::{hex12, push_hex12, read_hex12};
 use crate::runner::shard::Shard;
 
 pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
@@ -32,19 +32,53 @@ pub struct SendBuilder {
     keys: KeySpace,
     /// The request with every constant field filled in, built on first use.
     template: Option<RemotingCommand>,
-    /// For JSON single-message sends: the template encoded once, with holes for the opaque,
-    /// queue id, born timestamp and properties (`remoting::FrameTemplate`).
-    frame: Option<FrameTemplate>,
-    /// Reused per send, so the fast path allocates nothing: queue id, born timestamp and
-    /// properties, the last two JSON-escaped when the template takes escaped values.
-    scratch: [String; 3],
-    /// The born timestamp whose digits `scratch[1]` holds: it changes once a millisecond.
-    born_digits: Option<i64>,
+    /// For JSON single-message sends: the template encoded once, with holes for the opaque
+    /// and the values that change per send ([`SendFrame`]).
+    frame: Option<SendFrame>,
+    /// The last born timestamp and its digits: it changes once a millisecond.
+    born_text: (i64, String),
     born: BornClock,
-    /// The properties value around the 12 sequence digits of its UNIQ_KEY, JSON-escaped once
-    /// (escaping it per send was the largest single cost of encoding).
-    props_head: String,
-    props_tail: String,
+    /// The properties string of a signed send, reused so that the path allocates nothing.
+    props: String,
+}
+
+/// How a JSON single-message send is written from its template.
+#[derive(Debug, Clone)]
+enum SendFrame {
+    /// Queue id, born timestamp and the UNIQ_KEY's 12 digits written where they stand: the
+    /// rest of `properties` is constant bytes of the template, escaped once.
+    Marked(FrameTemplate),
+    /// With credentials installed: whole raw values, which the signature covers.
+    Signed(FrameTemplate),
+}
+
+impl SendFrame {
+    /// The frame of `cmd` (a send's request, its three changing fields placeholders), or None
+    /// to encode every send in full.
+    fn new(cmd: &RemotingCommand, code: SendCode, key_prefix: &str) -> Option<SendFrame> {
+        let keys = match code {
+            SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
+            SendCode::V2 => ["e", "g", "i"],
+        };
+        let mut marked = cmd.clone();
+        let values = [
+            mark(0),
+            mark(1),
+            format!("{PROPS_HEAD}{key_prefix}{}{PROPS_TAIL}", mark(2)),
+        ];
+        for (key, value) in keys.iter().zip(values) {
+            if let Some(v) = marked.ext_fields.get_mut(*key) {
+                *v = value;
+            }
+        }
+        match FrameTemplate::marked(&marked, 3) {
+            Ok(t) => Some(SendFrame::Marked(t)),
+            Err(TemplateError::MarkedSigned) => {
+                FrameTemplate::new(cmd, &keys).ok().map(SendFrame::Signed)
+            }
+            Err(_) => None,
+        }
+    }
 }
 
 /// The properties string of §3.4 (name 0x01 value 0x02, for every pair) up to the UNIQ_KEY.
@@ -118,11 +152,9 @@ impl SendBuilder {
             keys: KeySpace { prefix },
             template: None,
             frame: None,
-            scratch: Default::default(),
-            born_digits: None,
+            born_text: (i64::MIN, String::new()),
             born: BornClock::default(),
-            props_head: String::new(),
-            props_tail: String::new(),
+            props: String::new(),
         }
     }
 
@@ -189,40 +221,39 @@ impl SendBuilder {
         let batch = self.batch > 1;
         if self.template.is_none() {
             let template = self.build_template();
-            let slots = match self.code {
-                SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
-                SendCode::V2 => ["e", "g", "i"],
-            };
             if self.serialize == SerializeType::Json && !batch {
-                self.frame = FrameTemplate::new(&template, &slots).ok();
-                self.props_head = json_escaped(&format!("{PROPS_HEAD}{}", self.keys.prefix));
-                self.props_tail = json_escaped(PROPS_TAIL);
+                self.frame = SendFrame::new(&template, self.code, &self.keys.prefix);
             }
             self.template = Some(template);
         }
         if let Some(frame) = &self.frame {
-            let [q, b, props] = &mut self.scratch;
-            q.clear();
-            push_decimal(i64::from(queue_id), q);
-            if self.born_digits != Some(born) {
-                b.clear();
-                push_decimal(born, b);
-                self.born_digits = Some(born);
+            let mut queue_digits = itoa::Buffer::new();
+            let queue = queue_digits.format(queue_id);
+            if self.born_text.0 != born {
+                self.born_text.0 = born;
+                self.born_text.1.clear();
+                self.born_text.1.push_str(itoa::Buffer::new().format(born));
             }
-            props.clear();
-            if frame.signs() {
-                // The signature is computed over the raw values.
-                props.push_str(PROPS_HEAD);
-                self.keys.write(seq, props);
-                props.push_str(PROPS_TAIL);
-                frame.encode(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
-            } else {
-                // Digits need no escaping; the properties are escaped but for the key's digits.
-                props.push_str(&self.props_head);
-                push_hex12(seq, props);
-                props.push_str(&self.props_tail);
-                let _ =
-                    frame.encode_escaped(opaque, &[q.as_str(), b.as_str(), props.as_str()], dst);
+            let born = self.born_text.1.as_str();
+            match frame {
+                SendFrame::Marked(t) => {
+                    let key = hex12(seq);
+                    let _ = t.encode_with(opaque, dst, |i, dst| {
+                        dst.extend_from_slice(match i {
+                            0 => queue.as_bytes(),
+                            1 => born.as_bytes(),
+                            _ => &key,
+                        })
+                    });
+                }
+                SendFrame::Signed(t) => {
+                    let props = &mut self.props;
+                    props.clear();
+                    props.push_str(PROPS_HEAD);
+                    self.keys.write(seq, props);
+                    props.push_str(PROPS_TAIL);
+                    t.encode(opaque, &[queue, born, props], dst);
+                }
             }
             return dst.len() - start;
         }
@@ -331,26 +362,6 @@ impl SendBuilder {
     }
 }
 
-/// `v` in decimal, as `{}` writes it, without the formatter (queue id and born timestamp of
-/// every send).
-fn push_decimal(v: i64, out: &mut String) {
-    let mut digits = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        out.push('-');
-    }
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
-}
-
 /// Hex digits before a UNIQ_KEY's sequence number: IP, pid and the per-load hash
 /// ([`KeySpace`]).
 pub const KEY_PREFIX_LEN: usize = 20;
@@ -396,11 +407,18 @@ const BORN_REANCHOR: Duration = Duration::from_secs(1);
 struct BornClock {
     /// A monotonic instant and the wall clock's time since the epoch at that instant.
     anchor: Option<(Instant, Duration)>,
+    /// The last reading and its answer: the sends of a batch share their reading.
+    last: Option<(Instant, i64)>,
 }
 
 impl BornClock {
     fn epoch_ms(&mut self, now: Instant) -> i64 {
-        match self.anchor {
+        if let Some((at, ms)) = self.last {
+            if at == now {
+                return ms;
+            }
+        }
+        let ms = match self.anchor {
             Some((at, wall)) if now >= at && now - at < BORN_REANCHOR => {
                 (wall + (now - at)).as_millis() as i64
             }
@@ -411,7 +429,9 @@ impl BornClock {
                 self.anchor = Some((now, wall));
                 wall.as_millis() as i64
             }
-        }
+        };
+        self.last = Some((now, ms));
+        ms
     }
 }
 
@@ -465,10 +485,46 @@ mod tests {
             push_hex12(v, &mut got);
             assert_eq!(got, format!("x{:012X}", v & 0xFFFF_FFFF_FFFF));
         }
-        for v in [0i64, 7, -7, 10, 1_700_000_000_000, i64::MAX, i64::MIN, -1] {
-            let mut got = String::from("x");
-            push_decimal(v, &mut got);
-            assert_eq!(got, format!("x{v}"));
+    }
+
+    /// The templated send, digits written where their marks stood, is byte for byte what the
+    /// full encoder writes for the same fields.
+    #[test]
+    fn a_templated_send_is_what_the_full_encoder_writes() {
+        for code in [SendCode::V1, SendCode::V2] {
+            let w = Workload {
+                code,
+                message_size: 40,
+                ..Workload::default()
+            };
+            let mut b = SendBuilder::new(&w);
+            let now = Instant::now();
+            for (seq, queue, opaque) in [
+                (0u64, None, 1),
+                (7, Some(3), -5),
+                (0xFFFF_FFFF_FFFF, Some(12), i32::MAX),
+                (40_000_000, None, i32::MIN),
+            ] {
+                let mut got = BytesMut::from(&b"before"[..]);
+                let n = b.encode_into_queue(seq, queue, opaque, now, &mut got);
+                assert!(matches!(b.frame, Some(SendFrame::Marked(_))));
+                let mut want_cmd = b.build_template();
+                want_cmd.opaque = opaque;
+                let [kq, kg, ki] = match code {
+                    SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
+                    SendCode::V2 => ["e", "g", "i"],
+                };
+                let q = queue.unwrap_or((seq % u64::from(w.queues)) as i32);
+                let fields = &mut want_cmd.ext_fields;
+                fields.insert(kq.into(), q.to_string());
+                fields.insert(kg.into(), b.born.epoch_ms(now).to_string());
+                let props = format!("{PROPS_HEAD}{}{PROPS_TAIL}", b.uniq_key(seq));
+                fields.insert(ki.into(), props);
+                let mut want = BytesMut::from(&b"before"[..]);
+                want_cmd.encode(&mut want);
+                assert_eq!(got, want, "{code:?} seq {seq}");
+                assert_eq!(n, want.len() - 6);
+            }
         }
     }
 
@@ -478,6 +534,7 @@ mod tests {
         let wall = Duration::from_millis(1_700_000_000_000);
         let mut c = BornClock {
             anchor: Some((at, wall)),
+            last: None,
         };
         assert_eq!(c.epoch_ms(at), 1_700_000_000_000);
         assert_eq!(

@@ -3,11 +3,19 @@
 
 /// The low 48 bits of `v` as 12 upper-case hex digits: `{:012X}` without the formatter, which
 /// cost more than the rest of the key's encoding (this runs for every send).
-pub fn push_hex12(v: u64, out: &mut String) {
+pub fn hex12(v: u64) -> [u8; 12] {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    for shift in (0..12).rev() {
-        out.push(char::from(DIGITS[((v >> (4 * shift)) & 0xF) as usize]));
+    let mut d = [0u8; 12];
+    for (i, c) in d.iter_mut().enumerate() {
+        *c = DIGITS[((v >> (4 * (11 - i))) & 0xF) as usize];
     }
+    d
+}
+
+/// [`hex12`] appended to `out`.
+pub fn push_hex12(v: u64, out: &mut String) {
+    // Hex digits are ASCII.
+    out.push_str(std::str::from_utf8(&hex12(v)).unwrap_or_default());
 }
 
 /// 12 hex digits of either case, the first the most significant; `None` if any byte is not
