@@ -7,7 +7,6 @@
 //! [`Recorder`]; they are merged once at the end. A sampler takes the per-second
 //! [`Interval`] out of each recorder for the time series.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -146,8 +145,6 @@ pub struct Segment {
     pub size_of_queue: Histogram<u64>,
     /// Busy answers per attempt (what the broker counted), including late ones.
     pub attempt_busy: [u64; 6],
-    /// Response codes of every attempt.
-    pub codes: BTreeMap<i32, u64>,
     /// First attempts answered ok / busy: the answer before any retry (the final outcomes
     /// are in `counts`).
     pub first_ok: u64,
@@ -171,7 +168,6 @@ impl Default for Segment {
             period_in_queue: histogram(),
             size_of_queue: histogram(),
             attempt_busy: [0; 6],
-            codes: BTreeMap::new(),
             first_ok: 0,
             first_busy: 0,
             per_broker: Vec::new(),
@@ -198,9 +194,6 @@ impl Segment {
         }
         for (a, b) in self.attempt_busy.iter_mut().zip(o.attempt_busy) {
             *a += b;
-        }
-        for (k, v) in &o.codes {
-            *self.codes.entry(*k).or_default() += v;
         }
         self.first_ok += o.first_ok;
         self.first_busy += o.first_busy;
@@ -315,11 +308,11 @@ impl Recorder {
         self.second.written += 1;
     }
 
-    /// A response to one attempt (final or about to be retried): per-attempt accounting.
-    pub fn attempt_answer(&mut self, seg: usize, code: i32, remark: Option<&str>) {
+    /// A response to one attempt (final or about to be retried), `outcome` its
+    /// [`classify`]: per-attempt accounting.
+    pub fn attempt_answer(&mut self, seg: usize, outcome: Outcome, remark: Option<&str>) {
         let s = self.seg(seg);
-        *s.codes.entry(code).or_default() += 1;
-        if let Outcome::Busy(c) = classify(code, remark) {
+        if let Outcome::Busy(c) = outcome {
             s.attempt_busy[c.index()] += 1;
             if let Some((period, size)) = remark.and_then(parse_queue_stats) {
                 record(&mut s.period_in_queue, period);
@@ -400,7 +393,7 @@ impl Recorder {
 
     /// A busy answer for a send no longer in flight (timed out): the broker counted it.
     pub fn late_answer(&mut self, seg: usize, code: i32, remark: Option<&str>) {
-        self.attempt_answer(seg, code, remark);
+        self.attempt_answer(seg, classify(code, remark), remark);
     }
 
     /// Adds the second under way to `total` and starts the next: its counts, and what the

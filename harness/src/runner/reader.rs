@@ -321,7 +321,7 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
         match ctx.map.remove(&a.opaque) {
             Some(e) => {
                 matched += 1;
-                rec.attempt_answer(e.segment, a.code, remark);
+                rec.attempt_answer(e.segment, outcome, remark);
                 if let Some(b) = e.broker {
                     rec.broker_answer(e.segment, b, outcome, now);
                 }
