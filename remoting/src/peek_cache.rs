@@ -58,23 +58,35 @@ impl PeekCache {
         if !self.known || !h.starts_with(CODE) || !h.ends_with(&self.suffix) {
             return None;
         }
+        // The opaque's digits, read from their end while they are found: the learnt middle
+        // ends with the colon before them and the learnt suffix starts with what ended them
+        // in a header the sorted peek read, so the value between is the opaque exactly when it
+        // is 1 to 10 digits, after a minus or not, and fits an i32 (as `int_after` reads it).
         let end = h.len() - self.suffix.len();
         let mut start = end;
-        while start > 0 && h[start - 1].is_ascii_digit() && end - start < 10 {
+        let (mut value, mut scale) = (0i64, 1i64);
+        while start > 0 && end - start < 10 {
+            let d = h[start - 1].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            value += i64::from(d) * scale;
+            scale *= 10;
             start -= 1;
         }
+        let digits = end - start;
         if start > 0 && h[start - 1] == b'-' {
             start -= 1;
+            value = -value;
         }
         let head = h[..start].strip_suffix(self.middle.as_slice())?;
         // `code`'s value and the middle must not overlap.
-        if start == end || head.len() <= CODE.len() {
+        if digits == 0 || head.len() <= CODE.len() {
             return None;
         }
-        let opaque = int_after(h, start - 1)?;
         Some(HeaderPeek {
-            code: int_after(h, CODE.len() - 1)?,
-            opaque,
+            code: code_of(h)?,
+            opaque: i32::try_from(value).ok()?,
             flag: self.flag,
         })
     }
@@ -107,6 +119,15 @@ impl PeekCache {
         self.suffix.extend_from_slice(&h[digits_end..]);
         self.flag = flag;
         self.known = true;
+    }
+}
+
+/// `code`'s value in a header that starts with [`CODE`]: one digit and a comma, as in every
+/// success, or else read as `int_after` reads it.
+fn code_of(h: &[u8]) -> Option<i32> {
+    match h.get(CODE.len()..CODE.len() + 2) {
+        Some(&[d, b',']) if d.is_ascii_digit() => Some(i32::from(d - b'0')),
+        _ => int_after(h, CODE.len() - 1),
     }
 }
 
@@ -148,6 +169,36 @@ mod tests {
     }
 
     #[test]
+    fn opaques_at_the_ends_of_an_int_read_as_the_plain_peek_reads_them() {
+        let mut c = PeekCache::new();
+        let _ = c.peek_frame(&send_ok(1, 1));
+        for opaque in [
+            i64::from(i32::MAX),
+            i64::from(i32::MAX) + 1,
+            i64::from(i32::MIN),
+            i64::from(i32::MIN) - 1,
+            9_999_999_999,
+            -9_999_999_999,
+            10_000_000_000,
+            0,
+            -0,
+        ] {
+            let f = send_ok(opaque, 3);
+            assert_eq!(c.peek_frame(&f), peek_frame(&f), "opaque {opaque}");
+            let _ = c.peek_frame(&send_ok(5, 5));
+        }
+        // A code of two digits, or of one digit before a space, is read by the walk's rules.
+        for code in ["17", "1 ", "-1", "0"] {
+            let header = format!(
+                "{{\"code\":{code},\"flag\":1,\"language\":\"JAVA\",\"opaque\":9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}}"
+            );
+            let f = frame(&header);
+            let _ = c.peek_frame(&f);
+            assert_eq!(c.peek_frame(&f), peek_frame(&f), "{header}");
+        }
+    }
+
+    #[test]
     fn anything_else_gets_the_plain_peeks_answer() {
         let mut c = PeekCache::new();
         let _ = c.peek_frame(&send_ok(1, 1));
@@ -157,6 +208,7 @@ mod tests {
             "{\"code\":0,\"flag\":0,\"language\":\"JAVA\",\"opaque\":9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
             // An opaque too long for an int, a space before it, a key order the walk must read.
             "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\":99999999999,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
+            "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\":00000000001,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
             "{\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"opaque\": 9,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
             "{\"opaque\":3,\"code\":0,\"flag\":1,\"language\":\"JAVA\",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":479}",
             // The learnt tail inside a nested object, with the real keys before it.
