@@ -36,9 +36,14 @@ pub fn quantile(h: &Histogram<u64>, p: f64) -> u64 {
 }
 
 fn record(h: &mut Histogram<u64>, v: u64) {
+    record_n(h, v, 1);
+}
+
+/// `v` recorded `n` times.
+fn record_n(h: &mut Histogram<u64>, v: u64, n: u64) {
     // Auto-resize means recording cannot fail short of u64 overflow; never clamp silently.
-    if h.record(v).is_err() {
-        h.saturating_record(v);
+    if h.record_n(v, n).is_err() {
+        h.saturating_record_n(v, n);
     }
 }
 
@@ -302,10 +307,16 @@ impl Recorder {
 
     /// An attempt was written `lag_us` after its intended time.
     pub fn written(&mut self, seg: usize, lag_us: u64) {
+        self.written_n(seg, lag_us, 1);
+    }
+
+    /// `n` attempts were written `lag_us` after their intended time (the sends of a closed-loop
+    /// refill share both): one histogram record for all of them.
+    pub fn written_n(&mut self, seg: usize, lag_us: u64, n: u64) {
         let s = self.seg(seg);
-        s.attempts += 1;
-        record(&mut s.lag, lag_us);
-        self.second.written += 1;
+        s.attempts += n;
+        record_n(&mut s.lag, lag_us, n);
+        self.second.written += n;
     }
 
     /// A response to one attempt (final or about to be retried), `outcome` its

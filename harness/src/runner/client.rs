@@ -238,12 +238,11 @@ impl SendBuilder {
             match frame {
                 SendFrame::Marked(t) => {
                     let key = hex12(seq);
-                    let _ = t.encode_with(opaque, dst, |i, dst| {
-                        dst.extend_from_slice(match i {
-                            0 => queue.as_bytes(),
-                            1 => born.as_bytes(),
-                            _ => &key,
-                        })
+                    // The key's copy has a constant length, so it compiles to two moves.
+                    let _ = t.encode_with(opaque, dst, |i, dst| match i {
+                        0 => dst.extend_from_slice(queue.as_bytes()),
+                        1 => dst.extend_from_slice(born.as_bytes()),
+                        _ => dst.extend_from_slice(&key),
                     });
                 }
                 SendFrame::Signed(t) => {

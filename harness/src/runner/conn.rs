@@ -183,6 +183,14 @@ fn send_dontwait(s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Consecutive sends of one write with the same segment and intended time, hence the same lag.
+struct LagRun {
+    segment: usize,
+    intended: Instant,
+    lag: u64,
+    n: u64,
+}
+
 /// Writes every connection's pending sends (the pacer's), handing their in-flight entries to
 /// the readers first; lag is measured at the `write` call.
 pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Recorder>) {
@@ -209,21 +217,35 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
             Ok(()) => {
                 let mut rec = rec_of_pacer.lock();
                 // The sends of a closed-loop refill share their intended time: their lag is
-                // worked out once (an `Instant` subtraction is about 75 instructions).
-                let mut last: Option<(Instant, u64)> = None;
+                // worked out once (an `Instant` subtraction is about 75 instructions), and
+                // recorded once for the run of them.
+                let mut run: Option<LagRun> = None;
                 for (_, segment, intended) in batch {
-                    let lag = match last {
-                        Some((t, lag)) if t == intended => lag,
+                    let lag = match &mut run {
+                        Some(r) if r.intended == intended && r.segment == segment => {
+                            r.n += 1;
+                            r.lag
+                        }
                         _ => {
+                            if let Some(r) = run.take() {
+                                rec.written_n(r.segment, r.lag, r.n);
+                            }
                             let lag = us(written.saturating_duration_since(intended));
-                            last = Some((intended, lag));
+                            run = Some(LagRun {
+                                segment,
+                                intended,
+                                lag,
+                                n: 1,
+                            });
                             lag
                         }
                     };
-                    rec.written(segment, lag);
                     if common.oneway {
                         common.end_send(&mut rec, segment, Outcome::Ok, Some(lag), None);
                     }
+                }
+                if let Some(r) = run {
+                    rec.written_n(r.segment, r.lag, r.n);
                 }
             }
             Err(_) => {
@@ -343,6 +365,55 @@ mod tests {
             cluster: None,
             key_gate: None,
         })
+    }
+
+    /// A write's sends are recorded in runs of one segment and intended time, each run with
+    /// the lag of its own intended time: the same histograms as one record per send.
+    #[test]
+    fn a_write_records_each_sends_lag_in_runs() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let common = common(true);
+        let rec = Arc::new(Mutex::new(Recorder::new(2)));
+        let mut c = Conn::new(rec.clone(), listener.local_addr().unwrap(), None);
+        connect(&mut c, &common, 0).unwrap();
+        let now = Instant::now();
+        let (long_ago, lately) = (now - Duration::from_secs(10), now - Duration::from_secs(1));
+        let sends = [
+            (0, long_ago),
+            (0, long_ago),
+            (0, long_ago),
+            (0, lately),
+            (0, lately),
+            (1, lately),
+            (0, long_ago),
+        ];
+        for (opaque, (segment, intended)) in sends.iter().enumerate() {
+            c.batch.push((opaque as i32, *segment, *intended));
+            c.out.extend_from_slice(b"encoded");
+        }
+        flush_conns(std::slice::from_mut(&mut c), &common, &rec);
+        let r = rec.lock();
+        let in_range = |seg: usize, lo: u64, hi: u64| {
+            let h = &r.segments[seg].lag;
+            h.iter_recorded()
+                .filter(|v| (lo..hi).contains(&v.value_iterated_to()))
+                .map(|v| v.count_at_value())
+                .sum::<u64>()
+        };
+        assert_eq!(r.segments[0].attempts, 6);
+        assert_eq!(r.segments[1].attempts, 1);
+        assert_eq!(r.segments[0].lag.len(), 6);
+        assert_eq!(in_range(0, 10_000_000, u64::MAX), 4);
+        assert_eq!(in_range(0, 1_000_000, 10_000_000), 2);
+        assert_eq!(in_range(1, 1_000_000, 10_000_000), 1);
+        // Oneway: every send also ended, as ok, with its lag as its latency.
+        assert_eq!(r.segments[0].counts.ok, 6);
+        assert_eq!(r.segments[0].latency.len(), 6);
+        drop(r);
+        if let Some(s) = c.stream.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        let _ = c.take_leftover();
     }
 
     /// Two sends encoded for a connection that broke before they were written: the reconnect
