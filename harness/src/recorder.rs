@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::write_blocks::{self, BrokerAnswer, WriteBlocks};
 
 mod outcome;
+mod runs;
 mod second;
 pub use outcome::{classify, parse_queue_stats, BusyClass, NotAvailableClass, Outcome};
 
@@ -278,6 +279,9 @@ pub struct Recorder {
     scratch: Histogram<u64>,
     /// Each cluster broker's disk-full write blocks over the whole job (index of the router).
     pub write_blocks: Vec<WriteBlocks>,
+    /// Inside [`Recorder::runs`]: the final outcomes not yet recorded, all alike.
+    run: Option<runs::OutcomeRun>,
+    batching: bool,
 }
 
 impl Recorder {
@@ -288,6 +292,8 @@ impl Recorder {
             taken: (0..segments).map(|_| second::Taken::default()).collect(),
             scratch: histogram(),
             write_blocks: Vec::new(),
+            run: None,
+            batching: false,
         }
     }
 
@@ -341,20 +347,35 @@ impl Recorder {
         latency_us: Option<u64>,
         service_us: Option<u64>,
     ) {
+        if self.batching {
+            return self.push_run(seg, outcome, latency_us, service_us);
+        }
+        self.outcome_n(seg, outcome, latency_us, service_us, 1);
+    }
+
+    /// `n` final outcomes alike.
+    pub(super) fn outcome_n(
+        &mut self,
+        seg: usize,
+        outcome: Outcome,
+        latency_us: Option<u64>,
+        service_us: Option<u64>,
+        n: u64,
+    ) {
         let s = self.seg(seg);
-        s.counts.add(outcome);
+        s.counts.add_n(outcome, n as i64);
         if let Some(l) = latency_us {
-            record(&mut s.latency, l);
+            record_n(&mut s.latency, l, n);
             match outcome {
-                Outcome::Ok => record(&mut s.ok_latency, l),
-                Outcome::Busy(_) => record(&mut s.busy_latency, l),
+                Outcome::Ok => record_n(&mut s.ok_latency, l, n),
+                Outcome::Busy(_) => record_n(&mut s.busy_latency, l, n),
                 _ => {}
             }
         }
         if let Some(sv) = service_us {
-            record(&mut s.service, sv);
+            record_n(&mut s.service, sv, n);
         }
-        self.second.counts.add(outcome);
+        self.second.counts.add_n(outcome, n as i64);
     }
 
     /// The answer to a send's first attempt (whatever happens to it later).
@@ -391,6 +412,8 @@ impl Recorder {
         if outcome == Outcome::Ok {
             return;
         }
+        // It moves a count that must already be there.
+        self.flush_run();
         let s = self.seg(seg);
         if s.counts.ok > 0 {
             s.counts.add_n(Outcome::Ok, -1);
@@ -410,6 +433,7 @@ impl Recorder {
     /// Adds the second under way to `total` and starts the next: its counts, and what the
     /// segments' histograms gained since the last call (`recorder/second.rs`).
     pub fn move_interval_into(&mut self, total: &mut Interval) {
+        self.flush_run();
         let c = std::mem::take(&mut self.second);
         total.counts.merge(&c.counts);
         total.written += c.written;
@@ -417,6 +441,11 @@ impl Recorder {
     }
 
     pub fn merge(&mut self, o: &Recorder) {
+        self.flush_run();
+        debug_assert!(
+            o.run.is_none(),
+            "a recorder is merged outside Recorder::runs"
+        );
         for (a, b) in self.segments.iter_mut().zip(&o.segments) {
             a.merge(b);
         }

@@ -314,29 +314,32 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
     let now = Instant::now();
     ctx.take_handoffs();
     let mut rec = ctx.recorder.lock();
-    let mut matched = 0;
-    for a in answers.drain(..) {
-        let remark = a.remark.as_deref();
-        let outcome = classify(a.code, remark);
-        match ctx.map.remove(&a.opaque) {
-            Some(e) => {
-                matched += 1;
-                rec.attempt_answer(e.segment, outcome, remark);
-                if let Some(b) = e.broker {
-                    rec.broker_answer(e.segment, b, outcome, now);
+    // The answers to one refill that one read brings share their latency: recorded as runs.
+    let matched = rec.runs(|rec| {
+        let mut matched = 0;
+        for a in answers.drain(..) {
+            let remark = a.remark.as_deref();
+            let outcome = classify(a.code, remark);
+            match ctx.map.remove(&a.opaque) {
+                Some(e) => {
+                    matched += 1;
+                    rec.attempt_answer(e.segment, outcome, remark);
+                    if let Some(b) = e.broker {
+                        rec.broker_answer(e.segment, b, outcome, now);
+                    }
+                    ctx.common.finish(rec, e, outcome, Some(a.code), now, true);
                 }
-                ctx.common
-                    .finish(&mut rec, e, outcome, Some(a.code), now, true);
-            }
-            None => {
-                let seg = ctx.common.current_segment.load(Ordering::Relaxed);
-                rec.late_answer(seg, a.code, remark);
-                if ctx.common.oneway {
-                    rec.reclassify_oneway(seg, outcome);
+                None => {
+                    let seg = ctx.common.current_segment.load(Ordering::Relaxed);
+                    rec.late_answer(seg, a.code, remark);
+                    if ctx.common.oneway {
+                        rec.reclassify_oneway(seg, outcome);
+                    }
                 }
             }
         }
-    }
+        matched
+    });
     drop(rec);
     // One atomic for the whole read: the pacer looks at it only after the wake below.
     ctx.shared.len.fetch_sub(matched, Ordering::AcqRel);
