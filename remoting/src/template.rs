@@ -11,6 +11,9 @@
 //! constant bytes, so a slot may also be a part of a value ([`FrameTemplate::marked`]): a sender
 //! writes a UNIQ_KEY's 12 digits into `properties`, not the whole escaped string.
 //!
+//! A sender whose values keep their lengths from one frame to the next can also keep the last
+//! frame and patch it ([`FrameCache`], in `template/cache.rs`).
+//!
 //! With credentials installed ([`crate::acl`]) the template carries `AccessKey` (and
 //! `SecurityToken`) as constants and `Signature` as one more slot, computed per frame from the
 //! constant and per-frame values in key order, so a templated send is signed exactly as the
@@ -22,6 +25,9 @@ use thiserror::Error;
 use crate::acl::{self, Signer};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::header;
+
+mod cache;
+pub use cache::FrameCache;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum TemplateError {
@@ -254,7 +260,19 @@ impl FrameTemplate {
     }
 
     /// The frame, with `slot(i, dst)` writing slot `i`.
-    fn emit(&self, opaque: i32, dst: &mut BytesMut, mut slot: impl FnMut(usize, &mut BytesMut)) {
+    fn emit(&self, opaque: i32, dst: &mut BytesMut, slot: impl FnMut(usize, &mut BytesMut)) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(opaque).as_bytes();
+        self.emit_parts(dst, |dst| dst.put_slice(digits), slot);
+    }
+
+    /// The frame, with `opaque(dst)` writing the opaque's digits and `slot(i, dst)` slot `i`.
+    fn emit_parts(
+        &self,
+        dst: &mut BytesMut,
+        mut opaque: impl FnMut(&mut BytesMut),
+        mut slot: impl FnMut(usize, &mut BytesMut),
+    ) {
         // Room for the constant bytes and typical values at once, so that the copies below
         // do not grow the buffer piece by piece.
         dst.reserve(8 + 11 + self.bytes.len() + 32 * self.slots);
@@ -263,7 +281,7 @@ impl FrameTemplate {
         for part in &self.parts {
             match *part {
                 Part::Literal(a, b) => dst.put_slice(&self.bytes[a..b]),
-                Part::Opaque => dst.put_slice(itoa::Buffer::new().format(opaque).as_bytes()),
+                Part::Opaque => opaque(dst),
                 Part::Slot(i) => slot(i, dst),
             }
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::{Bytes, BytesMut};
 use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
-use remoting::template::mark;
+use remoting::template::{mark, FrameCache};
 use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
@@ -46,8 +46,9 @@ pub struct SendBuilder {
 #[derive(Debug, Clone)]
 enum SendFrame {
     /// Queue id, born timestamp and the UNIQ_KEY's 12 digits written where they stand: the
-    /// rest of `properties` is constant bytes of the template, escaped once.
-    Marked(FrameTemplate),
+    /// rest of `properties` is constant bytes of the template, escaped once. The last frame is
+    /// kept and patched while the values keep their lengths.
+    Marked(FrameTemplate, FrameCache),
     /// With credentials installed: whole raw values, which the signature covers.
     Signed(FrameTemplate),
 }
@@ -72,7 +73,7 @@ impl SendFrame {
             }
         }
         match FrameTemplate::marked(&marked, 3) {
-            Ok(t) => Some(SendFrame::Marked(t)),
+            Ok(t) => Some(SendFrame::Marked(t, FrameCache::default())),
             Err(TemplateError::MarkedSigned) => {
                 FrameTemplate::new(cmd, &keys).ok().map(SendFrame::Signed)
             }
@@ -226,7 +227,7 @@ impl SendBuilder {
             }
             self.template = Some(template);
         }
-        if let Some(frame) = &self.frame {
+        if let Some(frame) = &mut self.frame {
             let mut queue_digits = itoa::Buffer::new();
             let queue = queue_digits.format(queue_id);
             if self.born_text.0 != born {
@@ -236,14 +237,10 @@ impl SendBuilder {
             }
             let born = self.born_text.1.as_str();
             match frame {
-                SendFrame::Marked(t) => {
+                SendFrame::Marked(t, cache) => {
                     let key = hex12(seq);
-                    // The key's copy has a constant length, so it compiles to two moves.
-                    let _ = t.encode_with(opaque, dst, |i, dst| match i {
-                        0 => dst.extend_from_slice(queue.as_bytes()),
-                        1 => dst.extend_from_slice(born.as_bytes()),
-                        _ => dst.extend_from_slice(&key),
-                    });
+                    let values = [queue.as_bytes(), born.as_bytes(), &key[..]];
+                    let _ = t.encode_cached(cache, opaque, &values, dst);
                 }
                 SendFrame::Signed(t) => {
                     let props = &mut self.props;
@@ -501,12 +498,14 @@ mod tests {
             for (seq, queue, opaque) in [
                 (0u64, None, 1),
                 (7, Some(3), -5),
+                // Same lengths as the last: the kept frame, patched.
+                (8, Some(4), -6),
                 (0xFFFF_FFFF_FFFF, Some(12), i32::MAX),
                 (40_000_000, None, i32::MIN),
             ] {
                 let mut got = BytesMut::from(&b"before"[..]);
                 let n = b.encode_into_queue(seq, queue, opaque, now, &mut got);
-                assert!(matches!(b.frame, Some(SendFrame::Marked(_))));
+                assert!(matches!(b.frame, Some(SendFrame::Marked(..))));
                 let mut want_cmd = b.build_template();
                 want_cmd.opaque = opaque;
                 let [kq, kg, ki] = match code {
