@@ -12,7 +12,7 @@
 //! writes a UNIQ_KEY's 12 digits into `properties`, not the whole escaped string.
 //!
 //! A sender whose values keep their lengths from one frame to the next can also keep the last
-//! frame and patch it ([`FrameCache`], in `template/cache.rs`).
+//! frame and patch it ([`crate::FrameCache`]).
 //!
 //! With credentials installed ([`crate::acl`]) the template carries `AccessKey` (and
 //! `SecurityToken`) as constants and `Signature` as one more slot, computed per frame from the
@@ -25,9 +25,6 @@ use thiserror::Error;
 use crate::acl::{self, Signer};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::header;
-
-mod cache;
-pub use cache::FrameCache;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum TemplateError {
@@ -197,6 +194,11 @@ impl FrameTemplate {
         })
     }
 
+    /// How many values a frame takes.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots
+    }
+
     /// Whether the frame carries a signature, computed from the raw values: such a template
     /// takes raw values only ([`FrameTemplate::encode`]).
     pub fn signs(&self) -> bool {
@@ -267,7 +269,7 @@ impl FrameTemplate {
     }
 
     /// The frame, with `opaque(dst)` writing the opaque's digits and `slot(i, dst)` slot `i`.
-    fn emit_parts(
+    pub(crate) fn emit_parts(
         &self,
         dst: &mut BytesMut,
         mut opaque: impl FnMut(&mut BytesMut),

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::{Bytes, BytesMut};
 use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::{encode_batch, encode_properties, BatchEntry};
-use remoting::template::{mark, FrameCache};
-use remoting::{FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError};
+use remoting::template::mark;
+use remoting::{
+    FrameCache, FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError,
+};
 
 use crate::profile::{HeaderKind, SendCode, Workload};
 use crate::runner::hex::{hex12, push_hex12, read_hex12};

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use bytes::BytesMut;
 
-use super::FrameTemplate;
+use crate::template::FrameTemplate;
 
 /// The last frame of one template and where its values stand. Use it with one template only:
 /// a new template needs a new cache.
@@ -38,8 +38,8 @@ impl FrameTemplate {
         values: &[&[u8]],
         dst: &mut BytesMut,
     ) -> Option<()> {
-        assert_eq!(values.len(), self.slots, "one value per slot");
-        if self.signing.is_some() {
+        assert_eq!(values.len(), self.slot_count(), "one value per slot");
+        if self.signs() {
             return None;
         }
         let mut digits = itoa::Buffer::new();
@@ -60,7 +60,7 @@ impl FrameTemplate {
             } = cache;
             frame.clear();
             slots.clear();
-            slots.resize(self.slots, 0..0);
+            slots.resize(self.slot_count(), 0..0);
             self.emit_parts(
                 frame,
                 |f| {
