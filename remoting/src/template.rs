@@ -205,18 +205,6 @@ impl FrameTemplate {
         self.signing.is_some()
     }
 
-    /// [`FrameTemplate::encode`] with every value given already JSON-escaped, without its
-    /// quotes (as [`json_escaped`] writes it). A sender whose values are mostly constant
-    /// escapes the constant part once instead of per frame. `None` from a signing template,
-    /// which needs the raw values.
-    ///
-    /// # Panics
-    /// If `escaped` does not hold exactly one value per slot: a programming error.
-    pub fn encode_escaped(&self, opaque: i32, escaped: &[&str], dst: &mut BytesMut) -> Option<()> {
-        assert_eq!(escaped.len(), self.slots, "one value per slot");
-        self.encode_with(opaque, dst, |i, dst| dst.put_slice(escaped[i].as_bytes()))
-    }
-
     /// The frame with `slot(i, dst)` appending slot `i`'s bytes as they stand in the header
     /// (JSON-escaped, without quotes: the template keeps those), straight into `dst`: a sender
     /// writes digits where they go, with no string in between. `None` from a signing template,
@@ -306,17 +294,6 @@ fn put_escaped(raw: &str, dst: &mut BytesMut) {
     let end = dst.len();
     dst.copy_within(at + 1..end - 1, at);
     dst.truncate(end - 2);
-}
-
-/// `raw` as the JSON encoder escapes it inside a string, without the quotes: what
-/// [`FrameTemplate::encode_escaped`] takes.
-pub fn json_escaped(raw: &str) -> String {
-    let quoted = serde_json::to_string(raw).unwrap_or_default();
-    quoted
-        .strip_prefix('"')
-        .and_then(|q| q.strip_suffix('"'))
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -164,11 +164,18 @@ proptest! {
         let mut want = BytesMut::new();
         want_cmd.encode(&mut want);
         prop_assert_eq!(&got, &want);
-        // The same values escaped once by the caller give the same bytes.
-        let escaped: Vec<String> = vals.iter().map(|v| remoting::template::json_escaped(v)).collect();
-        let escaped: Vec<&str> = escaped.iter().map(String::as_str).collect();
+        // The same values escaped by the caller (as serde_json escapes them, without the quotes)
+        // and written into the slots give the same bytes.
+        let escaped: Vec<String> = vals
+            .iter()
+            .map(|v| {
+                let quoted = serde_json::to_string(v).unwrap();
+                quoted[1..quoted.len() - 1].to_string()
+            })
+            .collect();
         let mut pre = BytesMut::new();
-        prop_assert_eq!(t.encode_escaped(opaque, &escaped, &mut pre), Some(()));
+        let filled = t.encode_with(opaque, &mut pre, |i, d| d.extend_from_slice(escaped[i].as_bytes()));
+        prop_assert_eq!(filled, Some(()));
         prop_assert_eq!(pre, want);
     }
 }
