@@ -74,10 +74,8 @@ async fn worker(inst: Arc<Instance>) {
                     .started
                     .fetch_add(msgs.len() as u64, Ordering::Relaxed);
                 let (start, _) = clock.period(req.ready, std::time::Duration::ZERO);
-                let mut busy = shared.model.pause_left(start.into_std());
-                for i in 0..msgs.len() as u64 {
-                    busy += shared.model.service_time(n + i, &mut rng);
-                }
+                let busy = shared.model.pause_left(start.into_std())
+                    + shared.model.batch_time(n, msgs.len() as u64, &mut rng);
                 let end = start + busy;
                 if end > now {
                     now = Instant::now();

@@ -367,10 +367,8 @@ async fn process(
         .fetch_add(msgs.len() as u64, Ordering::Relaxed);
     let mut rng = fastrand::Rng::new();
     let start = thread.start(ready);
-    let mut t = shared.model.pause_left(start.into_std());
-    for i in 0..msgs.len() as u64 {
-        t += shared.model.service_time(n + i, &mut rng);
-    }
+    let t = shared.model.pause_left(start.into_std())
+        + shared.model.batch_time(n, msgs.len() as u64, &mut rng);
     thread.busy_until(start + t, &shared.cancel).await
 }
 
