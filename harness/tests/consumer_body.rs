@@ -1,5 +1,6 @@
-//! A consumer that receives a malformed pull body (a record whose body CRC does not match)
-//! counts it as a decode error, keeps the records before it, and goes on: no crash, no hang.
+//! A consumer that receives a malformed pull body (a record with a bad magic code) counts it
+//! as a decode error, keeps the records before it, and goes on: no crash, no hang. A record
+//! whose body does not match its CRC is consumed, as the Java client consumes it.
 //! The broker here is a minimal blocking fake that answers only what one consumer asks.
 
 use std::io::{Read, Write};
@@ -34,15 +35,17 @@ fn record(offset: i64) -> MessageRecord {
     }
 }
 
-/// Three records; the second one's body is corrupted after its CRC was written.
+/// Four records: the second one's body corrupted after its CRC was written, the third one's
+/// magic code broken.
 fn corrupt_body() -> Vec<u8> {
     let mut b = BytesMut::new();
-    for o in 0..3 {
+    for o in 0..4 {
         record(o).encode(&mut b);
     }
     let mut v = b.to_vec();
-    let second = record(0).encoded_len();
-    v[second + 90] ^= 0x55;
+    let len = record(0).encoded_len();
+    v[len + 90] ^= 0x55;
+    v[2 * len + 4] ^= 0x55;
     v
 }
 
@@ -67,14 +70,14 @@ fn answer(req: &RemotingCommand, client: &mut String, pulls: &mut u32) -> Option
             Some(ok(0).with_body(body.into_bytes()))
         }
         RequestCode::QUERY_CONSUMER_OFFSET => Some(with(ok(0), &[("offset", "0".into())])),
-        RequestCode::GET_MAX_OFFSET => Some(with(ok(0), &[("offset", "3".into())])),
+        RequestCode::GET_MAX_OFFSET => Some(with(ok(0), &[("offset", "4".into())])),
         RequestCode::PULL_MESSAGE => {
             *pulls += 1;
             let fields = [
                 ("suggestWhichBrokerId", "0".into()),
-                ("nextBeginOffset", "3".into()),
+                ("nextBeginOffset", "4".into()),
                 ("minOffset", "0".into()),
-                ("maxOffset", "3".into()),
+                ("maxOffset", "4".into()),
             ];
             if *pulls == 1 {
                 Some(with(ok(0), &fields).with_body(corrupt_body()))
@@ -109,7 +112,7 @@ fn serve(mut s: TcpStream, stop: &AtomicBool) {
 }
 
 #[test]
-fn a_crc_mismatch_in_a_pull_body_is_counted_not_a_crash() {
+fn a_bad_record_in_a_pull_body_is_counted_not_a_crash() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
@@ -152,10 +155,10 @@ fn a_crc_mismatch_in_a_pull_body_is_counted_not_a_crash() {
     fake.join().unwrap();
     assert_eq!(f.decode_errors, 1, "{f:?}");
     assert_eq!(
-        f.consumed, 1,
-        "the record before the bad one is consumed: {f:?}"
+        f.consumed, 2,
+        "the records before the bad one are consumed, the one failing its CRC too: {f:?}"
     );
-    assert_eq!(f.foreign, 1, "not sent by this run: {f:?}");
+    assert_eq!(f.foreign, 2, "not sent by this run: {f:?}");
     assert!(
         f.pulls[0] >= 1 && f.pulls[1] >= 1,
         "pulling went on after the bad body: {f:?}"
