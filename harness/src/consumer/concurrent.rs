@@ -1,6 +1,8 @@
 //! ConsumeMessageConcurrentlyService: a pull's new messages become consume requests of
-//! `consumeMessageBatchMaxSize` messages, submitted in order to the instance's request queue;
-//! `consumeThreadMin` workers (`workers.rs`) take them. Each request is consumed as before:
+//! `consumeMessageBatchMaxSize` messages, submitted in order to the instance's request queue
+//! (one entry per pull, which a worker takes apart request by request, giving back to the
+//! head of the queue what follows a request it has to wait on); `consumeThreadMin` workers
+//! (`workers.rs`) take them. Each request is consumed as before:
 //! started (latency, duplicates, delivery counts), busy for the model's time on its thread,
 //! sent back if the listener failed it, then removed from the process queue, whose smallest
 //! offset becomes the offset to commit.
@@ -39,66 +41,94 @@ pub fn start_workers(inst: &Arc<Instance>) {
     }
 }
 
-/// Submits newly cached messages of `q` as consume requests (`submitConsumeRequest`).
+/// Submits newly cached messages of `q` as consume requests (`submitConsumeRequest`): one
+/// queue entry, which the workers take apart into requests of `consume_batch_max_size`.
 pub async fn submit(inst: &Instance, q: &Arc<QueueState>, added: Vec<Msg>) {
     if added.is_empty() {
         return;
     }
-    // Submitted now: a thread free earlier starts them now.
-    let ready = Instant::now();
-    let chunk = (inst.shared.cfg.consume_batch_max_size as usize).max(1);
     let len = added.len();
-    let pulled = Arc::new(added);
-    let reqs = (0..len).step_by(chunk).map(|a| ConsumeRequest {
+    let entry = ConsumeRequest {
         q: q.clone(),
-        pulled: pulled.clone(),
-        range: a..(a + chunk).min(len),
-        ready,
-    });
-    inst.requests.submit(reqs).await;
+        pulled: Arc::new(added),
+        range: 0..len,
+        // Submitted now: a thread free earlier starts them now.
+        ready: Instant::now(),
+        numbered: None,
+    };
+    inst.requests.submit([entry]).await;
 }
 
 /// One consume thread.
 async fn worker(inst: Arc<Instance>) {
     let shared = &inst.shared;
+    let chunk = (shared.cfg.consume_batch_max_size as usize).max(1);
     let mut clock = Clock::new(Instant::now());
     let mut run = Run::default();
     let mut rng = fastrand::Rng::new();
-    while let Some((mut req, mut more)) = inst.requests.next(&shared.cancel).await {
+    while let Some((mut entry, mut more)) = inst.requests.next(&shared.cancel).await {
         let mut now = Instant::now();
         loop {
-            if !req.q.is_dropped() {
-                // "the message queue not be able to consume, because it's dropped" otherwise.
-                let msgs = req.msgs();
-                let n = shared
-                    .started
-                    .fetch_add(msgs.len() as u64, Ordering::Relaxed);
-                let (start, _) = clock.period(req.ready, std::time::Duration::ZERO);
-                let busy = shared.model.pause_left(start.into_std())
-                    + shared.model.batch_time(n, msgs.len() as u64, &mut rng);
-                let end = start + busy;
-                if end > now {
-                    now = Instant::now();
-                }
-                let fails = shared.failures.batch_fails(msgs);
-                if !fails && clock.finish_if_past(end, now) {
-                    run.reqs.push(req);
-                } else {
+            // "the message queue not be able to consume, because it's dropped" otherwise.
+            if !entry.q.is_dropped() {
+                let first = entry.range.start;
+                let base = *entry.numbered.get_or_insert_with(|| {
+                    shared
+                        .started
+                        .fetch_add(entry.range.len() as u64, Ordering::Relaxed)
+                });
+                let mut at = first;
+                while at < entry.range.end {
+                    // One request: the next `chunk` messages.
+                    let to = (at + chunk).min(entry.range.end);
+                    let msgs = &entry.pulled[at..to];
+                    let n = base + (at - first) as u64;
+                    let (start, _) = clock.period(entry.ready, std::time::Duration::ZERO);
+                    let busy = shared.model.pause_left(start.into_std())
+                        + shared.model.batch_time(n, msgs.len() as u64, &mut rng);
+                    let end = start + busy;
+                    if end > now {
+                        now = Instant::now();
+                    }
+                    let fails = shared.failures.batch_fails(msgs);
+                    if !fails && clock.finish_if_past(end, now) {
+                        run.push(&entry, at..to);
+                        at = to;
+                        if run.requests >= RUN {
+                            run.finish(&inst);
+                            tokio::task::yield_now().await;
+                            now = Instant::now();
+                        }
+                        continue;
+                    }
+                    // This request takes time or fails: the ones behind it go back to the
+                    // head of the queue, for another worker while this one is busy.
+                    if to < entry.range.end {
+                        inst.requests.push_front(ConsumeRequest {
+                            q: entry.q.clone(),
+                            pulled: entry.pulled.clone(),
+                            range: to..entry.range.end,
+                            ready: entry.ready,
+                            numbered: Some(n + (to - at) as u64),
+                        });
+                        more = true;
+                    }
                     run.finish(&inst);
                     if more {
                         inst.requests.wake_one();
                     }
+                    let req = ConsumeRequest {
+                        range: at..to,
+                        numbered: Some(n),
+                        ..entry
+                    };
                     consume_alone(&inst, req, &mut clock, end, fails).await;
                     now = Instant::now();
+                    break;
                 }
             }
-            if run.reqs.len() >= RUN {
-                run.finish(&inst);
-                tokio::task::yield_now().await;
-                now = Instant::now();
-            }
             match inst.requests.try_pop() {
-                Some((r, m)) => (req, more) = (r, m),
+                Some((r, m)) => (entry, more) = (r, m),
                 None => break,
             }
         }
@@ -147,6 +177,7 @@ async fn consume_alone(
                     pulled: Arc::new(kept),
                     range: 0..len,
                     ready: Instant::now(),
+                    numbered: None,
                 };
                 inst.requests.submit([again]).await;
             }
@@ -154,15 +185,36 @@ async fn consume_alone(
     });
 }
 
-/// Requests a worker finished at once, waiting for their bookkeeping.
+/// Requests a worker finished at once, waiting for their bookkeeping: the consecutive
+/// requests of one pull as one entry.
 #[derive(Default)]
 struct Run {
     reqs: Vec<ConsumeRequest>,
+    /// Requests in `reqs`.
+    requests: usize,
     /// Reused: one queue's consumed offsets.
     offsets: Vec<i64>,
 }
 
 impl Run {
+    /// Request `range` of `entry`'s pull, finished.
+    fn push(&mut self, entry: &ConsumeRequest, range: std::ops::Range<usize>) {
+        self.requests += 1;
+        if let Some(last) = self.reqs.last_mut() {
+            if Arc::ptr_eq(&last.pulled, &entry.pulled) && last.range.end == range.start {
+                last.range.end = range.end;
+                return;
+            }
+        }
+        self.reqs.push(ConsumeRequest {
+            q: entry.q.clone(),
+            pulled: entry.pulled.clone(),
+            range,
+            ready: entry.ready,
+            numbered: None,
+        });
+    }
+
     /// Their starts, then their removals, one process-queue lock and commit per queue.
     fn finish(&mut self, inst: &Instance) {
         if self.reqs.is_empty() {
@@ -181,6 +233,7 @@ impl Run {
             removed(inst, q, &self.offsets);
         }
         self.reqs.clear();
+        self.requests = 0;
     }
 }
 

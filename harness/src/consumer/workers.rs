@@ -82,6 +82,13 @@ impl<R> RequestQueue<R> {
         Some((r, more))
     }
 
+    /// Puts `r` back at the head of the queue: the rest of an entry a worker took apart
+    /// (`concurrent.rs`). It was taken out just before, so this exceeds the capacity by at
+    /// most one entry per worker, and wakes no one: the caller wakes a worker if it waits.
+    pub fn push_front(&self, r: R) {
+        self.queue.lock().push_front(r);
+    }
+
     /// Waits for the next request; None once `cancel` fired.
     pub async fn next(&self, cancel: &CancellationToken) -> Option<(R, bool)> {
         loop {
@@ -195,6 +202,16 @@ mod tests {
         let q = RequestQueue::new(8);
         q.submit([1, 2]).await;
         assert_eq!(q.try_pop(), Some((1, true)));
+        assert_eq!(q.try_pop(), Some((2, false)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_is_given_back_comes_out_first() {
+        let q = RequestQueue::new(2);
+        q.submit([1, 2]).await;
+        let (first, _) = q.try_pop().unwrap();
+        q.push_front(first * 10);
+        assert_eq!(q.try_pop(), Some((10, true)));
         assert_eq!(q.try_pop(), Some((2, false)));
     }
 
