@@ -67,7 +67,10 @@ pub enum RecordRefAt<'a> {
 }
 
 /// Decodes the record at the start of `buf`, verifying the body CRC when `check_crc`.
-/// An `Err` means a torn or corrupt record.
+/// An `Err` means a torn or corrupt record. Inlined across crates: returned through memory, its
+/// 150-byte result was read back with loads wider than the stores that wrote it, a
+/// store-forwarding stall per consumed message.
+#[inline]
 pub fn decode_record_ref(
     buf: &[u8],
     check_crc: bool,
