@@ -377,6 +377,7 @@ pub struct KeySeq<'a> {
 
 /// `key` read as [`SendBuilder`] writes it: 32 bytes, the last 12 hex digits the sequence.
 /// The prefix is not checked here: a key of another load is told apart by it.
+#[inline]
 pub fn key_seq(key: &[u8]) -> Option<KeySeq<'_>> {
     let key: &[u8; KEY_PREFIX_LEN + 12] = key.try_into().ok()?;
     let (prefix, digits) = key.split_at(KEY_PREFIX_LEN);

@@ -22,6 +22,7 @@ pub fn push_hex12(v: u64, out: &mut String) {
 /// one. By a table, not `from_str_radix`, which checks sign, radix and overflow at every digit
 /// (this runs for every consumed message). Eight bytes at a time by word arithmetic was tried:
 /// its constants and masks cost as many instructions as the table's twelve lookups.
+#[inline]
 pub fn read_hex12(d: &[u8; 12]) -> Option<u64> {
     let mut v = 0u64;
     // Any byte that is no digit sets the high bits.
