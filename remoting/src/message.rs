@@ -1,7 +1,7 @@
 //! Message-level encodings shared by producer and broker: the properties string, the batch body
 //! (reference §3.4) and the CommitLog record that PULL_MESSAGE returns (reference §7.6).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 use thiserror::Error;
@@ -197,22 +197,6 @@ impl<'a> Cursor<'a> {
             return Err(MessageDecodeError::BadLength { field, len: value });
         }
         Ok(value as usize)
-    }
-    #[inline(always)]
-    pub(crate) fn host(
-        &mut self,
-        v6: bool,
-        what: &'static str,
-    ) -> Result<SocketAddr, MessageDecodeError> {
-        let ip: IpAddr = if v6 {
-            let b: [u8; 16] = self.take(16, what)?.try_into().unwrap();
-            Ipv6Addr::from(b).into()
-        } else {
-            let b: [u8; 4] = self.take(4, what)?.try_into().unwrap();
-            Ipv4Addr::from(b).into()
-        };
-        let port = self.i32(what)?;
-        Ok(SocketAddr::new(ip, port as u16))
     }
 }
 

@@ -3,7 +3,7 @@
 //! fields of each record (a consumer decoding a pull body) reads them here without copying the
 //! body, the topic or the properties.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::message::{
     body_crc, Cursor, MessageDecodeError, MessageRecord, MAGIC_BLANK, MAGIC_V1, MAGIC_V2,
@@ -19,9 +19,9 @@ pub struct RecordRef<'a> {
     pub physical_offset: i64,
     pub sys_flag: i32,
     pub born_timestamp: i64,
-    pub born_host: SocketAddr,
+    pub born_host: HostRef<'a>,
     pub store_timestamp: i64,
-    pub store_host: SocketAddr,
+    pub store_host: HostRef<'a>,
     pub reconsume_times: i32,
     pub prepared_transaction_offset: i64,
     pub body: &'a [u8],
@@ -31,6 +31,30 @@ pub struct RecordRef<'a> {
     /// bytes, and converts only what it keeps.
     pub topic: &'a [u8],
     pub properties: &'a [u8],
+}
+
+/// A stored host address as its bytes: 4 (IPv4) or 16 (IPv6) address bytes and the port.
+/// Built into a `SocketAddr` only when asked: a consumer reads neither host, and building
+/// both for every record (an enum written field by field, then moved whole) was a
+/// store-forwarding stall per consumed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostRef<'a> {
+    ip: &'a [u8],
+    port: i32,
+}
+
+impl HostRef<'_> {
+    /// The address, as Java's `MessageDecoder` reads it (the port's low 16 bits).
+    pub fn addr(&self) -> SocketAddr {
+        let ip: IpAddr = match <[u8; 16]>::try_from(self.ip) {
+            Ok(b) => Ipv6Addr::from(b).into(),
+            Err(_) => {
+                let b: [u8; 4] = self.ip.try_into().unwrap_or_default();
+                Ipv4Addr::from(b).into()
+            }
+        };
+        SocketAddr::new(ip, self.port as u16)
+    }
 }
 
 impl RecordRef<'_> {
@@ -43,9 +67,9 @@ impl RecordRef<'_> {
             physical_offset: self.physical_offset,
             sys_flag: self.sys_flag,
             born_timestamp: self.born_timestamp,
-            born_host: self.born_host,
+            born_host: self.born_host.addr(),
             store_timestamp: self.store_timestamp,
-            store_host: self.store_host,
+            store_host: self.store_host.addr(),
             reconsume_times: self.reconsume_times,
             prepared_transaction_offset: self.prepared_transaction_offset,
             body: self.body.to_vec(),
@@ -102,9 +126,13 @@ pub fn decode_record_ref(
     let physical_offset = c.i64("PHYSICALOFFSET")?;
     let sys_flag = c.i32("SYSFLAG")?;
     let born_timestamp = c.i64("BORNTIMESTAMP")?;
-    let born_host = c.host(sys_flag & SYSFLAG_BORNHOST_V6 != 0, "BORNHOST")?;
+    let born_host = host(&mut c, sys_flag & SYSFLAG_BORNHOST_V6 != 0, "BORNHOST")?;
     let store_timestamp = c.i64("STORETIMESTAMP")?;
-    let store_host = c.host(sys_flag & SYSFLAG_STOREHOST_V6 != 0, "STOREHOSTADDRESS")?;
+    let store_host = host(
+        &mut c,
+        sys_flag & SYSFLAG_STOREHOST_V6 != 0,
+        "STOREHOSTADDRESS",
+    )?;
     let reconsume_times = c.i32("RECONSUMETIMES")?;
     let prepared_transaction_offset = c.i64("PREPARED TRANSACTION OFFSET")?;
     let body_len = c.i32("BODY length")? as i64;
@@ -154,6 +182,18 @@ pub fn decode_record_ref(
         },
         len: total as usize,
     })
+}
+
+/// A host's address bytes and port at the cursor.
+#[inline(always)]
+fn host<'a>(
+    c: &mut Cursor<'a>,
+    v6: bool,
+    what: &'static str,
+) -> Result<HostRef<'a>, MessageDecodeError> {
+    let ip = c.take(if v6 { 16 } else { 4 }, what)?;
+    let port = c.i32(what)?;
+    Ok(HostRef { ip, port })
 }
 
 #[cfg(test)]
