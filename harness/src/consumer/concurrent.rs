@@ -27,7 +27,8 @@ use crate::consumer::workers::{Clock, RequestQueue};
 /// request holds at least one cached message), so a pull loop does not wait for room in
 /// practice; when it does, that queue's next pull waits with it.
 pub const REQUESTS: usize = 1 << 16;
-/// The most requests a worker finishes before doing their bookkeeping and yielding.
+/// The most requests a worker finishes before doing their bookkeeping and yielding (or the
+/// requests of one pull more, when they are over at once).
 pub const RUN: usize = 64;
 
 pub fn request_queue() -> RequestQueue<ConsumeRequest> {
@@ -63,6 +64,9 @@ pub async fn submit(inst: &Instance, q: &Arc<QueueState>, added: Vec<Msg>) {
 async fn worker(inst: Arc<Instance>) {
     let shared = &inst.shared;
     let chunk = (shared.cfg.consume_batch_max_size as usize).max(1);
+    // No processing time and no failures: every request of an entry is over when it starts,
+    // and the requests are taken together (the per-request loop below gives the same).
+    let instant = shared.model.is_instant() && shared.failures.never();
     let mut clock = Clock::new(Instant::now());
     let mut run = Run::default();
     let mut rng = fastrand::Rng::new();
@@ -78,6 +82,22 @@ async fn worker(inst: Arc<Instance>) {
                         .fetch_add(entry.range.len() as u64, Ordering::Relaxed)
                 });
                 let mut at = first;
+                if instant {
+                    let (start, _) = clock.period(entry.ready, std::time::Duration::ZERO);
+                    if clock.finish_if_past(start, now) {
+                        run.push(
+                            &entry,
+                            at..entry.range.end,
+                            entry.range.len().div_ceil(chunk),
+                        );
+                        at = entry.range.end;
+                        if run.requests >= RUN {
+                            run.finish(&inst);
+                            tokio::task::yield_now().await;
+                            now = Instant::now();
+                        }
+                    }
+                }
                 while at < entry.range.end {
                     // One request: the next `chunk` messages.
                     let to = (at + chunk).min(entry.range.end);
@@ -92,7 +112,7 @@ async fn worker(inst: Arc<Instance>) {
                     }
                     let fails = shared.failures.batch_fails(msgs);
                     if !fails && clock.finish_if_past(end, now) {
-                        run.push(&entry, at..to);
+                        run.push(&entry, at..to, 1);
                         at = to;
                         if run.requests >= RUN {
                             run.finish(&inst);
@@ -197,9 +217,9 @@ struct Run {
 }
 
 impl Run {
-    /// Request `range` of `entry`'s pull, finished.
-    fn push(&mut self, entry: &ConsumeRequest, range: std::ops::Range<usize>) {
-        self.requests += 1;
+    /// `requests` requests of `entry`'s pull, `range` of its messages, finished.
+    fn push(&mut self, entry: &ConsumeRequest, range: std::ops::Range<usize>, requests: usize) {
+        self.requests += requests;
         if let Some(last) = self.reqs.last_mut() {
             if Arc::ptr_eq(&last.pulled, &entry.pulled) && last.range.end == range.start {
                 last.range.end = range.end;

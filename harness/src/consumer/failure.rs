@@ -60,6 +60,11 @@ impl Failures {
         }
     }
 
+    /// Whether no delivery ever fails (no failure model set).
+    pub fn never(&self) -> bool {
+        self.until <= 0 && self.every == 0 && self.ratio <= 0.0
+    }
+
     /// Whether the listener fails this delivery of `m`.
     pub fn fails(&self, m: &Msg, rng: &mut fastrand::Rng) -> bool {
         if m.reconsume_times < self.until {

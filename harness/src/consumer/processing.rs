@@ -56,6 +56,15 @@ impl ProcessingModel {
         }
     }
 
+    /// Whether every message takes no time and nothing pauses: a consume request is over the
+    /// moment it starts.
+    pub fn is_instant(&self) -> bool {
+        self.kind == Processing::Constant
+            && self.time.is_zero()
+            && (self.stall_every == 0 || self.stall_time.is_zero())
+            && (self.pause_every.is_zero() || self.pause_for.is_zero())
+    }
+
     /// The time messages `n .. n + count` take together: [`ProcessingModel::service_time`]
     /// summed, each message's draw in order. A constant time without stalls is one
     /// multiplication: a loop of `count` calls per consume request was 2% of a consumer's
@@ -120,6 +129,8 @@ mod tests {
             pause_for: Secs(2.0),
             ..Consumer::default()
         };
+        assert!(ProcessingModel::new(&Consumer::default(), origin).is_instant());
+        assert!(!ProcessingModel::new(&c, origin).is_instant());
         let flat = ProcessingModel::new(
             &Consumer {
                 processing_time: Secs(0.002),
