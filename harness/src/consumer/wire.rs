@@ -285,9 +285,7 @@ impl Wire {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(WireError::Closed),
             Err(_) => {
-                if let Some(Waiter::Pull(_)) = self.pending.lock().remove(&opaque) {
-                    self.out.forget();
-                }
+                self.pending.lock().remove(&opaque);
                 Err(WireError::Timeout(timeout))
             }
         }
