@@ -91,9 +91,7 @@ async fn worker(inst: Arc<Instance>) {
                             entry.range.len().div_ceil(chunk),
                         );
                         at = entry.range.end;
-                        if run.requests >= RUN {
-                            run.finish(&inst);
-                            tokio::task::yield_now().await;
+                        if run.finish_if_full(&inst).await {
                             now = Instant::now();
                         }
                     }
@@ -114,9 +112,7 @@ async fn worker(inst: Arc<Instance>) {
                     if !fails && clock.finish_if_past(end, now) {
                         run.push(&entry, at..to, 1);
                         at = to;
-                        if run.requests >= RUN {
-                            run.finish(&inst);
-                            tokio::task::yield_now().await;
+                        if run.finish_if_full(&inst).await {
                             now = Instant::now();
                         }
                         continue;
@@ -124,13 +120,8 @@ async fn worker(inst: Arc<Instance>) {
                     // This request takes time or fails: the ones behind it go back to the
                     // head of the queue, for another worker while this one is busy.
                     if to < entry.range.end {
-                        inst.requests.push_front(ConsumeRequest {
-                            q: entry.q.clone(),
-                            pulled: entry.pulled.clone(),
-                            range: to..entry.range.end,
-                            ready: entry.ready,
-                            numbered: Some(n + (to - at) as u64),
-                        });
+                        let rest = entry.part(to..entry.range.end, Some(n + (to - at) as u64));
+                        inst.requests.push_front(rest);
                         more = true;
                     }
                     run.finish(&inst);
@@ -226,13 +217,18 @@ impl Run {
                 return;
             }
         }
-        self.reqs.push(ConsumeRequest {
-            q: entry.q.clone(),
-            pulled: entry.pulled.clone(),
-            range,
-            ready: entry.ready,
-            numbered: None,
-        });
+        self.reqs.push(entry.part(range, None));
+    }
+
+    /// At [`RUN`] requests: their bookkeeping, then a yield to the other tasks; true if so
+    /// (the caller's clock reading is stale then).
+    async fn finish_if_full(&mut self, inst: &Instance) -> bool {
+        if self.requests < RUN {
+            return false;
+        }
+        self.finish(inst);
+        tokio::task::yield_now().await;
+        true
     }
 
     /// Their starts, then their removals, one process-queue lock and commit per queue.

@@ -176,6 +176,17 @@ impl ConsumeRequest {
     pub fn msgs(&self) -> &[Msg] {
         &self.pulled[self.range.clone()]
     }
+
+    /// `range` of the same pull, its first message numbered `numbered`.
+    pub fn part(&self, range: std::ops::Range<usize>, numbered: Option<u64>) -> ConsumeRequest {
+        ConsumeRequest {
+            q: self.q.clone(),
+            pulled: self.pulled.clone(),
+            range,
+            ready: self.ready,
+            numbered,
+        }
+    }
 }
 
 /// One client instance: its id, connection, queues and consume threads.
