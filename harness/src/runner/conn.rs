@@ -131,6 +131,7 @@ impl Conn {
         // The stall clock runs from the last write that made progress.
         if self.out.is_empty() {
             self.stalled_since = None;
+            rewind(&mut self.out);
         } else if self.out.len() < before || self.stalled_since.is_none() {
             self.stalled_since = Some(Instant::now());
         }
@@ -162,6 +163,17 @@ impl Conn {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
+}
+
+/// Moves an emptied `buf` back to the start of its allocation. Written bytes are only skipped
+/// over (`advance`), so the next refill would be appended after them, and once the allocation's
+/// end was reached `BytesMut` would move that refill back to the start: a window's worth
+/// (230 KB at the floor) copied every other refill, 9% of the closed loop's instructions. Asking
+/// for one byte more than `buf` has room for is what makes `try_reclaim` rewind; with nothing
+/// left to keep it copies nothing, and it never allocates.
+fn rewind(buf: &mut BytesMut) {
+    debug_assert!(buf.is_empty());
+    let _ = buf.try_reclaim(buf.capacity() + 1);
 }
 
 /// `send(2)` with `MSG_DONTWAIT`: the socket stays blocking for everything else.
@@ -346,6 +358,20 @@ mod tests {
     use crate::profile::RetryPolicy;
     use crate::runner::common::InFlight;
     use crate::runner::retry::NotStoreOk;
+
+    #[test]
+    fn an_emptied_buffer_is_rewound_to_its_start_without_a_copy() {
+        let mut buf = BytesMut::with_capacity(64);
+        let start = buf.as_ptr();
+        buf.extend_from_slice(&[7; 40]);
+        buf.advance(40);
+        assert_eq!(buf.capacity(), 24);
+        rewind(&mut buf);
+        assert_eq!((buf.capacity(), buf.as_ptr()), (64, start));
+        // Already at its start: nothing changes, nothing is allocated.
+        rewind(&mut buf);
+        assert_eq!((buf.capacity(), buf.as_ptr()), (64, start));
+    }
 
     fn common(oneway: bool) -> Arc<Common> {
         let (retry_tx, _) = sync_channel(16);
