@@ -15,7 +15,7 @@ use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
 
 use crate::recorder::{Outcome, Recorder};
-use crate::runner::common::{us, Common, Reading};
+use crate::runner::common::{us, Common, EndTime, Reading};
 use crate::runner::reader::{self, Handoffs, InFlightMap, Leftover, Reader, ReaderCtx, Shared};
 
 /// Minimum time between reconnect attempts of one connection.
@@ -212,10 +212,10 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
         }
         if let Err(lost) = conn.hand_over() {
             // The reader is gone: these sends cannot be answered, so they are not written.
-            let now = Instant::now();
+            let end = EndTime::new(Instant::now());
             let mut rec = rec_of_pacer.lock();
             for (_, e) in lost {
-                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
             }
             drop(rec);
             conn.out.clear();
@@ -300,16 +300,16 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     let batch = std::mem::take(&mut c.batch);
     c.out.clear();
     if handed.is_some() || !unwritten.is_empty() || (common.oneway && !batch.is_empty()) {
-        let now = Instant::now();
+        let end = EndTime::new(Instant::now());
         let mut rec = c.recorder.lock();
         if let Some((rx, map)) = handed {
             for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+                common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
             }
         }
         for (_, e) in unwritten {
-            common.finish(&mut rec, e, Outcome::ConnectionError, None, now, false);
+            common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
         }
         if common.oneway {
             for (_, segment, _) in batch {

@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use remoting::{PeekCache, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAME_LEN};
 
 use crate::recorder::{classify, Outcome, Recorder};
-use crate::runner::common::{Common, InFlight};
+use crate::runner::common::{Common, EndTime, InFlight};
 
 /// How often readers look for timed-out sends.
 pub const SWEEP: Duration = Duration::from_millis(5);
@@ -312,6 +312,7 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
         return;
     }
     let now = Instant::now();
+    let end = EndTime::new(now);
     ctx.take_handoffs();
     let mut rec = ctx.recorder.lock();
     // The answers to one refill that one read brings share their latency: recorded as runs.
@@ -327,7 +328,7 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
                     if let Some(b) = e.broker {
                         rec.broker_answer(e.segment, b, outcome, now);
                     }
-                    ctx.common.finish(rec, e, outcome, Some(a.code), now, true);
+                    ctx.common.finish(rec, e, outcome, Some(a.code), &end, true);
                 }
                 None => {
                     let seg = ctx.common.current_segment.load(Ordering::Relaxed);
@@ -376,10 +377,11 @@ fn fail(ctx: &mut ReaderCtx) {
 /// Ends sends whose answer can no longer come with `outcome`, frees their in-flight slots, and
 /// wakes the pacer.
 fn end_unanswered(ctx: &ReaderCtx, sends: Vec<InFlight>, outcome: Outcome, now: Instant) {
+    let end = EndTime::new(now);
     let mut rec = ctx.recorder.lock();
     for e in sends {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common.finish(&mut rec, e, outcome, None, now, false);
+        ctx.common.finish(&mut rec, e, outcome, None, &end, false);
     }
     drop(rec);
     ctx.common.wake();
