@@ -17,11 +17,13 @@ use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight, Reading};
-use crate::runner::conn::{connect, flush_conns, Conn, RECONNECT_EVERY};
+use crate::runner::conn::{flush_conns, Conn};
 use crate::runner::inline;
 use crate::runner::plan::{LoadConfig, Pacing};
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_for_retry, wait_until};
+
+mod pick;
 
 /// One attempt of a send, as handed to [`Pacer::write`].
 struct Attempt {
@@ -358,106 +360,6 @@ impl Pacer {
             Some(gate) => self
                 .key_scan
                 .next_ready(&gate, self.backlog.iter().map(|p| p.seq)),
-        }
-    }
-
-    /// The connection and queue of send `seq`'s first attempt: with `ordering`, its key's
-    /// queue and that queue's connection; in a cluster, the router's queue choice, then a
-    /// connection to that broker; otherwise any connection and the builder's round robin.
-    fn pick_first(&mut self, seq: u64) -> (Pick, Option<i32>) {
-        if let Some(streams) = &self.order {
-            let queue = streams.queue(seq);
-            let conn = queue as usize % self.conns.len();
-            return (self.pick_in(None, Some(conn)), Some(queue));
-        }
-        self.pick_routed(None, false)
-    }
-
-    /// The same for a retry, which avoids the broker of the failed attempt.
-    fn pick_retry(&mut self, last: Option<usize>) -> (Pick, Option<i32>) {
-        self.pick_routed(last, true)
-    }
-
-    fn pick_routed(&mut self, last: Option<usize>, retry: bool) -> (Pick, Option<i32>) {
-        let Some(router) = self.common.cluster.clone() else {
-            return (self.pick(None), None);
-        };
-        let last = if retry { last } else { None };
-        let now = Instant::now();
-        let Some(q) = router.select(last, now) else {
-            return (Pick::Down, None);
-        };
-        match self.pick(Some(q.broker)) {
-            // No connection to that broker: the Java client's connect failure, a transport
-            // error, is isolated and the send moves to another broker, as its retry would.
-            // Without retries (retryTimesWhenSendFailed = 0) the application gets the error.
-            Pick::Down => {
-                router.record(q.broker, Duration::ZERO, true, false, now);
-                if self.common.policy == crate::profile::RetryPolicy::None {
-                    return (Pick::Down, None);
-                }
-                match router.select(Some(q.broker), now) {
-                    Some(other) if other.broker != q.broker => {
-                        (self.pick(Some(other.broker)), Some(other.queue_id))
-                    }
-                    _ => (Pick::Down, None),
-                }
-            }
-            pick => (pick, Some(q.queue_id)),
-        }
-    }
-
-    /// Round robin over healthy connections (of `broker`, in a cluster) with a free slot;
-    /// reconnects broken ones.
-    fn pick(&mut self, broker: Option<usize>) -> Pick {
-        self.pick_in(broker, None)
-    }
-
-    /// [`Pacer::pick`] among the connections of `broker`, or connection `only`.
-    fn pick_in(&mut self, broker: Option<usize>, only: Option<usize>) -> Pick {
-        let n = self.conns.len();
-        let max = self.cfg.workload.max_in_flight as usize;
-        let mut any_up = false;
-        for k in 0..n {
-            let i = (self.rr + k) % n;
-            if broker.is_some() && self.conns[i].broker != broker {
-                continue;
-            }
-            if only.is_some_and(|o| o != i) {
-                continue;
-            }
-            let broken = self.conns[i].stream.is_none()
-                || self.conns[i].shared.broken.load(Ordering::Acquire);
-            if broken {
-                let due = self.conns[i]
-                    .last_attempt
-                    .is_none_or(|t| t.elapsed() >= RECONNECT_EVERY);
-                if !due || self.stop.is_cancelled() {
-                    continue;
-                }
-                if let Some(s) = self.conns[i].stream.take() {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-                if connect(&mut self.conns[i], &self.common, i).is_err() {
-                    continue;
-                }
-            }
-            any_up = true;
-            // Sends encoded but not yet handed over count against the window too. A closed-loop
-            // socket that did not take the last write gets no more until it does: its bytes
-            // wait in memory, one window's worth at most.
-            let in_flight =
-                self.conns[i].shared.len.load(Ordering::Acquire) + self.conns[i].pending.len();
-            let backed_up = self.conns[i].stalled_since.is_some();
-            if !backed_up && (self.common.oneway || in_flight < max) {
-                self.rr = i + 1;
-                return Pick::Conn(i);
-            }
-        }
-        if any_up {
-            Pick::Full
-        } else {
-            Pick::Down
         }
     }
 
