@@ -2,15 +2,29 @@
 //! consumed message, without `core::fmt` or `from_str_radix`.
 
 /// The low 48 bits of `v` as 12 upper-case hex digits: `{:012X}` without the formatter, which
-/// cost more than the rest of the key's encoding (this runs for every send).
+/// cost more than the rest of the key's encoding (this runs for every send). A byte's two
+/// digits at a time, from a table: a digit at a time was 64 instructions a key, this is about 20.
+#[inline]
 pub fn hex12(v: u64) -> [u8; 12] {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let mut d = [0u8; 12];
-    for (i, c) in d.iter_mut().enumerate() {
-        *c = DIGITS[((v >> (4 * (11 - i))) & 0xF) as usize];
+    for (i, pair) in d.chunks_exact_mut(2).enumerate() {
+        let byte = (v >> (8 * (5 - i))) as u8;
+        pair.copy_from_slice(&HEX_PAIRS[byte as usize]);
     }
     d
 }
+
+/// Each byte's two upper-case hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut t = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [DIGITS[b >> 4], DIGITS[b & 0xF]];
+        b += 1;
+    }
+    t
+};
 
 /// [`hex12`] appended to `out`.
 pub fn push_hex12(v: u64, out: &mut String) {
@@ -77,6 +91,15 @@ mod tests {
             ]),
         ) {
             prop_assert_eq!(read_hex12(&d), reference(&d));
+        }
+
+        #[test]
+        fn the_digits_are_the_formatters(v in any::<u64>()) {
+            let d = hex12(v);
+            prop_assert_eq!(
+                std::str::from_utf8(&d).unwrap(),
+                format!("{:012X}", v & ((1 << 48) - 1))
+            );
         }
 
         #[test]
