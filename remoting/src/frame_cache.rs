@@ -21,6 +21,8 @@ pub struct FrameCache {
     opaque: Range<usize>,
     slots: Vec<Range<usize>>,
     kept: bool,
+    /// The opaque whose digits `frame` holds.
+    last_opaque: i32,
 }
 
 impl FrameTemplate {
@@ -42,51 +44,86 @@ impl FrameTemplate {
         if self.signs() {
             return None;
         }
-        let mut digits = itoa::Buffer::new();
-        let digits = digits.format(opaque).as_bytes();
-        let fits = cache.kept
-            && cache.opaque.len() == digits.len()
+        let slots_fit = cache.kept
             && cache
                 .slots
                 .iter()
                 .zip(values)
                 .all(|(r, v)| r.len() == v.len());
-        if !fits {
-            let FrameCache {
-                frame,
-                opaque: at,
-                slots,
-                kept,
-            } = cache;
-            frame.clear();
-            slots.clear();
-            slots.resize(self.slot_count(), 0..0);
-            self.emit_parts(
-                frame,
-                |f| {
-                    let a = f.len();
-                    f.extend_from_slice(digits);
-                    *at = a..f.len();
-                },
-                |i, f| {
-                    let a = f.len();
-                    f.extend_from_slice(values[i]);
-                    slots[i] = a..f.len();
-                },
-            );
-            *kept = true;
-            dst.extend_from_slice(frame);
+        // A connection's opaques count up by one: the kept frame's digits are counted up in
+        // place (one byte changes nine times in ten) instead of formatted and copied in.
+        // Positive ones only: a minus sign counts the other way.
+        if slots_fit
+            && opaque > 0
+            && cache.last_opaque.checked_add(1) == Some(opaque)
+            && count_up(&mut cache.frame[cache.opaque.clone()])
+        {
+            cache.last_opaque = opaque;
+            patch_slots(cache, values, dst);
             return Some(());
         }
-        let start = dst.len();
-        dst.extend_from_slice(&cache.frame);
-        let f = &mut dst[start..];
-        f[cache.opaque.clone()].copy_from_slice(digits);
-        for (r, v) in cache.slots.iter().zip(values) {
-            f[r.clone()].copy_from_slice(v);
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(opaque).as_bytes();
+        if slots_fit && cache.opaque.len() == digits.len() {
+            cache.frame[cache.opaque.clone()].copy_from_slice(digits);
+            cache.last_opaque = opaque;
+            patch_slots(cache, values, dst);
+            return Some(());
         }
+        let FrameCache {
+            frame,
+            opaque: at,
+            slots,
+            kept,
+            last_opaque,
+        } = cache;
+        frame.clear();
+        slots.clear();
+        slots.resize(self.slot_count(), 0..0);
+        self.emit_parts(
+            frame,
+            |f| {
+                let a = f.len();
+                f.extend_from_slice(digits);
+                *at = a..f.len();
+            },
+            |i, f| {
+                let a = f.len();
+                f.extend_from_slice(values[i]);
+                slots[i] = a..f.len();
+            },
+        );
+        *kept = true;
+        *last_opaque = opaque;
+        dst.extend_from_slice(frame);
         Some(())
     }
+}
+
+/// The kept frame, whose opaque is current, appended to `dst` with the slots' values written in.
+fn patch_slots(cache: &FrameCache, values: &[&[u8]], dst: &mut BytesMut) {
+    let start = dst.len();
+    dst.extend_from_slice(&cache.frame);
+    let f = &mut dst[start..];
+    for (r, v) in cache.slots.iter().zip(values) {
+        f[r.clone()].copy_from_slice(v);
+    }
+}
+
+/// Adds one to the decimal digits `d` in place; `false` (and `d` left changed) when they are
+/// not all digits or all nines, whose successor is one digit longer.
+fn count_up(d: &mut [u8]) -> bool {
+    for b in d.iter_mut().rev() {
+        match *b {
+            b'0'..=b'8' => {
+                *b += 1;
+                return true;
+            }
+            b'9' => *b = b'0',
+            _ => return false,
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -109,6 +146,36 @@ mod tests {
             .with_ext_fields(ext)
             .with_body(&b"hello"[..]);
         FrameTemplate::marked(&cmd, 3).unwrap()
+    }
+
+    /// Opaques counted up across every carry, from negative to positive, and past `i32::MAX`.
+    #[test]
+    fn counted_up_opaques_are_the_frames_emitted() {
+        let t = template();
+        let mut cache = FrameCache::default();
+        let runs = [-12..3, 7..12, 97..102, 995..1003, 2_147_483_640..2_147_483_647];
+        let mut opaques: Vec<i32> = runs.into_iter().flatten().collect();
+        opaques.extend([i32::MAX, i32::MIN, i32::MIN + 1, 0x3fff_ffff, 0, 1]);
+        for opaque in opaques {
+            let values: [&[u8]; 3] = [b"1", b"1700000000000", b"0123456789AB"];
+            let mut got = BytesMut::new();
+            assert_eq!(t.encode_cached(&mut cache, opaque, &values, &mut got), Some(()));
+            let mut want = BytesMut::new();
+            let _ = t.encode_with(opaque, &mut want, |i, d| d.extend_from_slice(values[i]));
+            assert_eq!(got, want, "opaque {opaque}");
+        }
+    }
+
+    #[test]
+    fn count_up_carries_and_stops_at_the_length() {
+        let up = |s: &str| {
+            let mut d = s.as_bytes().to_vec();
+            count_up(&mut d).then(|| String::from_utf8(d).unwrap())
+        };
+        assert_eq!(up("0").as_deref(), Some("1"));
+        assert_eq!(up("1299").as_deref(), Some("1300"));
+        assert_eq!(up("999"), None);
+        assert_eq!(up("1-9"), None);
     }
 
     proptest! {
