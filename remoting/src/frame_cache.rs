@@ -8,9 +8,11 @@
 //! The bytes are the template's own (the tests hold them to [`FrameTemplate::encode_with`]).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::BytesMut;
 
+use crate::frame_buf::FrameBuf;
 use crate::template::FrameTemplate;
 
 /// The last frame of one template and where its values stand. Use it with one template only:
@@ -23,7 +25,15 @@ pub struct FrameCache {
     kept: bool,
     /// The opaque whose digits `frame` holds.
     last_opaque: i32,
+    /// Which layout `frame` has (the lengths of its opaque and values): a new number, unique in
+    /// the process, each time the frame is emitted anew. A [`FrameBuf`] tells by it which of
+    /// its old frames it may patch.
+    layout: u64,
 }
+
+/// Layout numbers, shared by every cache so that two templates writing into one [`FrameBuf`]
+/// never share one.
+static NEXT_LAYOUT: AtomicU64 = AtomicU64::new(1);
 
 impl FrameTemplate {
     /// Appends the frame with `opaque` and the slots' bytes `values` (escaped, as for
@@ -40,6 +50,37 @@ impl FrameTemplate {
         values: &[&[u8]],
         dst: &mut BytesMut,
     ) -> Option<()> {
+        self.update(cache, opaque, values)?;
+        let start = dst.len();
+        dst.extend_from_slice(&cache.frame);
+        patch(&mut dst[start..], cache, values);
+        Some(())
+    }
+
+    /// [`FrameTemplate::encode_cached`] into a [`FrameBuf`]: where the buffer still holds a
+    /// frame of the same layout from its last round, only the opaque and the values are
+    /// written over it; the rest of the frame is not copied again.
+    pub fn encode_kept(
+        &self,
+        cache: &mut FrameCache,
+        opaque: i32,
+        values: &[&[u8]],
+        dst: &mut FrameBuf,
+    ) -> Option<()> {
+        self.update(cache, opaque, values)?;
+        match dst.reuse(cache.frame.len(), cache.layout) {
+            Some(f) => {
+                f[cache.opaque.clone()].copy_from_slice(&cache.frame[cache.opaque.clone()]);
+                patch(f, cache, values);
+            }
+            None => patch(dst.append_frame(&cache.frame, cache.layout), cache, values),
+        }
+        Some(())
+    }
+
+    /// Brings the kept frame to `opaque`, and to the lengths of `values` (emitting it anew when
+    /// they differ); the slots of the kept frame may still hold older values of those lengths.
+    fn update(&self, cache: &mut FrameCache, opaque: i32, values: &[&[u8]]) -> Option<()> {
         assert_eq!(values.len(), self.slot_count(), "one value per slot");
         if self.signs() {
             return None;
@@ -59,7 +100,6 @@ impl FrameTemplate {
             && count_up(&mut cache.frame[cache.opaque.clone()])
         {
             cache.last_opaque = opaque;
-            patch_slots(cache, values, dst);
             return Some(());
         }
         let mut digits = itoa::Buffer::new();
@@ -67,7 +107,6 @@ impl FrameTemplate {
         if slots_fit && cache.opaque.len() == digits.len() {
             cache.frame[cache.opaque.clone()].copy_from_slice(digits);
             cache.last_opaque = opaque;
-            patch_slots(cache, values, dst);
             return Some(());
         }
         let FrameCache {
@@ -76,6 +115,7 @@ impl FrameTemplate {
             slots,
             kept,
             last_opaque,
+            layout,
         } = cache;
         frame.clear();
         slots.clear();
@@ -95,18 +135,15 @@ impl FrameTemplate {
         );
         *kept = true;
         *last_opaque = opaque;
-        dst.extend_from_slice(frame);
+        *layout = NEXT_LAYOUT.fetch_add(1, Ordering::Relaxed);
         Some(())
     }
 }
 
-/// The kept frame, whose opaque is current, appended to `dst` with the slots' values written in.
-fn patch_slots(cache: &FrameCache, values: &[&[u8]], dst: &mut BytesMut) {
-    let start = dst.len();
-    dst.extend_from_slice(&cache.frame);
-    let f = &mut dst[start..];
+/// The slots' values written into `frame`, a copy of the kept frame.
+fn patch(frame: &mut [u8], cache: &FrameCache, values: &[&[u8]]) {
     for (r, v) in cache.slots.iter().zip(values) {
-        f[r.clone()].copy_from_slice(v);
+        frame[r.clone()].copy_from_slice(v);
     }
 }
 
@@ -153,13 +190,22 @@ mod tests {
     fn counted_up_opaques_are_the_frames_emitted() {
         let t = template();
         let mut cache = FrameCache::default();
-        let runs = [-12..3, 7..12, 97..102, 995..1003, 2_147_483_640..2_147_483_647];
+        let runs = [
+            -12..3,
+            7..12,
+            97..102,
+            995..1003,
+            2_147_483_640..2_147_483_647,
+        ];
         let mut opaques: Vec<i32> = runs.into_iter().flatten().collect();
         opaques.extend([i32::MAX, i32::MIN, i32::MIN + 1, 0x3fff_ffff, 0, 1]);
         for opaque in opaques {
             let values: [&[u8]; 3] = [b"1", b"1700000000000", b"0123456789AB"];
             let mut got = BytesMut::new();
-            assert_eq!(t.encode_cached(&mut cache, opaque, &values, &mut got), Some(()));
+            assert_eq!(
+                t.encode_cached(&mut cache, opaque, &values, &mut got),
+                Some(())
+            );
             let mut want = BytesMut::new();
             let _ = t.encode_with(opaque, &mut want, |i, d| d.extend_from_slice(values[i]));
             assert_eq!(got, want, "opaque {opaque}");
@@ -179,6 +225,53 @@ mod tests {
     }
 
     proptest! {
+        /// Any interleaving of frames (opaques counted up or not, values changing length or
+        /// not), other bytes, partial and whole writes and clears leaves in a `FrameBuf` the
+        /// bytes that appending each frame as `encode_with` emits it leaves.
+        #[test]
+        fn a_frame_buf_holds_what_was_appended(
+            ops in prop::collection::vec(
+                (0u8..10, any::<i32>(), "[0-9]{1,2}", "[0-9]{13}", "[0-9A-F]{12}", any::<u16>()),
+                1..120,
+            ),
+        ) {
+            let t = template();
+            let mut cache = FrameCache::default();
+            let mut buf = FrameBuf::new();
+            let mut want: Vec<u8> = Vec::new();
+            let mut opaque = 1i32;
+            for (op, any_opaque, q, born, key, n) in ops {
+                match op {
+                    0..=5 => {
+                        opaque = if op == 5 { any_opaque } else { opaque.wrapping_add(1) };
+                        let values = [q.as_bytes(), born.as_bytes(), key.as_bytes()];
+                        prop_assert_eq!(t.encode_kept(&mut cache, opaque, &values, &mut buf), Some(()));
+                        let mut f = BytesMut::new();
+                        let _ = t.encode_with(opaque, &mut f, |i, d| d.extend_from_slice(values[i]));
+                        want.extend_from_slice(&f);
+                    }
+                    6 => {
+                        buf.extend_from_slice(q.as_bytes());
+                        want.extend_from_slice(q.as_bytes());
+                    }
+                    7 => {
+                        let k = usize::from(n) % (want.len() + 1);
+                        buf.advance(k);
+                        want.drain(..k);
+                    }
+                    8 => {
+                        buf.advance(want.len());
+                        want.clear();
+                    }
+                    _ => {
+                        buf.clear();
+                        want.clear();
+                    }
+                }
+                prop_assert_eq!(buf.as_slice(), &want[..]);
+            }
+        }
+
         /// Any sequence of opaques and values, lengths changing or not, comes out as the
         /// template emits it.
         #[test]

@@ -16,6 +16,7 @@ use remoting::{
 use crate::profile::{HeaderKind, SendCode, Workload};
 use crate::runner::hex::{hex12, push_hex12, read_hex12};
 use crate::runner::shard::Shard;
+use crate::runner::sink::SendSink;
 
 pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
 
@@ -210,15 +211,15 @@ impl SendBuilder {
 
     /// [`SendBuilder::encode_into`] to queue `queue` (a cluster router's choice) instead of
     /// `seq % queues`, born at `now` (the caller's clock reading, one per batch of sends).
-    pub fn encode_into_queue(
+    pub fn encode_into_queue<D: SendSink>(
         &mut self,
         seq: u64,
         queue: Option<i32>,
         opaque: i32,
         now: Instant,
-        dst: &mut BytesMut,
+        dst: &mut D,
     ) -> usize {
-        let start = dst.len();
+        let start = dst.filled();
         let queue_id = queue.unwrap_or((seq % u64::from(self.queues)) as i32);
         let born = self.born.epoch_ms(now);
         let batch = self.batch > 1;
@@ -242,7 +243,7 @@ impl SendBuilder {
                 SendFrame::Marked(t, cache) => {
                     let key = hex12(seq);
                     let values = [queue.as_bytes(), born.as_bytes(), &key[..]];
-                    let _ = t.encode_cached(cache, opaque, &values, dst);
+                    dst.put_marked(t, cache, opaque, &values);
                 }
                 SendFrame::Signed(t) => {
                     let props = &mut self.props;
@@ -250,10 +251,10 @@ impl SendBuilder {
                     props.push_str(PROPS_HEAD);
                     self.keys.write(seq, props);
                     props.push_str(PROPS_TAIL);
-                    t.encode(opaque, &[queue, born, props], dst);
+                    dst.put_with(|d| t.encode(opaque, &[queue, born, props], d));
                 }
             }
-            return dst.len() - start;
+            return dst.filled() - start;
         }
         let (kq, kg, ki) = match (self.code, batch) {
             (SendCode::V1, false) => ("queueId", "bornTimestamp", "properties"),
@@ -298,8 +299,8 @@ impl SendBuilder {
         if let Some(b) = body {
             cmd.body = b;
         }
-        cmd.encode(dst);
-        dst.len() - start
+        dst.put_with(|d| cmd.encode(d));
+        dst.filled() - start
     }
 
     fn build_template(&self) -> RemotingCommand {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
+use remoting::FrameBuf;
 
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::common::{us, Common, EndTime, Reading};
@@ -47,7 +47,7 @@ pub struct Conn {
     pub opaque: i32,
     pub recorder: Arc<Mutex<Recorder>>,
     /// Encoded sends not yet written, and their (opaque, segment, intended time).
-    pub out: BytesMut,
+    pub out: FrameBuf,
     pub batch: Vec<(i32, usize, Instant)>,
 }
 
@@ -68,7 +68,7 @@ impl Conn {
             last_attempt: None,
             opaque: 0,
             recorder,
-            out: BytesMut::new(),
+            out: FrameBuf::new(),
             batch: Vec::new(),
         }
     }
@@ -114,13 +114,13 @@ impl Conn {
             return Err(io::Error::from(io::ErrorKind::NotConnected));
         };
         if self.inline.is_none() {
-            let r = s.write_all(&self.out);
+            let r = s.write_all(self.out.as_slice());
             self.out.clear();
             return r;
         }
         let before = self.out.len();
         while !self.out.is_empty() {
-            match send_dontwait(s, &self.out) {
+            match send_dontwait(s, self.out.as_slice()) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
                 Ok(n) => self.out.advance(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -131,7 +131,6 @@ impl Conn {
         // The stall clock runs from the last write that made progress.
         if self.out.is_empty() {
             self.stalled_since = None;
-            rewind(&mut self.out);
         } else if self.out.len() < before || self.stalled_since.is_none() {
             self.stalled_since = Some(Instant::now());
         }
@@ -163,17 +162,6 @@ impl Conn {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
-}
-
-/// Moves an emptied `buf` back to the start of its allocation. Written bytes are only skipped
-/// over (`advance`), so the next refill would be appended after them, and once the allocation's
-/// end was reached `BytesMut` would move that refill back to the start: a window's worth
-/// (230 KB at the floor) copied every other refill, 9% of the closed loop's instructions. Asking
-/// for one byte more than `buf` has room for is what makes `try_reclaim` rewind; with nothing
-/// left to keep it copies nothing, and it never allocates.
-fn rewind(buf: &mut BytesMut) {
-    debug_assert!(buf.is_empty());
-    let _ = buf.try_reclaim(buf.capacity() + 1);
 }
 
 /// `send(2)` with `MSG_DONTWAIT`: the socket stays blocking for everything else.
@@ -358,20 +346,6 @@ mod tests {
     use crate::profile::RetryPolicy;
     use crate::runner::common::InFlight;
     use crate::runner::retry::NotStoreOk;
-
-    #[test]
-    fn an_emptied_buffer_is_rewound_to_its_start_without_a_copy() {
-        let mut buf = BytesMut::with_capacity(64);
-        let start = buf.as_ptr();
-        buf.extend_from_slice(&[7; 40]);
-        buf.advance(40);
-        assert_eq!(buf.capacity(), 24);
-        rewind(&mut buf);
-        assert_eq!((buf.capacity(), buf.as_ptr()), (64, start));
-        // Already at its start: nothing changes, nothing is allocated.
-        rewind(&mut buf);
-        assert_eq!((buf.capacity(), buf.as_ptr()), (64, start));
-    }
 
     fn common(oneway: bool) -> Arc<Common> {
         let (retry_tx, _) = sync_channel(16);

@@ -26,6 +26,7 @@ mod retry;
 mod run;
 mod sampler;
 pub mod shard;
+pub mod sink;
 mod store_disk;
 mod validity;
 mod wait;
