@@ -16,7 +16,8 @@ use remoting::FrameBuf;
 
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::common::{us, Common, EndTime, Reading};
-use crate::runner::reader::{self, Handoffs, InFlightMap, Leftover, Reader, ReaderCtx, Shared};
+use crate::runner::inflight::InFlightTable;
+use crate::runner::reader::{self, Handoffs, Leftover, Reader, ReaderCtx, Shared};
 
 /// Minimum time between reconnect attempts of one connection.
 pub const RECONNECT_EVERY: Duration = Duration::from_millis(100);
@@ -290,8 +291,9 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     if handed.is_some() || !unwritten.is_empty() || (common.oneway && !batch.is_empty()) {
         let end = EndTime::new(Instant::now());
         let mut rec = c.recorder.lock();
-        if let Some((rx, map)) = handed {
-            for (_, e) in map.into_iter().chain(rx.try_iter().flatten()) {
+        if let Some((rx, mut map)) = handed {
+            let handed_over = rx.try_iter().flatten().map(|(_, e)| e);
+            for e in map.take_all().into_iter().chain(handed_over) {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
                 common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
             }
@@ -321,7 +323,7 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
         common: common.clone(),
         rx,
         spare: spare_tx,
-        map: InFlightMap::default(),
+        map: InFlightTable::default(),
     };
     match common.reading() {
         Reading::Thread => c.reader = Some(reader::spawn(read_half, ctx, index)?),

@@ -12,6 +12,7 @@ mod conn;
 mod consumer_hook;
 mod context;
 mod hex;
+mod inflight;
 mod inline;
 mod job;
 pub mod knee;

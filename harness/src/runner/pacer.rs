@@ -449,9 +449,10 @@ impl Pacer {
             // flush, but every send must still end once).
             let unsent = std::mem::take(&mut c.pending).into_iter().map(|(_, e)| e);
             end_as_timeouts(&self.common, &self.rec, unsent, None, now);
-            if let Some((rx, map)) = c.take_leftover() {
+            if let Some((rx, mut map)) = c.take_leftover() {
                 let held = map
-                    .into_values()
+                    .take_all()
+                    .into_iter()
                     .chain(rx.try_iter().flatten().map(|(_, e)| e));
                 end_as_timeouts(&self.common, &c.recorder, held, Some(&c.shared), now);
             }

@@ -8,8 +8,6 @@
 //! minimal sender does, and saves the wake-up and the two context switches that handing the
 //! answers to another thread on the same core cost every round trip.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
@@ -25,6 +23,7 @@ use remoting::{PeekCache, RemotingCommand, ResponseCode, FLAG_RESPONSE, MAX_FRAM
 
 use crate::recorder::{classify, Outcome, Recorder};
 use crate::runner::common::{Common, EndTime, InFlight};
+use crate::runner::inflight::InFlightTable;
 
 /// How often readers look for timed-out sends.
 pub const SWEEP: Duration = Duration::from_millis(5);
@@ -47,33 +46,8 @@ pub type Handoff = (i32, InFlight);
 /// The in-flight entries of one `write`, handed to the reader before the bytes go out.
 pub type Handoffs = Vec<Handoff>;
 
-/// In-flight attempts by opaque. Opaques are consecutive integers the pacer assigns, so SipHash's
-/// protection against chosen keys buys nothing; a multiplicative hash spreads them over every
-/// bit the table looks at, at a few instructions per insert and remove.
-pub type InFlightMap = HashMap<i32, InFlight, BuildHasherDefault<OpaqueHasher>>;
-
-/// Fibonacci hashing of an opaque (see [`InFlightMap`]).
-#[derive(Default)]
-pub struct OpaqueHasher(u64);
-
-impl Hasher for OpaqueHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_i32(&mut self, v: i32) {
-        self.0 = u64::from(v as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// What a reader leaves behind: entries nobody answered yet.
-pub type Leftover = (Receiver<Handoffs>, InFlightMap);
+pub type Leftover = (Receiver<Handoffs>, InFlightTable);
 
 /// How one read waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +77,7 @@ pub struct ReaderCtx {
     pub rx: Receiver<Handoffs>,
     /// Gives the emptied vectors back to the pacer.
     pub spare: Sender<Handoffs>,
-    pub map: InFlightMap,
+    pub map: InFlightTable,
 }
 
 impl ReaderCtx {
@@ -321,7 +295,7 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
         for a in answers.drain(..) {
             let remark = a.remark.as_deref();
             let outcome = classify(a.code, remark);
-            match ctx.map.remove(&a.opaque) {
+            match ctx.map.remove(a.opaque) {
                 Some(e) => {
                     matched += 1;
                     rec.attempt_answer(e.segment, outcome, remark);
@@ -351,16 +325,10 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
 fn sweep(ctx: &mut ReaderCtx, now: Instant) {
     ctx.take_handoffs();
     let budget = ctx.common.send_timeout;
-    let keys: Vec<i32> = ctx
-        .map
-        .iter()
-        .filter(|(_, e)| now >= e.first_written + budget)
-        .map(|(k, _)| *k)
-        .collect();
-    if keys.is_empty() {
+    let expired = ctx.map.take_where(|e| now >= e.first_written + budget);
+    if expired.is_empty() {
         return;
     }
-    let expired = keys.iter().filter_map(|k| ctx.map.remove(k)).collect();
     end_unanswered(ctx, expired, Outcome::Timeout, now);
 }
 
@@ -370,7 +338,7 @@ fn fail(ctx: &mut ReaderCtx) {
         return;
     }
     ctx.take_handoffs();
-    let lost: Vec<InFlight> = ctx.map.drain().map(|(_, e)| e).collect();
+    let lost = ctx.map.take_all();
     end_unanswered(ctx, lost, Outcome::ConnectionError, Instant::now());
 }
 
