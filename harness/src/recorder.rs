@@ -327,9 +327,10 @@ impl Recorder {
 
     /// A response to one attempt (final or about to be retried), `outcome` its
     /// [`classify`]: per-attempt accounting.
+    #[inline]
     pub fn attempt_answer(&mut self, seg: usize, outcome: Outcome, remark: Option<&str>) {
-        let s = self.seg(seg);
         if let Outcome::Busy(c) = outcome {
+            let s = self.seg(seg);
             s.attempt_busy[c.index()] += 1;
             if let Some((period, size)) = remark.and_then(parse_queue_stats) {
                 record(&mut s.period_in_queue, period);
@@ -340,6 +341,7 @@ impl Recorder {
 
     /// The final outcome of a send. `latency_us` is from the intended time, `service_us` from
     /// the last write (absent when nothing was written).
+    #[inline]
     pub fn outcome(
         &mut self,
         seg: usize,
@@ -379,6 +381,7 @@ impl Recorder {
     }
 
     /// The answer to a send's first attempt (whatever happens to it later).
+    #[inline]
     pub fn first_attempt(&mut self, seg: usize, outcome: Outcome) {
         let s = self.seg(seg);
         match outcome {

@@ -147,6 +147,7 @@ impl Outcome {
 
 /// Classifies a response. Code 2 is busy whatever the remark; code 1 is busy only for
 /// `[PC_SYNCHRONIZED]` (the page-cache-busy answer before 5.3.0, §7.3).
+#[inline]
 pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
     const SUCCESS: i32 = ResponseCode::SUCCESS as i32;
     const SYSTEM_ERROR: i32 = ResponseCode::SYSTEM_ERROR as i32;
