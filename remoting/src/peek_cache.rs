@@ -63,18 +63,8 @@ impl PeekCache {
         // in a header the sorted peek read, so the value between is the opaque exactly when it
         // is 1 to 10 digits, after a minus or not, and fits an i32 (as `int_after` reads it).
         let end = h.len() - self.suffix.len();
-        let mut start = end;
-        let (mut value, mut scale) = (0i64, 1i64);
-        while start > 0 && end - start < 10 {
-            let d = h[start - 1].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            value += i64::from(d) * scale;
-            scale *= 10;
-            start -= 1;
-        }
-        let digits = end - start;
+        let (digits, mut value) = digits_before(h, end);
+        let mut start = end - digits;
         if start > 0 && h[start - 1] == b'-' {
             start -= 1;
             value = -value;
@@ -120,6 +110,67 @@ impl PeekCache {
         self.flag = flag;
         self.known = true;
     }
+}
+
+/// The decimal digits that end at `end` in `h`, at most 10 of them: how many, and their value.
+/// Eight bytes at a time: a digit at a time, with a running power of ten, was about 75
+/// instructions an answer, a third of the peek.
+#[inline]
+fn digits_before(h: &[u8], end: usize) -> (usize, i64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    if end < 8 {
+        return digits_bytewise(h, end, 0, 0, 1);
+    }
+    let word: [u8; 8] = h[end - 8..end].try_into().expect("8 bytes");
+    // Each byte's digit value in the low nibble when it is a digit: '0'..='9' are 0x30..=0x39.
+    let t = u64::from_le_bytes(word) ^ (0x30 * ONES);
+    // A byte is no digit when its high nibble is set or its low nibble is 10 or more; the low
+    // nibbles are masked first so that the addition carries into no other byte.
+    let not_digit = (t & (0xF0 * ONES)) | (((t & (0x0F * ONES)) + 6 * ONES) & (0x10 * ONES));
+    // The last bytes in memory are the word's highest: the digits that end at `end`.
+    let k = (not_digit.leading_zeros() / 8) as usize;
+    match k {
+        0 => (0, 0),
+        1..=7 => {
+            // The bytes before the digits read as leading zeros.
+            let drop = 64 - 8 * k as u32;
+            (k, eight_digits(t >> drop << drop))
+        }
+        _ => digits_bytewise(h, end - 8, 8, eight_digits(t), 100_000_000),
+    }
+}
+
+/// The value of eight digit values (0 to 9) in the bytes of `t`, the first digit in the lowest
+/// byte (as eight bytes of memory load little-endian).
+fn eight_digits(t: u64) -> i64 {
+    let pairs = t * 10 + (t >> 8);
+    let fours = (((pairs & 0x0000_00FF_0000_00FF) * (100 + (1_000_000 << 32)))
+        + (((pairs >> 16) & 0x0000_00FF_0000_00FF) * (1 + (10_000 << 32))))
+        >> 32;
+    fours as i64
+}
+
+/// [`digits_before`] a byte at a time from `end`, with `count` digits of `value` already read
+/// after it and `scale` the next digit's place.
+fn digits_bytewise(
+    h: &[u8],
+    end: usize,
+    mut count: usize,
+    mut value: i64,
+    mut scale: i64,
+) -> (usize, i64) {
+    let mut at = end;
+    while at > 0 && count < 10 {
+        let d = h[at - 1].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        value += i64::from(d) * scale;
+        scale *= 10;
+        count += 1;
+        at -= 1;
+    }
+    (count, value)
 }
 
 /// `code`'s value in a header that starts with [`CODE`]: one digit and a comma, as in every
@@ -225,5 +276,33 @@ mod tests {
             assert_eq!(c.peek_frame(&f), peek_frame(&f), "{header}");
         }
         assert_eq!(c.peek_frame(&[0, 0]), None);
+    }
+
+    proptest::proptest! {
+        /// Bytes of any kind before any end: the word-at-a-time count and value are the
+        /// byte-at-a-time ones.
+        #[test]
+        fn digits_before_reads_as_a_digit_at_a_time(
+            h in proptest::collection::vec(
+                proptest::prop_oneof![
+                    6 => proptest::sample::select(b"0123456789".to_vec()),
+                    1 => proptest::sample::select(b"/:-,\"\x00\x7f\x80\xb0\xc9\xfa\xff".to_vec()),
+                    1 => proptest::num::u8::ANY,
+                ],
+                0..24,
+            ),
+            cut in proptest::num::usize::ANY,
+        ) {
+            let end = if h.is_empty() { 0 } else { cut % (h.len() + 1) };
+            proptest::prop_assert_eq!(digits_before(&h, end), digits_bytewise(&h, end, 0, 0, 1));
+        }
+    }
+
+    #[test]
+    fn eight_digits_reads_every_place() {
+        for s in ["00000000", "12345678", "99999999", "00000001", "10000000", "90807060"] {
+            let t = u64::from_le_bytes(s.as_bytes().try_into().unwrap()) ^ 0x3030_3030_3030_3030;
+            assert_eq!(eight_digits(t), s.parse::<i64>().unwrap(), "{s}");
+        }
     }
 }
