@@ -300,7 +300,9 @@ mod tests {
 
     #[test]
     fn eight_digits_reads_every_place() {
-        for s in ["00000000", "12345678", "99999999", "00000001", "10000000", "90807060"] {
+        for s in [
+            "00000000", "12345678", "99999999", "00000001", "10000000", "90807060",
+        ] {
             let t = u64::from_le_bytes(s.as_bytes().try_into().unwrap()) ^ 0x3030_3030_3030_3030;
             assert_eq!(eight_digits(t), s.parse::<i64>().unwrap(), "{s}");
         }
