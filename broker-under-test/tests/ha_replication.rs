@@ -17,6 +17,13 @@ use remoting::{headers::CreateTopicRequestHeader, RemotingCommand, RequestCode};
 
 /// Generous: a 2-core machine shared with other builds.
 const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The test that kills its master leaves its slave reconnecting to the dead master's HA port
+/// until the test ends. A master of another test that is given that port (ephemeral ports are
+/// reused) would take the stray slave in, and the stray, ahead of it, would acknowledge its
+/// sends: a paused-slave test once saw code 0 where 12 was due. That test holds this lock alone;
+/// every other test that starts a master holds it shared.
+static MASTERS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 const TOPIC: &str = "HaTopic";
 const QUEUES: i32 = 4;
 
@@ -142,6 +149,7 @@ fn commit_log_bytes(store: &Path, len: i64) -> Vec<u8> {
 /// from its own end, not from 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_sends_are_replicated_byte_for_byte_and_a_restart_resumes() {
+    let _masters = MASTERS.read().await;
     let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let master = start(mdir.path(), &[]).await;
     let ha = master.ha_addr.to_string();
@@ -226,6 +234,7 @@ async fn ten_thousand_sends_are_replicated_byte_for_byte_and_a_restart_resumes()
 /// default inSyncReplicas=1 does not wait at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_master_without_a_slave_answers_per_profile() {
+    let _masters = MASTERS.read().await;
     for (profile, extra, want) in [
         ("4.3", None, 11),
         ("4.9", None, 11),
@@ -273,6 +282,7 @@ async fn a_sync_master_without_a_slave_answers_per_profile() {
 /// answers FLUSH_SLAVE_TIMEOUT (12) once the wait is over; acknowledged sends answer 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_slave_makes_a_sync_master_answer_12_after_the_wait() {
+    let _masters = MASTERS.read().await;
     let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let master = start(
         mdir.path(),
@@ -304,10 +314,18 @@ async fn a_paused_slave_makes_a_sync_master_answer_12_after_the_wait() {
     let r = c.call(send_v2(2, TOPIC, 0, b"not acked")).await;
     let took = begin.elapsed();
     slave.signal(libc::SIGCONT);
+    let m = c.runtime_info().await;
+    // Any other slave (one left reconnecting by a test elsewhere, given this master's port)
+    // would acknowledge in the paused one's place.
+    assert_eq!(
+        num(&m, "haSlaveConnections"),
+        1,
+        "a second slave connected to this master's HA port; the send answered {}",
+        r.code
+    );
     assert_eq!(r.code, 12, "FLUSH_SLAVE_TIMEOUT");
     assert_eq!(r.remark, None);
     assert!(took >= Duration::from_millis(3000), "waited {took:?}");
-    let m = c.runtime_info().await;
     assert_eq!(num(&m, "haFlushSlaveTimeoutTimes"), 1);
     assert!(num(&m, "haWaitSlaveMaxMicros") >= 3_000_000);
     drop(slave);
@@ -318,6 +336,7 @@ async fn a_paused_slave_makes_a_sync_master_answer_12_after_the_wait() {
 /// pulls from the slave (raw PULL_MESSAGE) and reads exactly the acknowledged messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_master_is_killed_the_slave_serves_every_acknowledged_message() {
+    let _alone = MASTERS.write().await;
     let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let master = SlaveProcess::spawn_master(
         mdir.path(),
@@ -438,6 +457,7 @@ impl Drop for SlaveProcess {
 /// SYNC_MASTER's puts all waited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_master_cost_printed() {
+    let _masters = MASTERS.read().await;
     for role in ["ASYNC_MASTER", "SYNC_MASTER"] {
         let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let master = start(
