@@ -143,9 +143,11 @@ fn digits_before(h: &[u8], end: usize) -> (usize, i64) {
 /// The value of eight digit values (0 to 9) in the bytes of `t`, the first digit in the lowest
 /// byte (as eight bytes of memory load little-endian).
 fn eight_digits(t: u64) -> i64 {
-    let pairs = t * 10 + (t >> 8);
-    let fours = (((pairs & 0x0000_00FF_0000_00FF) * (100 + (1_000_000 << 32)))
-        + (((pairs >> 16) & 0x0000_00FF_0000_00FF) * (1 + (10_000 << 32))))
+    // The products carry past the top byte on purpose: wrapping, and the masks keep what counts.
+    let pairs = t.wrapping_mul(10).wrapping_add(t >> 8);
+    let fours = ((pairs & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((pairs >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
         >> 32;
     fours as i64
 }
