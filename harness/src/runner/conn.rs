@@ -74,6 +74,22 @@ impl Conn {
         }
     }
 
+    /// No socket, or its reader saw the socket fail.
+    #[inline]
+    pub fn is_broken(&self) -> bool {
+        self.stream.is_none() || self.shared.broken.load(Ordering::Acquire)
+    }
+
+    /// Room for one more send. Sends encoded but not yet handed over count against the window
+    /// too. A closed-loop socket that did not take the last write gets no more until it does:
+    /// its bytes wait in memory, one window's worth at most.
+    #[inline]
+    pub fn has_room(&self, oneway: bool, max_in_flight: usize) -> bool {
+        self.stalled_since.is_none()
+            && (oneway
+                || self.shared.len.load(Ordering::Acquire) + self.pending.len() < max_in_flight)
+    }
+
     /// Sends the pending entries to the reader, which must know them before their answers can
     /// arrive, and counts them in flight. `Err` gives them back when the reader is gone.
     pub fn hand_over(&mut self) -> Result<(), Handoffs> {

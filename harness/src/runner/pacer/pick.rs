@@ -2,7 +2,6 @@
 //! key's one connection with `ordering`, and the router's broker in a cluster.
 
 use std::net::Shutdown;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Pacer, Pick};
@@ -76,12 +75,8 @@ impl Pacer {
             0
         };
         let c = self.conns.get(i)?;
-        let ready = c.stream.is_some()
-            && !c.shared.broken.load(Ordering::Acquire)
-            && c.stalled_since.is_none()
-            && (self.common.oneway
-                || c.shared.len.load(Ordering::Acquire) + c.pending.len()
-                    < self.cfg.workload.max_in_flight as usize);
+        let ready = !c.is_broken()
+            && c.has_room(self.common.oneway, self.cfg.workload.max_in_flight as usize);
         ready.then(|| {
             self.rr = i + 1;
             i
@@ -101,9 +96,7 @@ impl Pacer {
             if only.is_some_and(|o| o != i) {
                 continue;
             }
-            let broken = self.conns[i].stream.is_none()
-                || self.conns[i].shared.broken.load(Ordering::Acquire);
-            if broken {
+            if self.conns[i].is_broken() {
                 let due = self.conns[i]
                     .last_attempt
                     .is_none_or(|t| t.elapsed() >= RECONNECT_EVERY);
@@ -118,13 +111,7 @@ impl Pacer {
                 }
             }
             any_up = true;
-            // Sends encoded but not yet handed over count against the window too. A closed-loop
-            // socket that did not take the last write gets no more until it does: its bytes
-            // wait in memory, one window's worth at most.
-            let in_flight =
-                self.conns[i].shared.len.load(Ordering::Acquire) + self.conns[i].pending.len();
-            let backed_up = self.conns[i].stalled_since.is_some();
-            if !backed_up && (self.common.oneway || in_flight < max) {
+            if self.conns[i].has_room(self.common.oneway, max) {
                 self.rr = i + 1;
                 return Pick::Conn(i);
             }
