@@ -27,6 +27,13 @@ fn run(dir: &Path, text: &str) -> (Vec<SummaryRow>, PathBuf) {
 
 const RATE: u64 = 1000;
 
+/// The pause test judges timing (a 200 ms queue wait) and must not share the machine with the
+/// three kill configurations of this binary: in a CI run beside another test binary, all four
+/// at once starved its broker before the pause (p50 724 ms in second 1, broker CPU 6%). It
+/// takes this lock exclusively, the kill tests shared. Poison is ignored: a failed test has
+/// already said why.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// One job with five or six kills: the first at a seeded point in [0.3 s, 0.9 s) of the measured
 /// window, then every [1.0 s, 1.2 s), each followed by a restart on the same store.
 fn kill_profile(name: &str, broker: &str, seed: u64) -> (String, f64, f64) {
@@ -117,6 +124,7 @@ fn kill_config(label: &str, broker: &str, seed: u64) -> (SummaryRow, u32) {
 
 #[test]
 fn kill_restart_rules_for_async_sync_and_the_pool() {
+    let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
     let configs = [
         ("async", "flushDiskType = \"ASYNC_FLUSH\"", 1301u64),
         ("sync", "flushDiskType = \"SYNC_FLUSH\"", 1302),
@@ -158,7 +166,7 @@ fn kill_restart_rules_for_async_sync_and_the_pool() {
 
 #[test]
 fn a_pause_ends_in_fast_failure_answers_after_sigcont() {
-    let tmp = tempfile::tempdir().unwrap();
+    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
     // One send thread at ≥ 200 µs a put (20% busy at 1000/s): the 1,500 sends released at
     // SIGCONT take ≥ 300 ms to drain, more than `waitTimeMillsInSendQueue` (200 ms), so the
     // queue's tail is failed fast.
@@ -178,7 +186,21 @@ injectAppendDelayMicros = 200
 [fault]
 pause = "1s for 1500ms"
 "#;
-    let (rows, out) = run(tmp.path(), text);
+    // The test's premise is a broker that keeps up until the pause. A machine that starves it
+    // in second 1 already (busy answers before any pause) gets one more try; the second try
+    // is judged whatever it shows, so a broker that is always behind still fails.
+    let mut attempt = 1;
+    let (tmp, rows, out) = loop {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rows, out) = run(tmp.path(), text);
+        let first = busy_in_second(&out, 1);
+        if first == 0 || attempt == 2 {
+            break (tmp, rows, out);
+        }
+        eprintln!("attempt {attempt}: {first} busy answers in second 1, before the pause: again");
+        attempt += 1;
+    };
+    let _keep = tmp;
     let row = &rows[0];
     let busy_tcq = row.seg.counts.busy[harness::recorder::BusyClass::TimeoutCleanQueue.index()];
     assert!(
@@ -232,6 +254,20 @@ pause = "1s for 1500ms"
         events[1].1 == "resume" && (3..=4).contains(&events[1].0),
         "{events:?}"
     );
+}
+
+/// The `busy` column of one second of the job's timeseries.
+fn busy_in_second(out: &Path, second: u64) -> u64 {
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let mut lines = series.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (s, busy) = (col("second"), col("busy"));
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[s].parse::<u64>().unwrap() == second)
+        .map(|c| c[busy].parse::<u64>().unwrap())
+        .sum()
 }
 
 #[test]
