@@ -447,15 +447,7 @@ mod tests {
             let now = Instant::now();
             for opaque in [1, 2] {
                 if !oneway {
-                    let e = InFlight {
-                        seq: opaque as u64,
-                        intended: now,
-                        written: now,
-                        first_written: now,
-                        segment: 0,
-                        attempt: 1,
-                        broker: None,
-                    };
+                    let e = InFlight::new(opaque as u64, now, now, None, 0, 1, None);
                     c.pending.push((opaque, e));
                 }
                 c.batch.push((opaque, 0, now));
