@@ -222,7 +222,7 @@ impl Common {
     pub fn finish(
         &self,
         rec: &mut Recorder,
-        e: InFlight,
+        e: &InFlight,
         outcome: Outcome,
         code: Option<i32>,
         end: &EndTime,

@@ -220,7 +220,7 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
             let end = EndTime::new(Instant::now());
             let mut rec = rec_of_pacer.lock();
             for (_, e) in lost {
-                common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
+                common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
             }
             drop(rec);
             conn.out.clear();
@@ -311,11 +311,11 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
             let handed_over = rx.try_iter().flatten().map(|(_, e)| e);
             for e in map.take_all().into_iter().chain(handed_over) {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
-                common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
+                common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
             }
         }
         for (_, e) in unwritten {
-            common.finish(&mut rec, e, Outcome::ConnectionError, None, &end, false);
+            common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
         }
         if common.oneway {
             for (_, segment, _) in batch {

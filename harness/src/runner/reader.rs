@@ -300,24 +300,25 @@ fn handle_answers(ctx: &mut ReaderCtx, answers: &mut Vec<Answer>) {
     ctx.take_handoffs();
     let mut rec = ctx.recorder.lock();
     // The answers to one refill that one read brings share their latency: recorded as runs.
+    let common = &ctx.common;
     let matched = rec.runs(|rec| {
         let mut matched = 0;
         for a in answers.drain(..) {
             let remark = a.remark.as_deref();
             let outcome = classify(a.code, remark);
-            match ctx.map.remove(a.opaque) {
-                Some(e) => {
-                    matched += 1;
-                    rec.attempt_answer(e.segment(), outcome, remark);
-                    if let Some(b) = e.broker() {
-                        rec.broker_answer(e.segment(), b, outcome, now);
-                    }
-                    ctx.common.finish(rec, e, outcome, Some(a.code), &end, true);
+            let found = ctx.map.take_with(a.opaque, |e| {
+                rec.attempt_answer(e.segment(), outcome, remark);
+                if let Some(b) = e.broker() {
+                    rec.broker_answer(e.segment(), b, outcome, now);
                 }
+                common.finish(rec, e, outcome, Some(a.code), &end, true);
+            });
+            match found {
+                Some(()) => matched += 1,
                 None => {
-                    let seg = ctx.common.current_segment.load(Ordering::Relaxed);
+                    let seg = common.current_segment.load(Ordering::Relaxed);
                     rec.late_answer(seg, a.code, remark);
-                    if ctx.common.oneway {
+                    if common.oneway {
                         rec.reclassify_oneway(seg, outcome);
                     }
                 }
@@ -364,7 +365,7 @@ fn end_unanswered(ctx: &ReaderCtx, sends: Vec<InFlight>, outcome: Outcome, now: 
     let mut rec = ctx.recorder.lock();
     for e in sends {
         ctx.shared.len.fetch_sub(1, Ordering::AcqRel);
-        ctx.common.finish(&mut rec, e, outcome, None, &end, false);
+        ctx.common.finish(&mut rec, &e, outcome, None, &end, false);
     }
     drop(rec);
     ctx.common.wake();
