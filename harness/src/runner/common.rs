@@ -48,6 +48,7 @@ pub struct InFlight {
 const NO_BROKER: u32 = u32::MAX;
 
 impl InFlight {
+    #[inline(always)]
     pub fn new(
         seq: u64,
         intended: Instant,

@@ -389,20 +389,13 @@ impl Pacer {
         self.builder
             .encode_into_queue(seq, queue, opaque, now, &mut conn.out);
         if !self.common.oneway {
-            let e = InFlight::new(
-                seq,
-                intended,
-                now,
-                first_written,
-                segment,
-                number,
-                conn.broker,
-            );
+            let broker = conn.broker;
+            let make = || InFlight::new(seq, intended, now, first_written, segment, number, broker);
             match conn.inline.as_mut() {
-                // The pacer reads this connection itself: the entry goes into its table now.
-                Some(r) => r.adopt(opaque, e),
+                // The pacer reads this connection itself: the entry is built in its table now.
+                Some(r) => r.adopt(opaque, make),
                 // Handed to the reader thread in `flush_conns`, before the bytes are written.
-                None => conn.pending.push((opaque, e)),
+                None => conn.pending.push((opaque, make())),
             }
         }
         conn.batch.push((opaque, segment, intended));
