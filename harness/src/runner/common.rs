@@ -220,6 +220,10 @@ impl Common {
     /// Retries `e` if the policy and budget allow; otherwise ends the send. The caller holds
     /// the recorder for a whole batch of answers and calls [`Common::wake`] once after it:
     /// waking the pacer per answer would cost a futex call per response.
+    /// Inlined: called once per answer, it took seven arguments, the last on the stack, and
+    /// read the entry through a pointer (callgrind on `floor.toml` 1,158 → 1,123 instructions a
+    /// send).
+    #[inline(always)]
     pub fn finish(
         &self,
         rec: &mut Recorder,
