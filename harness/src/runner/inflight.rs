@@ -27,7 +27,7 @@ struct Slot(Option<InFlight>);
 /// In-flight attempts by opaque (see the module).
 #[derive(Default)]
 pub struct InFlightTable {
-    /// `(opaque, attempt)` at `opaque & (SLOTS - 1)`; allocated at the first insert.
+    /// The attempt written under opaque `o` at `o & (SLOTS - 1)`; allocated at the first insert.
     slots: Vec<Slot>,
     /// What found its slot taken.
     others: HashMap<i32, InFlight, BuildHasherDefault<OpaqueHasher>>,

@@ -173,8 +173,8 @@ impl Reader {
 
     /// Takes a send about to be written into the in-flight table, for a pacer that reads this
     /// connection itself: the table is on its own thread, so nothing is handed over (a channel
-    /// send, a spare vector's return and each 96-byte entry copied twice on the way were 6% of
-    /// the closed loop's time at the floor).
+    /// send, a spare vector's return and each entry copied twice on the way were 6% of the
+    /// closed loop's time at the floor).
     #[inline(always)]
     pub fn adopt(&mut self, opaque: i32, make: impl FnOnce() -> InFlight) {
         self.ctx.map.insert_with(opaque, make);
