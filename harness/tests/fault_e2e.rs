@@ -216,21 +216,14 @@ pause = "1s for 1500ms"
     assert_eq!(row.fault.recovery_ms, None, "no kill, no recovery time");
     // Per second of the job (second N covers (N-1 s, N s]): SIGSTOP at 1.5 s, SIGCONT at
     // 3.0 s. No busy answer in the first two seconds; the burst in second 4 or later.
-    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
-    let mut lines = series.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (second, busy, event) = (col("second"), col("busy"), col("event"));
+    let (series, rows) = busy_by_second(&out);
     let mut before = 0u64;
     let mut after = 0u64;
     let mut events = Vec::new();
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        let s: u64 = cells[second].parse().unwrap();
-        if !cells[event].is_empty() {
-            events.push((s, cells[event].to_owned()));
+    for (s, b, event) in rows {
+        if !event.is_empty() {
+            events.push((s, event));
         }
-        let b: u64 = cells[busy].parse().unwrap();
         if s <= 2 {
             before += b;
         } else if s >= 4 {
@@ -258,16 +251,28 @@ pause = "1s for 1500ms"
 
 /// The `busy` column of one second of the job's timeseries.
 fn busy_in_second(out: &Path, second: u64) -> u64 {
+    let (_, rows) = busy_by_second(out);
+    rows.iter().filter(|r| r.0 == second).map(|r| r.1).sum()
+}
+
+/// The job's timeseries.csv as read, and its (second, busy, event) rows.
+fn busy_by_second(out: &Path) -> (String, Vec<(u64, u64, String)>) {
     let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
     let mut lines = series.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (s, busy) = (col("second"), col("busy"));
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|c| c[s].parse::<u64>().unwrap() == second)
-        .map(|c| c[busy].parse::<u64>().unwrap())
-        .sum()
+    let (second, busy, event) = (col("second"), col("busy"), col("event"));
+    let rows = lines
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            (
+                cells[second].parse().unwrap(),
+                cells[busy].parse().unwrap(),
+                cells[event].to_owned(),
+            )
+        })
+        .collect();
+    (series, rows)
 }
 
 #[test]
