@@ -178,7 +178,11 @@ impl Reader {
     #[inline(always)]
     pub fn adopt(&mut self, opaque: i32, make: impl FnOnce() -> InFlight) {
         self.ctx.map.insert_with(opaque, make);
-        self.ctx.shared.len.fetch_add(1, Ordering::AcqRel);
+        // Only the pacer's thread changes this count when it reads the connection itself (its
+        // reads, sweeps, reconnects and close all run there), so a load and a store count the
+        // send without the locked add per send that handing over had paid once per write.
+        let len = &self.ctx.shared.len;
+        len.store(len.load(Ordering::Acquire) + 1, Ordering::Release);
     }
 
     /// Times out sends past their budget, at most once a [`SWEEP`].
