@@ -6,7 +6,6 @@ use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use remoting::FrameBuf;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::common::{us, Common, EndTime, Reading};
 use crate::runner::inflight::InFlightTable;
-use crate::runner::reader::{self, Handoffs, Leftover, Reader, ReaderCtx, Shared};
+use crate::runner::reader::{self, Handoffs, HandoverTx, Leftover, Reader, ReaderCtx, Shared};
 
 /// Minimum time between reconnect attempts of one connection.
 pub const RECONNECT_EVERY: Duration = Duration::from_millis(100);
@@ -29,11 +28,10 @@ pub struct Conn {
     pub broker: Option<usize>,
     pub shared: Arc<Shared>,
     pub stream: Option<TcpStream>,
-    /// Hands in-flight entries to this connection's reader, a write's worth at a time.
-    pub tx: Option<Sender<Handoffs>>,
-    /// Emptied hand-off vectors coming back from the reader, so that handing over allocates
-    /// nothing once a few are in circulation.
-    pub spare: Option<Receiver<Handoffs>>,
+    /// Hands in-flight entries to this connection's reader thread, a write's worth at a time,
+    /// and takes emptied vectors back, so that handing over allocates nothing once a few are in
+    /// circulation. `None` with an inline reader (entries are adopted) or no reader.
+    pub handover: Option<HandoverTx>,
     /// The entries of the sends in `out`, handed over by [`Conn::hand_over`].
     pub pending: Handoffs,
     /// The reader thread (open loop).
@@ -60,8 +58,7 @@ impl Conn {
             broker,
             shared: Arc::new(Shared::default()),
             stream: None,
-            tx: None,
-            spare: None,
+            handover: None,
             pending: Vec::new(),
             reader: None,
             inline: None,
@@ -96,18 +93,14 @@ impl Conn {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let fresh = self
-            .spare
-            .as_ref()
-            .and_then(|r| r.try_recv().ok())
-            .unwrap_or_default();
+        let Some(h) = self.handover.as_ref() else {
+            return Err(std::mem::take(&mut self.pending));
+        };
+        let fresh = h.spare.try_recv().unwrap_or_default();
         let entries = std::mem::replace(&mut self.pending, fresh);
         let n = entries.len();
         self.shared.len.fetch_add(n, Ordering::AcqRel);
-        let sent = match self.tx.as_ref() {
-            Some(tx) => tx.send(entries).map_err(|e| e.0),
-            None => Err(entries),
-        };
+        let sent = h.tx.send(entries).map_err(|e| e.0);
         if sent.is_err() {
             self.shared.len.fetch_sub(n, Ordering::AcqRel);
         }
@@ -298,8 +291,7 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     //   outcome, one was counted in `sent` and nowhere else (fault_e2e, a kill at 1,000
     //   sends/s: sent 6,000, outcomes 5,999). `flush_conns` ends unwritten sends the same way
     //   when the reader is gone.
-    c.tx = None;
-    c.spare = None;
+    c.handover = None;
     let handed = c.take_leftover();
     let unwritten = std::mem::take(&mut c.pending);
     let batch = std::mem::take(&mut c.batch);
@@ -307,9 +299,8 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     if handed.is_some() || !unwritten.is_empty() || (common.oneway && !batch.is_empty()) {
         let end = EndTime::new(Instant::now());
         let mut rec = c.recorder.lock();
-        if let Some((rx, mut map)) = handed {
-            let handed_over = rx.try_iter().flatten().map(|(_, e)| e);
-            for e in map.take_all().into_iter().chain(handed_over) {
+        if let Some(left) = handed {
+            for e in left.into_entries() {
                 c.shared.len.fetch_sub(1, Ordering::AcqRel);
                 common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
             }
@@ -331,25 +322,25 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
     let read_half = stream.try_clone()?;
     c.stalled_since = None;
     c.shared = Arc::new(Shared::default());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
-    let ctx = ReaderCtx {
+    let mut ctx = ReaderCtx {
         shared: c.shared.clone(),
         recorder: c.recorder.clone(),
         common: common.clone(),
-        rx,
-        spare: spare_tx,
+        handover: None,
         map: InFlightTable::default(),
     };
     match common.reading() {
-        Reading::Thread => c.reader = Some(reader::spawn(read_half, ctx, index)?),
+        Reading::Thread => {
+            let (tx, rx) = reader::handover();
+            ctx.handover = Some(rx);
+            c.reader = Some(reader::spawn(read_half, ctx, index)?);
+            c.handover = Some(tx);
+        }
         Reading::Inline => {
             read_half.set_read_timeout(Some(crate::runner::inline::READ_WAIT))?;
             c.inline = Some(Reader::new(read_half, ctx));
         }
     }
-    c.tx = Some(tx);
-    c.spare = Some(spare_rx);
     c.stream = Some(stream);
     Ok(())
 }
@@ -462,7 +453,7 @@ mod tests {
             assert_eq!(r.segments[0].counts.connection_errors, 2, "oneway {oneway}");
             assert!(c.pending.is_empty() && c.batch.is_empty() && c.out.is_empty());
             drop(r);
-            c.tx = None;
+            c.handover = None;
             if let Some(s) = c.stream.take() {
                 let _ = s.shutdown(Shutdown::Both);
             }

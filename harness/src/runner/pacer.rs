@@ -440,7 +440,7 @@ impl Pacer {
         self.common.closing.store(true, Ordering::Release);
         let now = Instant::now();
         for c in &mut self.conns {
-            c.tx = None;
+            c.handover = None;
             if let Some(s) = c.stream.take() {
                 let _ = s.shutdown(Shutdown::Both);
             }
@@ -448,11 +448,8 @@ impl Pacer {
             // flush, but every send must still end once).
             let unsent = std::mem::take(&mut c.pending).into_iter().map(|(_, e)| e);
             end_as_timeouts(&self.common, &self.rec, unsent, None, now);
-            if let Some((rx, mut map)) = c.take_leftover() {
-                let held = map
-                    .take_all()
-                    .into_iter()
-                    .chain(rx.try_iter().flatten().map(|(_, e)| e));
+            if let Some(left) = c.take_leftover() {
+                let held = left.into_entries().into_iter();
                 end_as_timeouts(&self.common, &c.recorder, held, Some(&c.shared), now);
             }
         }

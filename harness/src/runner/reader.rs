@@ -46,8 +46,55 @@ pub type Handoff = (i32, InFlight);
 /// The in-flight entries of one `write`, handed to the reader before the bytes go out.
 pub type Handoffs = Vec<Handoff>;
 
-/// What a reader leaves behind: entries nobody answered yet.
-pub type Leftover = (Receiver<Handoffs>, InFlightTable);
+/// The reader thread's end of the hand-over (open loop). An inline reader has none: the pacer
+/// puts entries straight into its table ([`Reader::adopt`]).
+pub struct HandoverRx {
+    rx: Receiver<Handoffs>,
+    /// Gives the emptied vectors back to the pacer.
+    spare: Sender<Handoffs>,
+}
+
+/// The pacer's end of the hand-over: entries go one way, emptied vectors come back.
+pub struct HandoverTx {
+    pub tx: Sender<Handoffs>,
+    pub spare: Receiver<Handoffs>,
+}
+
+/// A hand-over channel pair. Unbounded in type, bounded in use: every entry in the channel is
+/// counted in [`Shared::len`] before it is sent, and the pacer hands nothing over once that
+/// count reaches `max_in_flight`; no more vectors circulate than writes were ever in flight.
+pub fn handover() -> (HandoverTx, HandoverRx) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+    (
+        HandoverTx {
+            tx,
+            spare: spare_rx,
+        },
+        HandoverRx {
+            rx,
+            spare: spare_tx,
+        },
+    )
+}
+
+/// What a reader leaves behind: entries nobody answered yet, in its table and (a reader
+/// thread's) still in the hand-over channel.
+pub struct Leftover {
+    handed: Option<Receiver<Handoffs>>,
+    map: InFlightTable,
+}
+
+impl Leftover {
+    /// Every entry left, each once.
+    pub fn into_entries(mut self) -> Vec<InFlight> {
+        let mut all = self.map.take_all();
+        if let Some(rx) = self.handed {
+            all.extend(rx.try_iter().flatten().map(|(_, e)| e));
+        }
+        all
+    }
+}
 
 /// How one read waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,21 +120,21 @@ pub struct ReaderCtx {
     pub shared: Arc<Shared>,
     pub recorder: Arc<Mutex<Recorder>>,
     pub common: Arc<Common>,
-    /// Entries handed over by the pacer, moved into `map` before responses are matched.
-    pub rx: Receiver<Handoffs>,
-    /// Gives the emptied vectors back to the pacer.
-    pub spare: Sender<Handoffs>,
+    /// Entries handed over by the pacer, moved into `map` before responses are matched (a
+    /// reader thread's; `None` for an inline reader).
+    pub handover: Option<HandoverRx>,
     pub map: InFlightTable,
 }
 
 impl ReaderCtx {
     fn take_handoffs(&mut self) {
-        while let Ok(mut entries) = self.rx.try_recv() {
+        let Some(h) = &self.handover else { return };
+        while let Ok(mut entries) = h.rx.try_recv() {
             self.map.extend(entries.drain(..));
             // The pacer takes one back per write and makes a new one only when none came back,
             // so no more circulate than were ever in flight at once. Once the pacer is gone the
             // vector is simply dropped.
-            let _ = self.spare.send(entries);
+            let _ = h.spare.send(entries);
         }
     }
 }
@@ -195,7 +242,10 @@ impl Reader {
 
     /// The entries nobody answered, for whoever ends them.
     pub fn into_leftover(self) -> Leftover {
-        (self.ctx.rx, self.ctx.map)
+        Leftover {
+            handed: self.ctx.handover.map(|h| h.rx),
+            map: self.ctx.map,
+        }
     }
 
     fn fail(&mut self) -> ReadStep {
