@@ -39,8 +39,9 @@ pub struct InFlight {
     pub attempt: u32,
     /// The cluster broker it was written to (index of the router); [`NO_BROKER`] with one.
     broker: u32,
-    /// The opaque it was written under: set by the in-flight table, which holds it in the
-    /// entry's padding instead of a slot field of its own.
+    /// The opaque it was written under, in the entry's padding instead of a field of the
+    /// table's slot: set by the in-flight table, or by the pacer for an entry it hands to a
+    /// reader thread ([`InFlight::with_opaque`]).
     pub(crate) opaque: i32,
 }
 
@@ -77,6 +78,12 @@ impl InFlight {
             broker: broker.map_or(NO_BROKER, |b| b as u32),
             opaque: 0,
         }
+    }
+
+    /// This entry, written under `opaque`.
+    pub fn with_opaque(mut self, opaque: i32) -> InFlight {
+        self.opaque = opaque;
+        self
     }
 
     pub fn intended(&self) -> Instant {

@@ -212,7 +212,7 @@ pub fn flush_conns(conns: &mut [Conn], common: &Common, rec_of_pacer: &Mutex<Rec
             // The reader is gone: these sends cannot be answered, so they are not written.
             let end = EndTime::new(Instant::now());
             let mut rec = rec_of_pacer.lock();
-            for (_, e) in lost {
+            for e in lost {
                 common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
             }
             drop(rec);
@@ -305,7 +305,7 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
                 common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
             }
         }
-        for (_, e) in unwritten {
+        for e in unwritten {
             common.finish(&mut rec, &e, Outcome::ConnectionError, None, &end, false);
         }
         if common.oneway {
@@ -439,7 +439,7 @@ mod tests {
             for opaque in [1, 2] {
                 if !oneway {
                     let e = InFlight::new(opaque as u64, now, now, None, 0, 1, None);
-                    c.pending.push((opaque, e));
+                    c.pending.push(e.with_opaque(opaque));
                 }
                 c.batch.push((opaque, 0, now));
                 c.out.extend_from_slice(b"encoded");

@@ -88,9 +88,10 @@ impl InFlightTable {
         }
     }
 
-    pub fn extend(&mut self, entries: impl IntoIterator<Item = (i32, InFlight)>) {
-        for (opaque, e) in entries {
-            self.insert(opaque, e);
+    /// Adds entries that carry their opaque ([`InFlight::with_opaque`]).
+    pub fn extend(&mut self, entries: impl IntoIterator<Item = InFlight>) {
+        for e in entries {
+            self.insert(e.opaque, e);
         }
     }
 
@@ -260,5 +261,20 @@ mod tests {
         t.insert(9, attempt(5));
         assert_eq!(t.len(), 1);
         assert_eq!(t.take_with(9, |e| e.seq), Some(5));
+    }
+
+    /// Entries handed over by a reader thread's channel carry their opaque: each is found under
+    /// its own, a colliding one included.
+    #[test]
+    fn extended_entries_are_found_under_their_own_opaque() {
+        let mut t = InFlightTable::default();
+        let handed =
+            [(7, 1), (8, 2), (7 + SLOTS as i32, 3)].map(|(o, seq)| attempt(seq).with_opaque(o));
+        t.extend(handed);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.take_with(7 + SLOTS as i32, |e| e.seq), Some(3));
+        assert_eq!(t.take_with(8, |e| e.seq), Some(2));
+        assert_eq!(t.take_with(7, |e| e.seq), Some(1));
+        assert!(t.is_empty());
     }
 }

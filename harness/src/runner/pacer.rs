@@ -395,7 +395,7 @@ impl Pacer {
                 // The pacer reads this connection itself: the entry is built in its table now.
                 Some(r) => r.adopt(opaque, make),
                 // Handed to the reader thread in `flush_conns`, before the bytes are written.
-                None => conn.pending.push((opaque, make())),
+                None => conn.pending.push(make().with_opaque(opaque)),
             }
         }
         conn.batch.push((opaque, segment, intended));
@@ -446,7 +446,7 @@ impl Pacer {
             }
             // Encoded but never handed over (nothing calls close between a write and its
             // flush, but every send must still end once).
-            let unsent = std::mem::take(&mut c.pending).into_iter().map(|(_, e)| e);
+            let unsent = std::mem::take(&mut c.pending).into_iter();
             end_as_timeouts(&self.common, &self.rec, unsent, None, now);
             if let Some(left) = c.take_leftover() {
                 let held = left.into_entries().into_iter();

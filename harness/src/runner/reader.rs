@@ -41,10 +41,8 @@ pub struct Shared {
     pub broken: AtomicBool,
 }
 
-pub type Handoff = (i32, InFlight);
-
 /// The in-flight entries of one `write`, handed to the reader before the bytes go out.
-pub type Handoffs = Vec<Handoff>;
+pub type Handoffs = Vec<InFlight>;
 
 /// The reader thread's end of the hand-over (open loop). An inline reader has none: the pacer
 /// puts entries straight into its table ([`Reader::adopt`]).
@@ -90,7 +88,7 @@ impl Leftover {
     pub fn into_entries(mut self) -> Vec<InFlight> {
         let mut all = self.map.take_all();
         if let Some(rx) = self.handed {
-            all.extend(rx.try_iter().flatten().map(|(_, e)| e));
+            all.extend(rx.try_iter().flatten());
         }
         all
     }
