@@ -81,6 +81,7 @@ impl InFlight {
     }
 
     /// This entry, written under `opaque`.
+    #[inline(always)]
     pub fn with_opaque(mut self, opaque: i32) -> InFlight {
         self.opaque = opaque;
         self

@@ -59,18 +59,14 @@ impl InFlightTable {
         }
         let slot = &mut self.slots[slot_of(opaque)].0;
         if slot.is_none() {
-            let mut e = make();
-            e.opaque = opaque;
-            *slot = Some(e);
+            *slot = Some(make().with_opaque(opaque));
             // Held in the map while its slot was taken: replaced, not held twice.
             if self.others.is_empty() || self.others.remove(&opaque).is_none() {
                 self.len += 1;
             }
             return;
         }
-        let mut e = make();
-        e.opaque = opaque;
-        self.insert_taken(e);
+        self.insert_taken(make().with_opaque(opaque));
     }
 
     /// An insert whose slot holds an attempt: the same opaque's is replaced, another's stays
