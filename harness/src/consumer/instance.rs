@@ -9,18 +9,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use remoting::headers::{
-    ConsumerGroupHeader, GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader,
-    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
-};
+use remoting::headers::UnregisterClientRequestHeader;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
 use crate::consumer::gate::{per_queue, Thresholds};
-use crate::consumer::link::Link;
 use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance, Balance};
-use crate::consumer::pull::{publish_committed, pull_loop};
+use crate::consumer::offsets::{compute_pull_from_where, consumer_ids, persist, persist_all};
+use crate::consumer::pull::pull_loop;
+use crate::consumer::retry_pull::retry_loop;
 use crate::consumer::route::Mq;
+use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
 use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
 
@@ -80,7 +79,7 @@ pub async fn run_instance(inst: Arc<Instance>) {
     if inst.shared.cfg.mode == ConsumeMode::Concurrently {
         crate::consumer::concurrent::start_workers(&inst);
         // The retry topic's subscription; an orderly consumer retries in place (B7).
-        tracker.spawn(crate::consumer::retry_pull::retry_loop(inst.clone()));
+        tracker.spawn(retry_loop(inst.clone()));
     }
     if inst.shared.cfg.client_version == ClientVersion::V53 {
         // 5.x `onChannelActive` (enableHeartbeatChannelEventListener): a new connection to
@@ -234,44 +233,6 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
     Err(text)
 }
 
-/// `findBrokerAddrByTopic`: the broker that answers GET_CONSUMER_LIST_BY_GROUP, one of the
-/// route picked at random (every broker got the heartbeats, so any knows the group).
-fn any_broker(inst: &Instance) -> Option<Arc<str>> {
-    let brokers = inst.shared.route.brokers();
-    (!brokers.is_empty()).then(|| brokers[fastrand::usize(..brokers.len())].name.clone())
-}
-
-/// GET_CONSUMER_LIST_BY_GROUP to one broker of the route: the group's client ids.
-pub async fn consumer_ids(inst: &Instance) -> Result<Vec<String>, String> {
-    let broker = any_broker(inst).ok_or("the route lists no broker")?;
-    let header = ConsumerGroupHeader {
-        consumer_group: inst.shared.cfg.group.clone(),
-    };
-    let cmd =
-        RemotingCommand::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, 0).with_header(&header);
-    let r = inst
-        .call(&broker, cmd, API_TIMEOUT)
-        .await
-        .map_err(|e| format!("{broker}: {e}"))?;
-    if r.code != 0 {
-        return Err(format!(
-            "{broker}: code {} {}",
-            r.code,
-            r.remark.unwrap_or_default()
-        ));
-    }
-    Ok(serde_json::from_slice::<serde_json::Value>(&r.body)
-        .ok()
-        .and_then(|v| {
-            v["consumerIdList"].as_array().map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-        })
-        .unwrap_or_default())
-}
-
 /// GET_CONSUMER_LIST_BY_GROUP, allocation, and the assigned set brought in line with it.
 async fn rebalance(inst: &Arc<Instance>) -> Balance {
     let shared = &inst.shared;
@@ -413,77 +374,4 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
         shared.tracker.spawn(pull_loop(inst.clone(), q));
     }
     balance
-}
-
-/// `computePullFromWhere` (consumer §8.6) for a queue without a process queue, asked of the
-/// queue's broker.
-async fn compute_pull_from_where(inst: &Instance, mq: &Mq) -> Option<i64> {
-    let cfg = &inst.shared.cfg;
-    let link = inst.link(&mq.broker)?;
-    let (code, offset) = link
-        .query_consumer_offset(&cfg.group, &inst.shared.topic, mq.queue_id, API_TIMEOUT)
-        .await?;
-    match code {
-        0 => offset,
-        // 5.3 skips the queue on any error other than "not found"; 4.x reads it as none.
-        c if c != 22 && cfg.client_version == ClientVersion::V53 => None,
-        _ => match cfg.consume_from {
-            ConsumeFrom::First => Some(0),
-            ConsumeFrom::Last => max_offset(&link, &inst.shared.topic, mq.queue_id).await,
-        },
-    }
-}
-
-/// GET_MAX_OFFSET of one queue, asked of the broker behind `wire`.
-pub async fn max_offset(wire: &Link, topic: &str, qid: i32) -> Option<i64> {
-    let header = GetQueueOffsetRequestHeader {
-        topic: topic.to_owned(),
-        queue_id: qid,
-        committed: Some(true),
-    };
-    let r = wire
-        .call(
-            RemotingCommand::request(RequestCode::GET_MAX_OFFSET, 0).with_header(&header),
-            API_TIMEOUT,
-        )
-        .await
-        .ok()?;
-    (r.code == 0)
-        .then(|| {
-            r.header::<GetQueueOffsetResponseHeader>()
-                .ok()
-                .map(|h| h.offset)
-        })
-        .flatten()
-}
-
-/// QUERY_CONSUMER_OFFSET as the orderly first pull re-reads it: the stored offset, else where
-/// `consume_from` says.
-pub async fn query_offset(inst: &Instance, q: &QueueState) -> Option<i64> {
-    compute_pull_from_where(inst, &q.mq()).await
-}
-
-/// `persistAll`: UPDATE_CONSUMER_OFFSET (oneway) for every assigned queue with an offset.
-async fn persist_all(inst: &Instance) {
-    let queues = inst.assigned();
-    persist(inst, &queues).await;
-}
-
-/// Each queue's offset goes to the broker that holds the queue.
-pub async fn persist(inst: &Instance, queues: &[Arc<QueueState>]) {
-    for q in queues {
-        let offset = q.offset.load(Ordering::Acquire);
-        if offset < 0 {
-            continue;
-        }
-        let header = UpdateConsumerOffsetRequestHeader {
-            consumer_group: inst.shared.cfg.group.clone(),
-            topic: inst.shared.topic.clone(),
-            queue_id: q.queue_id,
-            commit_offset: offset,
-        };
-        let cmd =
-            RemotingCommand::request(RequestCode::UPDATE_CONSUMER_OFFSET, 0).with_header(&header);
-        let _ = inst.oneway(&q.broker, cmd).await;
-    }
 }

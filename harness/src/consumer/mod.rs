@@ -47,6 +47,7 @@ mod log;
 mod metrics;
 mod offset_illegal;
 mod offset_map;
+mod offsets;
 mod outbox;
 mod process_queue;
 mod processing;

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use remoting::headers::PullMessageResponseHeader;
 
-use crate::consumer::instance::persist;
-use crate::consumer::pull::publish_committed;
+use crate::consumer::offsets::persist;
+use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
 use crate::profile::ClientVersion;
 

@@ -15,13 +15,13 @@ use crate::consumer::body::decode_pull_body;
 use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
 use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
+use crate::consumer::offsets::query_offset;
 use crate::consumer::outbox::Owed;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::pull_frame::{PullFields, PullFrame};
 use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
-pub use crate::consumer::state::publish_committed;
-use crate::consumer::state::{Instance, QueueState};
+use crate::consumer::state::{publish_committed, Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
 use crate::profile::{ClientVersion, ConsumeMode};
 use crate::recorder::{classify, Outcome};
@@ -97,7 +97,7 @@ pub async fn pull_loop(inst: Arc<Instance>, q: Arc<QueueState>) {
             owed = None;
             hand_on(&inst, &q, &mut ready).await;
             // The first pull after locking starts from the broker's offset (consumer §7.3).
-            match crate::consumer::instance::query_offset(&inst, &q).await {
+            match query_offset(&inst, &q).await {
                 Some(o) => {
                     inst.log("INFO", &format!("the first time to pull message, so fix offset from broker. pullRequest: {} NewOffset: {o} brokerBusy: false", inst.pull_request(&q)));
                     q.next_offset.store(o, Ordering::Release);

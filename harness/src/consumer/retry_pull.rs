@@ -21,7 +21,7 @@ use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
 use crate::consumer::gate::Thresholds;
-use crate::consumer::instance::consumer_ids;
+use crate::consumer::offsets::consumer_ids;
 use crate::consumer::pull::pull_loop;
 use crate::consumer::route::Mq;
 use crate::consumer::state::{Instance, QueueState};

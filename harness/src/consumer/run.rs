@@ -18,10 +18,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
 use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
-use crate::consumer::instance::{max_offset, run_instance};
+use crate::consumer::instance::run_instance;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::Metrics;
+use crate::consumer::offsets::max_offset;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::route::{refresh_loop, Route, Target};
 use crate::consumer::send_back::broker_retry_sum;

@@ -1,49 +1,10 @@
 //! The charts, drawn with plotters into SVG strings (inline in the page, no script needed).
 
-use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::error::ReportError;
-
-const WIDTH: u32 = 880;
-pub(super) const FONT: &str = "sans-serif";
-
-/// Distinct colours for cells and busy classes (ColorBrewer Set1/Dark2).
-pub const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-pub fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-pub(super) fn chart_err<E: std::fmt::Debug>(e: E) -> ReportError {
-    ReportError::Chart(format!("{e:?}"))
-}
-
-/// Draws into a fresh SVG string of `height` pixels.
-pub(super) fn svg(
-    height: u32,
-    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
-) -> Result<String, ReportError> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(chart_err)?;
-        draw(&root)?;
-        root.present().map_err(chart_err)?;
-    }
-    Ok(out)
-}
+use super::marks;
+use super::style::{chart_err, color, legend, max_of, svg, FONT, WIDTH};
 
 /// One coloured line per series, each with its legend entry.
 fn draw_lines<'a, DB: DrawingBackend + 'a>(
@@ -63,24 +24,6 @@ fn draw_lines<'a, DB: DrawingBackend + 'a>(
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
     }
     Ok(())
-}
-
-/// The legend box, in the upper left corner of every chart.
-pub(super) fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-) -> Result<(), ReportError> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 11))
-        .draw()
-        .map_err(chart_err)
-}
-
-pub(super) fn max_of(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
-    values.fold(floor, f64::max) * 1.08
 }
 
 /// One second of a job's timeline.
@@ -416,7 +359,7 @@ pub fn lines(
     title: &str,
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
-    marks: &[super::marks::Mark],
+    marks: &[marks::Mark],
 ) -> Result<String, ReportError> {
     svg(260, |root| {
         let xmax = max_of(series.iter().flat_map(|s| s.1.iter().map(|p| p.0)), 1.0);
@@ -435,7 +378,7 @@ pub fn lines(
             .draw()
             .map_err(chart_err)?;
         draw_lines(&mut chart, series)?;
-        super::marks::draw(&mut chart, marks, ymax, true)?;
+        marks::draw(&mut chart, marks, ymax, true)?;
         legend(&mut chart)
     })
 }

@@ -4,9 +4,9 @@
 
 use plotters::prelude::*;
 
-use super::charts::{chart_err, color, legend, max_of, svg, FONT};
 use super::error::ReportError;
 use super::marks::{self, Mark};
+use super::style::{chart_err, color, legend, max_of, svg, FONT};
 use super::table::Table;
 use super::view::Thresholds;
 

@@ -4,8 +4,8 @@
 
 use plotters::prelude::*;
 
-use super::charts::{chart_err, color, max_of, svg, FONT};
 use super::error::ReportError;
+use super::style::{chart_err, color, max_of, svg, FONT};
 
 /// One probe: its index in the search, its offered rate, and the SLO term it failed (None
 /// when it met the SLO).

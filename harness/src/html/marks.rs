@@ -4,8 +4,8 @@
 
 use plotters::prelude::*;
 
-use super::charts::{chart_err, FONT};
 use super::error::ReportError;
+use super::style::{chart_err, FONT};
 
 /// How a mark's line is drawn: one run's marks solid, the other run's dashed, when two runs
 /// share a chart.

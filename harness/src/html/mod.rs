@@ -18,12 +18,14 @@
 mod charts;
 mod consumer;
 mod error;
+mod events;
 mod hlog;
 mod ladder;
 mod marks;
 mod overlay;
 mod page;
 mod replication;
+mod style;
 mod table;
 mod tables;
 mod view;

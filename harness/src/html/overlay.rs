@@ -11,10 +11,10 @@ use plotters::prelude::*;
 
 use crate::compare::model::{Comparison, MetricComparison, Verdict};
 
-use super::charts::{chart_err, color, legend, max_of, svg, FONT};
 use super::error::ReportError;
+use super::events::{events, RECONCILIATION};
 use super::marks::{self, Mark, Stroke};
-use super::page::{events, RECONCILIATION};
+use super::style::{chart_err, color, legend, max_of, svg, FONT};
 use super::tables::{esc, short};
 use super::view::{Job, RunView};
 use super::words::words;

@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 use super::charts::{self, KneePlot, Second, Timeline};
 use super::consumer::{self as consumer_chart, ConsumerPlot};
 use super::error::ReportError;
+use super::events::{event_text, events, RECONCILIATION};
 use super::ladder::{self, Rung};
 use super::marks::Mark;
+use super::overlay;
 use super::replication::{self, Picture};
 use super::tables::{capacity_table, csv_table, esc, summary_table};
 use super::view::{Job, RunView};
@@ -16,9 +18,6 @@ use crate::compare::Comparison;
 /// Per-second columns charted across jobs, one line per job, once a run has them (the
 /// consumer's own seconds are in its per-job chart).
 const EXTRA_SERIES: &[&str] = &["e2e_p99_ms"];
-
-/// Per-second text columns that mark a fault moment when not empty.
-const EVENT_COLUMNS: &[&str] = &["fault", "event"];
 
 /// A verdict table longer than this is folded when the overlays show each cell's verdicts.
 const FOLD_VERDICTS: usize = 40;
@@ -63,7 +62,7 @@ pub fn render(
     );
     if let Some((c, csv)) = compare {
         let overlays = match runs {
-            [a, b] => super::overlay::section(a, b, c)?,
+            [a, b] => overlay::section(a, b, c)?,
             _ => String::new(),
         };
         h.push_str("<h2>compare: verdicts</h2>\n");
@@ -477,15 +476,6 @@ fn consumer_section(
     Ok(h)
 }
 
-/// summary.csv columns that reconcile a fault job's answers with its store, in words.
-pub(super) const RECONCILIATION: &[(&str, &str)] = &[
-    ("acked_lost", "acknowledged but lost"),
-    ("phantom", "stored but never acknowledged"),
-    ("duplicates", "stored twice"),
-    ("recovery_ms", "recovery (ms)"),
-    ("app_recovery_ms", "application's recovery (ms)"),
-];
-
 /// A fault job's reconciliation figures for the timeline's caption; empty for other jobs.
 fn reconciliation(run: &RunView, job: &Job) -> String {
     let rows = run.job_rows(job);
@@ -533,28 +523,6 @@ fn job_marks(
         }
     }
     (marks, moments)
-}
-
-/// The job's seconds (0-based, in order) with a fault moment, and what happened.
-pub(super) fn events(run: &RunView, seconds: &[&Vec<String>]) -> Vec<(usize, String)> {
-    seconds
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let what = event_text(&run.series, r);
-            (!what.is_empty()).then_some((i, what))
-        })
-        .collect()
-}
-
-/// The second's fault moments as written (`kill restart`), from every event column.
-fn event_text(s: &super::table::Table, row: &[String]) -> String {
-    EVENT_COLUMNS
-        .iter()
-        .map(|c| s.text(row, c).trim())
-        .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn timeline(run: &RunView, job: &Job, title: String) -> Timeline {

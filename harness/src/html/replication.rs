@@ -6,9 +6,9 @@
 
 use plotters::prelude::*;
 
-use super::charts::{chart_err, color, legend, max_of, svg, FONT};
 use super::error::ReportError;
 use super::marks::{self, Mark};
+use super::style::{chart_err, color, legend, max_of, svg, FONT};
 use super::table::Table;
 
 /// The panels: the column, the scale from its unit to the drawn one, the axis in words, the

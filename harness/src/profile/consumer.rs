@@ -366,7 +366,7 @@ impl Consumer {
                 }
             }
         }
-        super::failure::check(self)?;
+        check_failure_keys(self)?;
         for (k, leave) in &self.leave_at {
             let join = self.join_at.get(k).map_or(0.0, |s| s.0);
             if leave.0 <= join {
@@ -429,6 +429,42 @@ pub fn check_consumer_axis(
     for v in values {
         consumer_with(table, k, v)
             .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+    }
+    Ok(())
+}
+
+/// Range checks of the failure keys; (key, message) of the first problem.
+fn check_failure_keys(c: &Consumer) -> Result<(), (&'static str, String)> {
+    if !(0.0..=1.0).contains(&c.fail_ratio) {
+        return Err((
+            "fail_ratio",
+            format!(
+                "`fail_ratio` must be between 0 and 1 (got {})",
+                c.fail_ratio
+            ),
+        ));
+    }
+    if c.max_reconsume_times < -1 {
+        return Err((
+            "max_reconsume_times",
+            format!(
+                "`max_reconsume_times` must be -1 (the Java default) or at least 0 (got {})",
+                c.max_reconsume_times
+            ),
+        ));
+    }
+    // The broker clamps a level to its maxDelayLevel; only an absurd value is refused here.
+    if c.delay_level_when_next_consume > 1000 {
+        return Err((
+            "delay_level_when_next_consume",
+            "`delay_level_when_next_consume` must be at most 1000".into(),
+        ));
+    }
+    if c.suspend_current_queue_time.0 < 0.0 {
+        return Err((
+            "suspend_current_queue_time",
+            "`suspend_current_queue_time` must not be negative".into(),
+        ));
     }
     Ok(())
 }

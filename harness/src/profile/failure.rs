@@ -1,6 +1,6 @@
 //! The failure keys of `[consumer]` (retention-retry reference B6, B7): which deliveries the
-//! listener fails, the retry limit, and the orderly suspend time. Checked here, used by
-//! `consumer::failure`.
+//! listener fails, the retry limit, and the orderly suspend time, as the client reads them
+//! (used by `consumer::failure`). Their range checks run with the other `[consumer]` checks.
 
 use std::time::Duration;
 
@@ -30,42 +30,6 @@ impl Consumer {
             .duration()
             .clamp(Duration::from_millis(10), Duration::from_secs(30))
     }
-}
-
-/// Range checks of the failure keys; (key, message) of the first problem.
-pub fn check(c: &Consumer) -> Result<(), (&'static str, String)> {
-    if !(0.0..=1.0).contains(&c.fail_ratio) {
-        return Err((
-            "fail_ratio",
-            format!(
-                "`fail_ratio` must be between 0 and 1 (got {})",
-                c.fail_ratio
-            ),
-        ));
-    }
-    if c.max_reconsume_times < -1 {
-        return Err((
-            "max_reconsume_times",
-            format!(
-                "`max_reconsume_times` must be -1 (the Java default) or at least 0 (got {})",
-                c.max_reconsume_times
-            ),
-        ));
-    }
-    // The broker clamps a level to its maxDelayLevel; only an absurd value is refused here.
-    if c.delay_level_when_next_consume > 1000 {
-        return Err((
-            "delay_level_when_next_consume",
-            "`delay_level_when_next_consume` must be at most 1000".into(),
-        ));
-    }
-    if c.suspend_current_queue_time.0 < 0.0 {
-        return Err((
-            "suspend_current_queue_time",
-            "`suspend_current_queue_time` must not be negative".into(),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -337,7 +337,7 @@ pub fn connect(c: &mut Conn, common: &Arc<Common>, index: usize) -> std::io::Res
             c.handover = Some(tx);
         }
         Reading::Inline => {
-            read_half.set_read_timeout(Some(crate::runner::inline::READ_WAIT))?;
+            read_half.set_read_timeout(Some(crate::runner::wait::READ_WAIT))?;
             c.inline = Some(Reader::new(read_half, ctx));
         }
     }

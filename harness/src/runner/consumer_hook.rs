@@ -63,7 +63,7 @@ pub fn backlog(
             * 100.0;
         (last_cpu, last_t) = (cpu, now);
         let (broker, broker_cpu_s) = brokers.sample();
-        let sample = crate::runner::sampler::Sample {
+        let sample = crate::runner::sample::Sample {
             partial: false,
             drain: false,
             second: *second,
@@ -79,7 +79,7 @@ pub fn backlog(
                 .as_secs_f64(),
         };
         let name = &ctx.profile.name;
-        let mut row = crate::runner::sampler::timeseries_row(
+        let mut row = crate::runner::sample::timeseries_row(
             name, cell, repetition, cfg, &sample, &empty, None,
         );
         row.key.phase = "backlog";

@@ -7,15 +7,12 @@
 //! profile); a minimal sender is one loop that writes and reads, and so is this.
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::runner::common::Common;
 use crate::runner::conn::Conn;
 use crate::runner::reader::Wait;
-
-/// The longest the pacer waits for answers at once before it looks at cancellation, retries
-/// and the schedule again (the socket's read timeout, and the poll's).
-pub const READ_WAIT: Duration = Duration::from_millis(1);
+use crate::runner::wait::READ_WAIT;
 
 /// Waits up to [`READ_WAIT`] for answers and handles every one that came; writes what the
 /// sockets did not take earlier; times out sends past their budget.

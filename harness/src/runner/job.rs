@@ -14,7 +14,8 @@ use crate::recorder::Recorder;
 use crate::report::{FaultColumns, OrderColumns, Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::plan::{LoadConfig, Phase};
-use crate::runner::sampler::{drive, segment_resources, Sample};
+use crate::runner::sample::{segment_resources, Sample};
+use crate::runner::sampler::drive;
 use crate::runner::validity::validity_problem;
 
 /// Starts the cell's broker with its broker.conf in `job_dir` (a fresh store there).

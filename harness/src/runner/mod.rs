@@ -25,6 +25,7 @@ mod progress;
 mod reader;
 mod retry;
 mod run;
+mod sample;
 mod sampler;
 pub mod shard;
 pub mod sink;

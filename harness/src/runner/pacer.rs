@@ -458,7 +458,7 @@ impl Pacer {
         }
     }
     /// Waits for answers: a reader thread wakes the pacer (open loop), or the pacer reads
-    /// them itself (closed loop, at most [`inline::READ_WAIT`] at a time).
+    /// them itself (closed loop, at most [`crate::runner::wait::READ_WAIT`] at a time).
     fn wait_for_answers(&mut self, timeout: Duration) {
         match self.common.reading() {
             Reading::Thread => thread::park_timeout(timeout),

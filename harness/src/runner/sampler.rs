@@ -13,67 +13,19 @@ use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::matrix::Cell;
 use crate::order::hook::JobOrder;
-use crate::profile::Model;
-use crate::recorder::{quantile, BusyClass, Interval, NotAvailableClass, Recorder};
-use crate::report::cells::Fixed;
-use crate::report::{OrderColumns, Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use crate::recorder::{quantile, BusyClass, Interval, Recorder};
+use crate::report::{OrderColumns, Resources};
 use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::client::AdminConn;
 use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
+use crate::runner::sample::{timeseries_row, Sample};
 use crate::runner::store_disk::store_disk_mb;
-
-/// One sampled second (or the short drain interval at the end).
-pub struct Sample {
-    /// A short last interval (the drain after the schedule): too short for CPU figures.
-    pub partial: bool,
-    /// Taken after the schedule ended: only answers to sends already written arrive. Kept
-    /// apart in timeseries.csv so per-second statistics never read it as a measured second.
-    pub drain: bool,
-    pub second: u64,
-    pub segment: Option<usize>,
-    pub broker: Option<(f64, f64)>,
-    /// Broker CPU-seconds spent during this interval (from /proc, not sampled).
-    pub broker_cpu_s: Option<f64>,
-    pub harness_cpu: f64,
-    pub harness_rss_mb: Option<f64>,
-    /// The store folders' size (MiB), when the harness started the broker.
-    pub store_disk_mb: Option<f64>,
-    /// When the second ended, Unix seconds.
-    pub end_unix_s: f64,
-}
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())
-}
-
-/// Broker and harness figures over the seconds of one measured segment (a stair in steps
-/// mode); the counter comparison stays cell-wide.
-pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -> Resources {
-    let seconds: Vec<&Sample> = samples
-        .iter()
-        .filter(|s| s.segment == Some(segment) && !s.partial)
-        .collect();
-    let cpus: Vec<f64> = seconds
-        .iter()
-        .filter_map(|s| s.broker.map(|b| b.0))
-        .collect();
-    let mut res = cell.clone();
-    // Every interval of the segment, the short drain included: its answers are the segment's.
-    res.broker_cpu_s = samples
-        .iter()
-        .filter(|s| s.segment == Some(segment))
-        .map(|s| s.broker_cpu_s)
-        .sum::<Option<f64>>();
-    if !seconds.is_empty() {
-        res.broker_cpu_avg =
-            (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
-        res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
-        res.harness_cpu_max = seconds.iter().map(|s| s.harness_cpu).reduce(f64::max);
-    }
-    res
 }
 
 /// Topic, baseline counters, the load with per-second sampling, final counters.
@@ -483,80 +435,5 @@ pub fn drive(
     match crashed {
         Some(c) => Err(c),
         None => Ok(()),
-    }
-}
-
-/// The `timeseries.csv` row of one sample.
-pub fn timeseries_row(
-    profile: &str,
-    cell: &Cell,
-    repetition: u32,
-    cfg: &LoadConfig,
-    s: &Sample,
-    i: &Interval,
-    info: Option<&BTreeMap<String, String>>,
-) -> TimeseriesRow {
-    let phase = match s.segment {
-        _ if s.drain => "drain",
-        Some(0) | None => "warmup",
-        _ => "measure",
-    };
-    let step = match (cell.workload.model, s.segment) {
-        (Model::Steps, Some(seg)) if seg > 0 => Some(seg - 1),
-        _ => None,
-    };
-    let target_rate = match cell.workload.model {
-        Model::Closed => None,
-        _ => s
-            .segment
-            .and_then(|seg| cfg.phases.iter().find(|p| p.segment == seg))
-            .map(|p| Fixed(cfg.shard.share(p.rate))),
-    };
-    let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
-        (!h.is_empty()).then(|| Fixed(h.value_at_quantile(p) as f64 / 1000.0))
-    };
-    let info = |k: &str| {
-        info.and_then(|m| m.get(k))
-            .map_or(String::new(), |v| v.trim().to_owned())
-    };
-    TimeseriesRow {
-        key: TimeseriesKey {
-            profile: profile.to_owned(),
-            cell_id: cell.id.clone(),
-            repetition,
-            step,
-            second: s.second,
-            phase,
-            target_rate,
-            achieved_rate: i.written,
-            ok: i.counts.ok,
-            busy: i.counts.busy_total(),
-        },
-        busy: i.counts.busy,
-        tail: TimeseriesTail {
-            errors: i.counts.errors(),
-            timeouts: i.counts.timeouts,
-            dropped: i.counts.dropped,
-            p50_ms: q(&i.latency, 0.5),
-            p99_ms: q(&i.latency, 0.99),
-            max_ms: q(&i.latency, 1.0),
-            broker_cpu: s.broker.map(|b| Fixed(b.0)),
-            broker_rss_mb: s.broker.map(|b| Fixed(b.1)),
-            harness_cpu: Fixed(s.harness_cpu),
-            send_queue_size: info("sendThreadPoolQueueSize"),
-            send_queue_head_wait_ms: info("sendThreadPoolQueueHeadWaitTimeMills"),
-            page_cache_lock_ms: info("pageCacheLockTimeMills"),
-            harness_rss_mb: s.harness_rss_mb.map(Fixed),
-            pool_buffers_free: info("remainTransientStoreBufferNumbs"),
-            commit_lag_bytes: info("commitLogUncommittedBytes"),
-            dispatch_behind_bytes: info("dispatchBehindBytes"),
-            not_available_disk_full: i.counts.not_available[NotAvailableClass::DiskFull.index()],
-            not_available_other: i.counts.not_available[NotAvailableClass::Other.index()],
-            flush_slave_timeout: i.counts.flush_slave_timeout,
-            slave_not_available: i.counts.slave_not_available,
-            store_disk_mb: s.store_disk_mb.map(Fixed),
-            end_unix_s: Fixed(s.end_unix_s),
-        },
-        ..TimeseriesRow::default()
     }
 }

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 use crate::runner::common::us;
 
+/// The longest the pacer waits for answers at once before it looks at cancellation, retries
+/// and the schedule again (the socket's read timeout, and the poll's).
+pub const READ_WAIT: Duration = Duration::from_millis(1);
+
 /// How long before a due time the pacer stops sleeping and spins.
 pub const SPIN: Duration = Duration::from_micros(150);
 
