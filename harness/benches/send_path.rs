@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use harness::profile::Workload;
 use harness::recorder::{Outcome, Recorder};
 use harness::runner::client::SendBuilder;
+use harness_model::profile::Workload;
 
 fn pieces(c: &mut Criterion) {
     let mut group = c.benchmark_group("send_piece");

@@ -13,8 +13,10 @@
 
 use remoting::acl::{self, Credentials, Secret};
 
-use crate::profile::AuthSection;
+use harness_model::profile::Secret as ProfileSecret;
+
 use crate::report::SummaryRow;
+use harness_model::profile::AuthSection;
 
 /// The access key (`AccessKey`).
 pub const ENV_ACCESS_KEY: &str = "ROCKETMQ_ACCESS_KEY";
@@ -35,10 +37,14 @@ pub fn credentials(
     let section = section.cloned().unwrap_or_default();
     let env = |k: &str| env(k).filter(|v| !v.is_empty());
     let access_key = env(ENV_ACCESS_KEY).or(section.access_key);
-    let secret_key = env(ENV_SECRET_KEY).map(Secret::new).or(section.secret_key);
+    // The profile's secrets become the wire's here, and nowhere else.
+    let wire = |s: ProfileSecret| Secret::new(s.expose());
+    let secret_key = env(ENV_SECRET_KEY)
+        .map(Secret::new)
+        .or(section.secret_key.map(wire));
     let token = env(ENV_SECURITY_TOKEN)
         .map(Secret::new)
-        .or(section.security_token);
+        .or(section.security_token.map(wire));
     match (access_key, secret_key) {
         (None, None) if token.is_none() => Ok(None),
         (Some(access_key), Some(secret_key)) => Ok(Some(Credentials {
@@ -122,7 +128,7 @@ mod tests {
     fn section(ak: &str, sk: &str) -> AuthSection {
         AuthSection {
             access_key: Some(ak.into()),
-            secret_key: Some(Secret::new(sk)),
+            secret_key: Some(ProfileSecret::new(sk)),
             security_token: None,
         }
     }
@@ -167,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_profile_reads_auth_strictly_and_set_cannot_reach_it() {
-        use crate::profile::Profile;
+        use harness_model::profile::Profile;
         use std::path::Path;
         let text = "name = \"x\"\n[auth]\naccess_key = \"ak1\"\nsecret_key = \"sk1\"\n";
         let p = Profile::parse(text, "p.toml", Path::new("p.toml"), &[]).unwrap();

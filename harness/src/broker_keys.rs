@@ -14,8 +14,8 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use crate::matrix::Cell;
-use crate::profile::{value_string, Profile};
+use harness_model::matrix::Cell;
+use harness_model::profile::{value_string, Profile};
 
 /// One key as `--list-keys` describes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -83,7 +83,7 @@ impl BrokerKeys {
         }
         for (key, values) in named {
             // `1.injectPutStallMillis` is broker 1's `injectPutStallMillis`.
-            let Some(spec) = self.keys.get(crate::profile::bare_key(key)) else {
+            let Some(spec) = self.keys.get(harness_model::profile::bare_key(key)) else {
                 problems.push(format!(
                     "{}: unknown broker key `{key}`\n  help: {}",
                     origin(key),

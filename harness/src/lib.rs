@@ -13,15 +13,15 @@ pub mod consumer;
 pub mod drift;
 pub mod exit;
 pub mod fault;
-pub mod fnv;
+
 pub mod ha;
 pub mod html;
 pub mod interrupt;
-pub mod matrix;
+
 pub mod merge;
 pub mod order;
 pub mod proc_cpu;
-pub mod profile;
+
 pub mod provenance;
 pub mod recipe;
 pub mod reconcile;
@@ -180,27 +180,6 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Exi
     }
 }
 
-/// The `.toml` file next to a missing `path` whose name is closest to it.
-pub(crate) fn closest_profile(path: &std::path::Path) -> Option<PathBuf> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let wanted = path.file_stem()?.to_string_lossy().into_owned();
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .filter_map(|p| {
-            let stem = p.file_stem()?.to_string_lossy().into_owned();
-            Some((strsim::jaro_winkler(&wanted, &stem), p))
-        })
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, p)| p)
-}
-
 fn run_recipes(args: &RecipeArgs) -> anyhow::Result<ExitCode> {
     let chosen: Vec<&recipe::Recipe> = match args.name.as_deref() {
         None => {
@@ -246,13 +225,14 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return Err(exit::invalid(anyhow::anyhow!(
             "no profile {}{}",
             args.profile.display(),
-            closest_profile(&args.profile).map_or(String::new(), |p| format!(
-                "; did you mean {}?",
-                p.display()
-            ))
+            harness_model::locate::closest_profile(&args.profile).map_or(
+                String::new(),
+                |p| format!("; did you mean {}?", p.display())
+            )
         )));
     }
-    let profile = profile::Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
+    let profile =
+        harness_model::profile::Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
     let spread = runner::shard::spread_from_cli(
         args.shard.as_deref(),
         args.start_at.as_deref(),

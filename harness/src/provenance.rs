@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::fnv::Fnv1a;
+use harness_model::fnv::Fnv1a;
 
 /// The machine and source a run came from.
 #[derive(Debug, Clone)]

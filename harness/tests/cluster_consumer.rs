@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use harness::broker::BrokerProcess;
 use harness::cluster::{prepare, CellCluster};
 use harness::consumer::{ConsumerRun, Mq, SendTracking, Target};
-use harness::matrix;
-use harness::profile::{Profile, Workload};
 use harness::report::SummaryRow;
 use harness::runner::client::{AdminConn, SendBuilder};
 use harness::runner::run_profile;
+use harness_model::matrix;
+use harness_model::profile::{Profile, Workload};
 
 mod common;
 use common::{broker_bin, options};

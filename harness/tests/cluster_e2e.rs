@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use harness::cluster::discover::master_addrs;
 use harness::cluster::CellCluster;
-use harness::matrix;
-use harness::profile::Profile;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
+use harness_model::matrix;
+use harness_model::profile::Profile;
 
 mod common;
 use common::{broker_bin, options};

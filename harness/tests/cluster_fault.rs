@@ -13,8 +13,8 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;
@@ -214,7 +214,7 @@ fn outside_cluster(dir: &Path, broker_keys: &str) -> harness::cluster::CellClust
         &[],
     )
     .unwrap();
-    let cell = &harness::matrix::expand(&base).unwrap()[0];
+    let cell = &harness_model::matrix::expand(&base).unwrap()[0];
     let outside = dir.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let cluster =

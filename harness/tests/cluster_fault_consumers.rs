@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;

@@ -1,6 +1,7 @@
 //! Malformed input never panics: rules, rules files and result CSVs give typed errors.
 
-use harness::compare::{load, rules};
+use harness::compare::load;
+use harness_model::rules;
 use proptest::prelude::*;
 
 proptest! {

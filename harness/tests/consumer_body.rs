@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use harness::consumer::{ConsumerRun, Target};
-use harness::profile::{Consumer, Workload};
+use harness_model::profile::{Consumer, Workload};
 use remoting::message::{encode_properties, MessageRecord};
 use remoting::{decode_frame, RemotingCommand, RequestCode, MAX_FRAME_LEN};
 
@@ -144,7 +144,7 @@ fn a_bad_record_in_a_pull_body_is_counted_not_a_crash() {
         ..Workload::default()
     };
     let cfg = Consumer {
-        drain_timeout: harness::profile::Secs(5.0),
+        drain_timeout: harness_model::profile::Secs(5.0),
         ..Consumer::default()
     };
     let mut run = ConsumerRun::start(&cfg, &workload, Target::Broker(addr), Some(0), None).unwrap();

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;
@@ -195,7 +195,7 @@ fn consumer_keys_are_axes_and_set_keys_with_located_errors() {
         Profile::parse(t, "c.toml", Path::new("c.toml"), &sets)
     };
     let p = parse(text, &[]).unwrap();
-    let cells = harness::matrix::expand(&p).unwrap();
+    let cells = harness_model::matrix::expand(&p).unwrap();
     assert_eq!(cells.len(), 2);
     assert_eq!(cells[0].label, "pull_threshold_for_queue=100");
     let c1 = cells[1].consumer.as_ref().unwrap();

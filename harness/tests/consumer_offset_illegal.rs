@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use harness::broker::{write_conf, BrokerProcess};
 use harness::consumer::{ConsumerRun, SendTracking, Target};
-use harness::matrix;
-use harness::profile::{Profile, Workload};
 use harness::runner::client::{AdminConn, SendBuilder};
+use harness_model::matrix;
+use harness_model::profile::{Profile, Workload};
 use remoting::headers::{GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader};
 use remoting::{RemotingCommand, RequestCode};
 

@@ -17,9 +17,9 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;

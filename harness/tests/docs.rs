@@ -136,13 +136,13 @@ fn the_book_documents_every_recipe_profile_and_profile_key() {
             );
         }
     }
-    for key in harness::profile::WORKLOAD_KEYS {
+    for key in harness_model::profile::WORKLOAD_KEYS {
         assert!(
             profiles.contains(&format!("| `{key}` |")),
             "[workload] key `{key}` is missing from docs/src/profiles.md's key table"
         );
     }
-    for key in harness::profile::AUTH_KEYS {
+    for key in harness_model::profile::AUTH_KEYS {
         assert!(
             profiles.contains(&format!("| `{key}` |")),
             "[auth] key `{key}` is missing from docs/src/profiles.md's [auth] table"
@@ -159,14 +159,14 @@ fn the_book_documents_every_recipe_profile_and_profile_key() {
         );
     }
     let consumers = chapter("consumers.md");
-    for key in harness::profile::CONSUMER_KEYS {
+    for key in harness_model::profile::CONSUMER_KEYS {
         assert!(
             consumers.contains(&format!("`{key}`")),
             "[consumer] key `{key}` is missing from docs/src/consumers.md's key table"
         );
     }
     let faults = chapter("faults.md");
-    for key in harness::profile::FAULT_KEYS {
+    for key in harness_model::profile::FAULT_KEYS {
         assert!(
             faults.contains(&format!("\n{key} = ")),
             "[fault] key `{key}` is missing from docs/src/faults.md's [fault] example"

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::runner::{run_profile, RunOptions};
+use harness_model::profile::Profile;
 
 mod common;
 use common::{broker_bin, options};

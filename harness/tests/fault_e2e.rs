@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use harness::profile::Profile;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;

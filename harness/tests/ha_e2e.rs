@@ -12,9 +12,9 @@
 
 use std::path::Path;
 
-use harness::profile::Profile;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
+use harness_model::profile::Profile;
 
 mod common;
 use common::options;
@@ -212,7 +212,7 @@ brokerRole = \"SYNC_MASTER\"\nhaSendHeartbeatInterval = 200\nmappedFileSizeCommi
         &[],
     )
     .unwrap();
-    let cell = &harness::matrix::expand(&base).unwrap()[0];
+    let cell = &harness_model::matrix::expand(&base).unwrap()[0];
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let cluster =

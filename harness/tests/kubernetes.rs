@@ -181,16 +181,16 @@ fn configmap_profile_is_valid_for_a_sharded_run() {
     for (key, text) in data {
         let path = tmp.path().join(key);
         std::fs::write(&path, s(text, key)).unwrap();
-        let p = harness::profile::Profile::load(&path, &[])
+        let p = harness_model::profile::Profile::load(&path, &[])
             .unwrap_or_else(|e| panic!("configmap.yaml {key}: {e:#}"));
         assert!(
             p.broker.is_empty() && p.broker_axes().is_empty(),
             "{key}: --target ignores [broker] keys and refuses broker axes"
         );
-        let cells = harness::matrix::expand(&p).unwrap();
+        let cells = harness_model::matrix::expand(&p).unwrap();
         harness::runner::shard::check_cells(
-            &harness::runner::Spread {
-                shard: harness::runner::Shard { index: 0, count: 3 },
+            &harness_model::shard::Spread {
+                shard: harness_model::shard::Shard { index: 0, count: 3 },
                 start_at: None,
             },
             &cells,

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::profile::{Model, Secs, Workload};
 use harness::recorder::{BusyClass, Segment};
 use harness::runner::{LoadConfig, LoadHandle};
 use harness::testkit::{FakeBroker, FakeConfig};
+use harness_model::profile::{Model, Secs, Workload};
 
 fn workload(model: Model, rate: f64, secs: f64) -> Workload {
     Workload {
@@ -213,7 +213,7 @@ fn retry_policy_reports_attempts() {
     })
     .unwrap();
     let w = Workload {
-        retry: harness::profile::RetryPolicy::Rocketmq53,
+        retry: harness_model::profile::RetryPolicy::Rocketmq53,
         ..workload(Model::Open, 500.0, 1.0)
     };
     let s = run(&fake, &w);
@@ -281,7 +281,7 @@ fn lag_at_100k_per_second() {
 /// (§3.4), per-send queue id and UNIQ_KEY, both header generations.
 #[test]
 fn send_encoding_matches_the_typed_headers() {
-    use harness::profile::SendCode;
+    use harness_model::profile::SendCode;
     use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
     for code in [SendCode::V2, SendCode::V1] {
         let mut b = harness::runner::client::SendBuilder::new(&Workload {
@@ -333,7 +333,7 @@ fn send_encoding_matches_the_typed_headers() {
 /// schedule's sends between them, a third each, on one timeline.
 #[test]
 fn shards_split_one_schedule_on_one_start() {
-    use harness::runner::{Shard, StartAt};
+    use harness_model::shard::{Shard, StartAt};
     let fake = FakeBroker::start(FakeConfig::default()).unwrap();
     let w = workload(Model::Open, 600.0, 1.5);
     let at = StartAt {

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use harness::broker::{write_conf, BrokerProcess};
 use harness::order::count::InversionCount;
-use harness::profile::Profile;
 use harness::reconcile::{read_queue, Stored};
 use harness::report::SummaryRow;
 use harness::runner::client::{uniq_seq, AdminConn};
 use harness::runner::{run_profile, RunOptions};
+use harness_model::profile::Profile;
 
 mod common;
 use common::{broker_bin, options};

@@ -2,10 +2,12 @@
 
 use std::path::Path;
 
-use harness::matrix::{cell_id, expand, schedule, Job};
-use harness::profile::{did_you_mean, Order, Profile, ProfileError, KEY_METRICS, WORKLOAD_KEYS};
 use harness::recorder::{classify, parse_queue_stats, BusyClass, NotAvailableClass, Outcome};
 use harness::report::{summary_header, TIMESERIES_COLUMNS};
+use harness_model::matrix::{cell_id, expand, schedule, Job};
+use harness_model::profile::{
+    did_you_mean, Order, Profile, ProfileError, KEY_METRICS, WORKLOAD_KEYS,
+};
 
 fn parse(text: &str) -> Result<Profile, ProfileError> {
     Profile::parse(text, "p.toml", Path::new("p.toml"), &[])

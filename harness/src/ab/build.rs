@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::fnv::Fnv1a;
+use harness_model::fnv::Fnv1a;
 
 /// Why a side could not be resolved. All of them are the user's input (exit 3).
 #[derive(Debug, thiserror::Error)]

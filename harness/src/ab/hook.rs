@@ -8,9 +8,9 @@ use std::path::Path;
 use crate::compare::gate::{evaluate, Outcome};
 use crate::compare::load::{load, RunData};
 use crate::compare::model::StatOptions;
-use crate::compare::rules::{parse_rules_toml, GateRules};
 use crate::exit;
-use crate::profile::{ab_settings_of, AbSettings};
+use harness_model::profile::{ab_settings_of, AbSettings};
+use harness_model::rules::{parse_rules_toml, GateRules};
 
 use super::verdict::{gate_lines, is_ab, judge, table};
 

@@ -14,11 +14,11 @@ use tokio_util::sync::CancellationToken;
 use crate::broker;
 use crate::compare::load;
 use crate::exit;
-use crate::matrix;
-use crate::profile::{Model, Profile};
 use crate::provenance::{utc, Provenance};
 use crate::report::write_atomic;
 use crate::runner::{check_broker_profile, run_profile, RunOptions};
+use harness_model::matrix;
+use harness_model::profile::{Model, Profile};
 
 use super::args::AbArgs;
 use super::build::{resolve_sides, BuildPlaces, SideBinary};
@@ -76,10 +76,10 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
         return Err(exit::invalid(anyhow::anyhow!(
             "no profile {}{}",
             args.profile.display(),
-            crate::closest_profile(&args.profile).map_or(String::new(), |p| format!(
-                "; did you mean {}?",
-                p.display()
-            ))
+            harness_model::locate::closest_profile(&args.profile).map_or(
+                String::new(),
+                |p| format!("; did you mean {}?", p.display())
+            )
         )));
     }
     let base = Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use crate::compare::gate::Outcome;
 use crate::compare::load::{Row, RunData};
 use crate::compare::render::num;
-use crate::profile::{AbSettings, FailWhen};
+use harness_model::profile::{AbSettings, FailWhen};
 
 use super::paired::{bootstrap_median_ci, hodges_lehmann, median, signed_rank, SignedRank};
 

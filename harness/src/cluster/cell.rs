@@ -11,8 +11,8 @@ use std::time::Duration;
 use name_server::{NamesrvConfig, RunningNameServer};
 
 use crate::broker::{self, BrokerProcess};
-use crate::matrix::Cell;
-use crate::profile::per_broker_key;
+use harness_model::matrix::Cell;
+use harness_model::profile::per_broker_key;
 
 /// The broker name of broker `i` (what `broker.<i>.<key>` refers to).
 pub fn broker_name(i: usize) -> String {

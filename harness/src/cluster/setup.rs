@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use super::discover::{brokers_of, master_addrs, wait_for_route, Refresher, ROUTE_REFRESH};
 use super::fault::FaultVersion;
 use super::router::{Router, Selection};
-use crate::profile::{RetryPolicy, Workload};
 use crate::runner::client::AdminConn;
+use harness_model::profile::{RetryPolicy, Workload};
 
 /// The cluster side of one job's load; dropping it stops the route refresh.
 pub struct ClusterLoad {

@@ -18,8 +18,8 @@ use super::cell::CellCluster;
 use super::discover::fetch_route;
 use super::router::Router;
 use crate::broker::{self, BrokerProcess};
-use crate::profile::FaultRole;
 use crate::runner::client::AdminConn;
+use harness_model::profile::FaultRole;
 
 /// The slave's `brokerId` (RocketMQ: any id above 0 is a slave; the route lists it under it).
 pub const SLAVE_ID: &str = "1";
@@ -179,7 +179,7 @@ pub fn ready(
 /// when its master is gone.
 pub fn create_topic(
     slaves: &BTreeMap<String, Vec<String>>,
-    w: &crate::profile::Workload,
+    w: &harness_model::profile::Workload,
 ) -> Result<(), String> {
     for (name, addrs) in slaves {
         for addr in addrs {

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use super::load::{CellKey, Row, RunData};
 use super::model::{self, metric_named, Method, StatOptions, Verdict};
-use super::rules::{eval, AllowInvalid, Env, EvalError, GateRules, Rule, RuleKind};
 use super::stats::median;
+use harness_model::rules::{eval, AllowInvalid, Env, EvalError, GateRules, Rule, RuleKind};
 
 /// Result of a gate, in increasing order of severity. The exit code is the discriminant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -12,7 +12,7 @@ pub mod gate;
 pub mod load;
 pub mod model;
 pub mod render;
-pub mod rules;
+
 pub mod stats;
 
 use std::path::PathBuf;
@@ -201,18 +201,20 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("{}: cannot read rules file", p.display()))?;
-            rules::parse_rules_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+            harness_model::rules::parse_rules_toml(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
         }
-        None => rules::GateRules::default(),
+        None => harness_model::rules::GateRules::default(),
     };
     let opts = args.stats.options(rules.threshold_pct, rules.alpha)?;
     let mut rules = rules;
     if args.rules.is_none() && args.baseline.is_some() {
         for m in model::METRICS.iter() {
             let text = format!("{}: regression <= {}%", m.name, opts.threshold_pct);
-            rules
-                .rules
-                .push(rules::parse_rule(&text, Default::default()).map_err(anyhow::Error::msg)?);
+            rules.rules.push(
+                harness_model::rules::parse_rule(&text, Default::default())
+                    .map_err(anyhow::Error::msg)?,
+            );
         }
     }
     let cand = load::load(&args.candidate)?;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::workers::{Clock, RequestQueue};
-use crate::profile::{Consumer, Secs};
+use harness_model::profile::{Consumer, Secs};
 
 /// Messages cached and not yet consumed at least, as `pullThresholdForQueue` (1000) bounds
 /// one queue's; `--backlog` may ask for more.

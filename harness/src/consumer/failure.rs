@@ -17,8 +17,8 @@ use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
 use crate::consumer::process_queue::Msg;
-use crate::profile::Consumer;
 use crate::recorder::histogram;
+use harness_model::profile::Consumer;
 
 /// The failure model and its counters, shared by every instance of a job.
 pub struct Failures {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::profile::ConsumeMode;
+use harness_model::profile::ConsumeMode;
 
 /// A flow-control event of the consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

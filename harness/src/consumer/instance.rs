@@ -21,7 +21,7 @@ use crate::consumer::retry_pull::retry_loop;
 use crate::consumer::route::Mq;
 use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
-use crate::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
+use harness_model::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
 
 /// `persistConsumerOffsetInterval`.
 const PERSIST_EVERY: Duration = Duration::from_secs(5);

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::consumer::state::{Instance, QueueState};
 use crate::consumer::wire::WireError;
-use crate::profile::ClientVersion;
+use harness_model::profile::ClientVersion;
 
 /// `LOCK_BATCH_MQ`'s call timeout.
 const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);

@@ -20,7 +20,7 @@ use remoting::headers::PullMessageResponseHeader;
 use crate::consumer::offsets::persist;
 use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
-use crate::profile::ClientVersion;
+use harness_model::profile::ClientVersion;
 
 /// 4.x's `executeTaskLater` delay for the offset fix.
 pub const FIX_DELAY_4X: Duration = Duration::from_millis(10_000);

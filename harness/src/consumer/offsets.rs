@@ -17,7 +17,7 @@ use remoting::{RemotingCommand, RequestCode};
 use crate::consumer::link::Link;
 use crate::consumer::route::Mq;
 use crate::consumer::state::{Instance, QueueState};
-use crate::profile::{ClientVersion, ConsumeFrom};
+use harness_model::profile::{ClientVersion, ConsumeFrom};
 
 /// `mqClientApiTimeout`.
 const API_TIMEOUT: Duration = Duration::from_secs(3);

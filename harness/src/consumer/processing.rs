@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::profile::{Consumer, PercentilePoint, Processing};
+use harness_model::profile::{Consumer, PercentilePoint, Processing};
 
 /// The model of one consumer run.
 #[derive(Debug, Clone)]
@@ -116,7 +116,7 @@ impl ProcessingModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Secs;
+    use harness_model::profile::Secs;
 
     #[test]
     fn stalls_pauses_and_distributions() {

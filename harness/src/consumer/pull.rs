@@ -23,8 +23,8 @@ use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
 use crate::consumer::state::{publish_committed, Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
-use crate::profile::{ClientVersion, ConsumeMode};
 use crate::recorder::{classify, Outcome};
+use harness_model::profile::{ClientVersion, ConsumeMode};
 
 /// PullSysFlag bits (consumer §1.2).
 const FLAG_COMMIT_OFFSET: i32 = 0x1;

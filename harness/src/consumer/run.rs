@@ -30,9 +30,9 @@ use crate::consumer::state::{Instance, Shared};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
-use crate::profile::{Consumer, Workload};
 use crate::recorder::quantile;
 use crate::runner::client::SendBuilder;
+use harness_model::profile::{Consumer, Workload};
 
 /// Sends of the prefill in flight at once.
 const PREFILL_WINDOW: usize = 256;

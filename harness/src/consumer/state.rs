@@ -25,7 +25,7 @@ use crate::consumer::route::{find_in_subscribe, Mq, Route, MASTER_ID};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::wire::WireError;
 use crate::consumer::workers::RequestQueue;
-use crate::profile::Consumer;
+use harness_model::profile::Consumer;
 
 /// One consumer run (a job's consumers).
 pub struct Shared {

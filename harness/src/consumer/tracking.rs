@@ -70,8 +70,8 @@ impl SendTracking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Workload;
     use crate::runner::client::{uniq_seq, SendBuilder};
+    use harness_model::profile::Workload;
 
     #[test]
     fn a_uniq_key_maps_back_to_its_send_and_batch_entry() {

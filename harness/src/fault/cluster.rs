@@ -15,9 +15,9 @@ use crate::cluster::cell::broker_cpus;
 use crate::cluster::{broker_conf, broker_name, JobCluster};
 use crate::fault::injector::{Injector, Restarter};
 use crate::fault::job::{ms, set_totals};
-use crate::matrix::Cell;
 use crate::reconcile::{per_broker_text, read_live, read_store, tally_brokers, Copies};
 use crate::report::FaultColumns;
+use harness_model::matrix::Cell;
 
 /// The injector of a cluster cell with `[fault]`, over `sends` scheduled sends. Broker K of the
 /// harness's cluster can be restarted (`bin`, its broker.conf, its CPUs); a `--namesrv`
@@ -226,8 +226,9 @@ mod tests {
     fn cells(fault: &str, cluster: &str) -> Vec<Cell> {
         let text =
             format!("name = \"f\"\n{cluster}\n[workload]\nduration = \"10s\"\n[fault]\n{fault}\n");
-        let p = crate::profile::Profile::parse(&text, "f.toml", Path::new("f.toml"), &[]).unwrap();
-        crate::matrix::expand(&p).unwrap()
+        let p = harness_model::profile::Profile::parse(&text, "f.toml", Path::new("f.toml"), &[])
+            .unwrap();
+        harness_model::matrix::expand(&p).unwrap()
     }
 
     #[test]

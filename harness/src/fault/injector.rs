@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crate::broker::{self, BrokerProcess};
 use crate::fault::outcomes::{OutcomeLog, Recovery};
 use crate::fault::port_hold::PortHold;
-use crate::profile::FaultPlan;
 use crate::runner::client::KeySpace;
+use harness_model::profile::FaultPlan;
 
 /// What the injector does at one point of the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +188,7 @@ impl Injector {
     }
 
     /// `fault.role`: which member of a replicating pair the faults hit.
-    pub fn role(&self) -> Option<crate::profile::FaultRole> {
+    pub fn role(&self) -> Option<harness_model::profile::FaultRole> {
         self.plan.role
     }
 

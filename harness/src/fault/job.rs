@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::fault::injector::{Injector, Restarter};
-use crate::matrix::Cell;
 use crate::reconcile::{reconcile_store, Tally};
 use crate::report::cells::Fixed;
 use crate::report::FaultColumns;
+use harness_model::matrix::Cell;
 
 /// The injector of a cell with `[fault]`, over `sends` scheduled sends. `bin` and `conf` are
 /// the job's broker (None with `--target`).

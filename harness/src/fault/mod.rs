@@ -10,7 +10,7 @@
 //! * pids.rs     — `--broker-pid PID` / `NAME=PID`: brokers the harness did not start
 //! * port_hold.rs — a killed broker's port kept from other processes until its restart
 //!
-//! The plan itself is the profile's `[fault]` table ([`crate::profile::FaultPlan`]).
+//! The plan itself is the profile's `[fault]` table ([`harness_model::profile::FaultPlan`]).
 
 pub mod cluster;
 mod injector;

@@ -13,10 +13,10 @@ use crate::broker::{self, BrokerProcess};
 use crate::cluster::JobCluster;
 use crate::fault::Injector;
 
-use crate::profile::Workload;
 use crate::reconcile::{read_live, tally, Copies, Tally};
 use crate::report::{FaultColumns, HaColumns};
 use crate::runner::client::{AdminConn, KeySpace};
+use harness_model::profile::Workload;
 
 /// The pair's reconciliation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -112,7 +112,8 @@ impl RunView {
             })
             .collect();
         let parsed = profile_json["text"].as_str().and_then(|text| {
-            crate::profile::Profile::parse(text, "run.json", Path::new("run.json"), &[]).ok()
+            harness_model::profile::Profile::parse(text, "run.json", Path::new("run.json"), &[])
+                .ok()
         });
         let pairs = parsed
             .as_ref()

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::profile::Workload;
-use crate::runner::plan;
+use harness_model::profile::Workload;
+use harness_model::schedule::plan;
 
 /// (segment, rate) of every phase of cell `cell_id`, if `run` describes its workload.
 pub fn phase_rates(run: &Value, cell_id: &str) -> Option<Vec<(usize, f64)>> {

@@ -15,10 +15,10 @@ use crate::merge::error::MergeError;
 use crate::merge::folder::{self, ShardFolder};
 use crate::merge::series::{merge_series, MergedSecond};
 use crate::merge::summary::merge_rows;
-use crate::profile::higher_is_better;
 use crate::recorder::histogram;
 use crate::report::hlog_totals::{parse_tag, TagKind, SECOND_HISTOGRAMS};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
+use harness_model::profile::higher_is_better;
 
 /// What a merge produced.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use crate::consumer::ConsumerRun;
 use crate::order::key::Streams;
 use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
 use crate::order::readback::StoreReader;
-use crate::profile::{ConsumeMode, SendOrdering, Workload};
 use crate::report::{OrderColumns, TimeseriesOrder};
 use crate::runner::client::KeySpace;
+use harness_model::profile::{ConsumeMode, SendOrdering, Workload};
 
 /// A job's order accounting.
 pub enum JobOrder {

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::profile::{SendOrdering, Workload};
+use harness_model::profile::{SendOrdering, Workload};
 
 /// Java's `String.hashCode` (over UTF-16 code units, wrapping).
 pub fn java_string_hash(s: &str) -> i32 {

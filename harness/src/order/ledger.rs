@@ -175,7 +175,7 @@ impl OrderLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{SendOrdering, Workload};
+    use harness_model::profile::{SendOrdering, Workload};
 
     const P: &str = "7F00000112340000ABCD";
 

@@ -9,11 +9,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::fnv::fnv1a64;
-use crate::matrix::Cell;
-use crate::profile::Profile;
 use crate::provenance::Provenance;
-use crate::runner::shard::Spread;
+use harness_model::fnv::fnv1a64;
+use harness_model::matrix::Cell;
+use harness_model::profile::Profile;
+use harness_model::shard::Spread;
 
 /// Everything `run.json` records.
 pub struct RunRecord<'a> {

@@ -13,10 +13,10 @@ use remoting::{
     FrameCache, FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError,
 };
 
-use crate::profile::{HeaderKind, SendCode, Workload};
 use crate::runner::hex::{hex12, push_hex12, read_hex12};
-use crate::runner::shard::Shard;
 use crate::runner::sink::SendSink;
+use harness_model::profile::{HeaderKind, SendCode, Workload};
+use harness_model::shard::Shard;
 
 pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
 

@@ -14,9 +14,9 @@ use crate::cluster::router::Router;
 use crate::consumer::SendTracking;
 use crate::fault::OutcomeLog;
 use crate::order::key::KeyGate;
-use crate::profile::RetryPolicy;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, NotStoreOk, Retry, MAX_ATTEMPTS};
+use harness_model::profile::RetryPolicy;
 
 /// One attempt on the wire, owned by the reader of its connection until it ends.
 ///

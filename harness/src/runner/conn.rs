@@ -352,9 +352,9 @@ mod tests {
     use std::sync::mpsc::sync_channel;
 
     use super::*;
-    use crate::profile::RetryPolicy;
     use crate::runner::common::InFlight;
     use crate::runner::retry::NotStoreOk;
+    use harness_model::profile::RetryPolicy;
 
     fn common(oneway: bool) -> Arc<Common> {
         let (retry_tx, _) = sync_channel(16);

@@ -6,11 +6,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::consumer::{ConsumerFigures, ConsumerRun, Target};
-use crate::matrix::Cell;
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
 use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::context::Ctx;
 use crate::runner::plan::LoadConfig;
+use harness_model::matrix::Cell;
 
 /// Starts the cell's consumers, if it has any, and points the load's acknowledgements at them.
 /// With `namesrv` (a cluster) they follow the topic's route over every broker; else they read

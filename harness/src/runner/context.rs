@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use crate::matrix::Cell;
-use crate::profile::Profile;
+use harness_model::matrix::Cell;
+use harness_model::profile::Profile;
 use parking_lot::Mutex;
 
 use crate::report::{HlogWriter, TimeseriesWriter};
 use crate::runner::options::RunOptions;
 use crate::runner::progress::Progress;
-use crate::runner::shard::StartAt;
+use harness_model::shard::StartAt;
 
 /// Per-run context shared by the jobs.
 pub struct Ctx<'a> {

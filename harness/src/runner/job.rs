@@ -8,15 +8,16 @@ use std::time::Duration;
 use crate::broker::{self, BrokerProcess};
 use crate::cluster::JobCluster;
 use crate::fault::{self, Injector};
-use crate::matrix::Cell;
-use crate::profile::Model;
 use crate::recorder::Recorder;
 use crate::report::{FaultColumns, OrderColumns, Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
-use crate::runner::plan::{LoadConfig, Phase};
+use crate::runner::plan::LoadConfig;
 use crate::runner::sample::{segment_resources, Sample};
 use crate::runner::sampler::drive;
 use crate::runner::validity::validity_problem;
+use harness_model::matrix::Cell;
+use harness_model::profile::Model;
+use harness_model::schedule::Phase;
 
 /// Starts the cell's broker with its broker.conf in `job_dir` (a fresh store there).
 pub(crate) fn start_broker(

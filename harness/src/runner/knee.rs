@@ -27,7 +27,7 @@ pub struct SearchParams {
 }
 
 impl SearchParams {
-    pub fn from_profile(k: &crate::profile::Knee, workload_rate: f64) -> SearchParams {
+    pub fn from_profile(k: &harness_model::profile::Knee, workload_rate: f64) -> SearchParams {
         SearchParams {
             start: k.start_rate.unwrap_or(workload_rate),
             growth: k.growth,

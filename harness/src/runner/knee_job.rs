@@ -8,14 +8,14 @@ use std::borrow::Borrow;
 
 use crate::broker::BrokerProcess;
 use crate::compare::load::{CellKey, Row};
-use crate::compare::rules::{Env, EvalError};
-use crate::matrix::Cell;
-use crate::profile::{Knee, Model, Slo};
 use crate::report::cells::Fixed;
 use crate::report::{summary_csv, SummaryRow};
 use crate::runner::context::{Ctx, Probe};
 use crate::runner::job::{run_job, start_broker};
 use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
+use harness_model::matrix::Cell;
+use harness_model::profile::{Knee, Model, Slo};
+use harness_model::rules::{Env, EvalError};
 
 /// Runs the knee search of one cell and repetition. Like `run_job`, never fails: problems
 /// become invalid rows, and a probe that could send nothing ends the search.

@@ -32,8 +32,9 @@ use crate::runner::client::KeySpace;
 use crate::runner::common::Common;
 use crate::runner::conn::{connect, Conn};
 use crate::runner::pacer::Pacer;
-use crate::runner::plan::{LoadConfig, Pacing};
+use crate::runner::plan::LoadConfig;
 use crate::runner::retry::NotStoreOk;
+use harness_model::schedule::Pacing;
 /// Start-up failures of the loop.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -45,7 +46,7 @@ pub enum LoadError {
     #[error("cannot start a worker thread: {0}")]
     Spawn(std::io::Error),
     #[error(transparent)]
-    Late(#[from] crate::runner::shard::Late),
+    Late(#[from] harness_model::shard::Late),
 }
 
 /// A running load. Dropping it without [`LoadHandle::join`] stops and joins the threads.
@@ -82,7 +83,7 @@ impl LoadHandle {
             tracking: cfg.tracking.clone(),
             outcomes: cfg.outcomes.clone(),
             cluster: cfg.cluster.clone(),
-            key_gate: (w.ordering == crate::profile::SendOrdering::SyncByKey)
+            key_gate: (w.ordering == harness_model::profile::SendOrdering::SyncByKey)
                 .then(|| Arc::new(crate::order::key::KeyGate::new(w.order_keys))),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));

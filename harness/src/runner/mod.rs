@@ -35,9 +35,8 @@ mod wait;
 
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};
-pub use plan::{plan, LoadConfig, Pacing, Phase};
+pub use plan::LoadConfig;
 pub use run::{check_broker_profile, run_profile};
-pub use shard::{Shard, Spread, StartAt};
 pub use validity::nothing_ran;
 
 /// UTC `YYYYMMDDTHHMMSSZ` and ISO forms of a time (kept here for callers of the old path).

@@ -27,7 +27,7 @@ pub struct RunOptions {
     /// Print nothing but errors (tests).
     pub quiet: bool,
     /// `--shard` and `--start-at`: this process's share of the schedule and its start.
-    pub spread: crate::runner::shard::Spread,
+    pub spread: harness_model::shard::Spread,
 }
 
 /// The result of a run.

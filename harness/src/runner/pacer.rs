@@ -13,15 +13,16 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::order::key::{KeyScan, Streams};
-use crate::profile::SendOrdering;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight, Reading};
 use crate::runner::conn::{flush_conns, Conn};
 use crate::runner::inline;
-use crate::runner::plan::{LoadConfig, Pacing};
+use crate::runner::plan::LoadConfig;
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_for_retry, wait_until};
+use harness_model::profile::SendOrdering;
+use harness_model::schedule::Pacing;
 
 mod pick;
 

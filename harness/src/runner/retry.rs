@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use remoting::ResponseCode;
 
-use crate::profile::RetryPolicy;
 use crate::recorder::Outcome;
+use harness_model::profile::RetryPolicy;
 
 /// Attempts of one send under a retry policy: retryTimesWhenSendFailed (2) + 1 (§11).
 pub const MAX_ATTEMPTS: u32 = 3;

@@ -9,8 +9,6 @@ use parking_lot::Mutex;
 
 use crate::broker;
 use crate::broker_keys::{check_cells, BrokerKeys};
-use crate::matrix;
-use crate::profile::{higher_is_better, Model, Profile};
 use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
@@ -20,6 +18,8 @@ use crate::runner::knee_job::{capacity_table, run_knee_job};
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::progress::Progress;
 use crate::runner::shard;
+use harness_model::matrix;
+use harness_model::profile::{higher_is_better, Model, Profile};
 
 /// Runs every cell and repetition of `profile`, writing outputs after each.
 pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
@@ -163,7 +163,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         }
         let cell = &cells[job.cell];
         ctx.job_start = opts.spread.start_at.map(|at| at.plus(slot));
-        slot += crate::runner::plan::slot_length(&cell.workload);
+        slot += harness_model::schedule::slot_length(&cell.workload);
         let (mut r, was_interrupted) = if cell.workload.model == Model::Knee {
             run_knee_job(&mut ctx, cell, job.repetition)
         } else {

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::matrix::Cell;
-use crate::profile::Model;
 use crate::recorder::{Interval, NotAvailableClass};
 use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::plan::LoadConfig;
+use harness_model::matrix::Cell;
+use harness_model::profile::Model;
 
 /// One sampled second (or the short drain interval at the end).
 pub struct Sample {

@@ -11,7 +11,6 @@ use crate::broker::{self, BrokerProcess};
 use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
-use crate::matrix::Cell;
 use crate::order::hook::JobOrder;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::{OrderColumns, Resources};
@@ -23,6 +22,7 @@ use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
 use crate::runner::sample::{timeseries_row, Sample};
 use crate::runner::store_disk::store_disk_mb;
+use harness_model::matrix::Cell;
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())

@@ -2,8 +2,8 @@
 //! Each reason starts with a kind that `report/advice.rs` explains (cause and fix) under the
 //! table and in the book.
 
-use crate::profile::Validity;
 use crate::report::SummaryRow;
+use harness_model::profile::Validity;
 
 /// Why `row` cannot be trusted under the profile's `[validity]` limits, if it cannot.
 pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<String> {

@@ -3,7 +3,7 @@
 
 use crate::compare::load::{CellKey, Second};
 use crate::compare::stats::{self, median};
-use crate::fnv::Fnv1a;
+use harness_model::fnv::Fnv1a;
 
 use super::metric::{Direction, Metric, SeriesStat};
 

@@ -44,7 +44,7 @@ impl Pacer {
             // Without retries (retryTimesWhenSendFailed = 0) the application gets the error.
             Pick::Down => {
                 router.record(q.broker, Duration::ZERO, true, false, now);
-                if self.common.policy == crate::profile::RetryPolicy::None {
+                if self.common.policy == harness_model::profile::RetryPolicy::None {
                     return (Pick::Down, None);
                 }
                 match router.select(Some(q.broker), now) {

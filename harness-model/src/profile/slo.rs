@@ -13,7 +13,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::compare::rules::{eval, parse_rule, Cmp, Env, EvalError, Expr, RuleKind};
+use crate::rules::{eval, parse_rule, Cmp, Env, EvalError, Expr, RuleKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

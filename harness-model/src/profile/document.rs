@@ -96,7 +96,7 @@ pub struct Profile {
     pub cluster: Option<ClusterSpec>,
     /// The `[ab]` table, for `harness ab`; None when the profile has none (defaults apply).
     pub ab: Option<AbSettings>,
-    /// `[auth]`: ACL credentials as written (the environment overrides them, `crate::auth`).
+    /// `[auth]`: ACL credentials as written (the environment overrides them, the harness's `auth`).
     pub auth: Option<AuthSection>,
     /// `[knee]`, `[slo]` and `[ab]` as written (plus `--set`): a `--set knee.k=v` is checked
     /// against the whole table, as the file's own table is.

@@ -1,10 +1,33 @@
 //! The `[auth]` table: credentials a run signs its requests with (RocketMQ ACL 1.0).
 //!
 //! Every value may instead come from the environment, which wins over the profile (see
-//! [`crate::auth`]): so a checked-in profile needs no secret at all.
+//! the harness's `auth`): so a checked-in profile needs no secret at all.
 
-use remoting::acl::Secret;
+use std::fmt;
+
 use serde::Deserialize;
+
+/// A secret written in a profile or the environment. `Debug` never shows it, so a logged
+/// profile cannot leak it; the client turns it into the wire's credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself: for the signing key and for nothing that is written out.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
 
 /// Every key `[auth]` takes.
 pub const AUTH_KEYS: &[&str] = &["access_key", "secret_key", "security_token"];

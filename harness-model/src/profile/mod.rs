@@ -35,7 +35,7 @@ mod value;
 mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
-pub use auth::{AuthSection, AUTH_KEYS};
+pub use auth::{AuthSection, Secret, AUTH_KEYS};
 pub use cluster::{
     bare_key, check_brokers_axis, per_broker_key, ClusterSpec, CLUSTER_BROKERS_AXIS, MAX_BROKERS,
 };
