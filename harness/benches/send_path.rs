@@ -12,7 +12,6 @@ use std::time::Instant;
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use harness::recorder::{Outcome, Recorder};
-use harness::runner::client::SendBuilder;
 use harness_model::profile::Workload;
 
 fn pieces(c: &mut Criterion) {
@@ -23,7 +22,7 @@ fn pieces(c: &mut Criterion) {
         message_size: 128,
         ..Workload::default()
     };
-    let mut builder = SendBuilder::new(&w);
+    let mut builder = harness::send_spec::builder(&w);
     // A connection's buffer: sends appended until it is written out.
     let mut out = BytesMut::with_capacity(1 << 20);
     let now = Instant::now();

@@ -28,6 +28,7 @@ pub mod reconcile;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod send_spec;
 #[doc(hidden)]
 pub mod testkit;
 pub mod write_blocks;

@@ -17,7 +17,7 @@ use remoting::message::encode_properties;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::broker::{locate_or_build, write_conf, BrokerProcess};
-use crate::runner::client::AdminConn;
+use rmq_client::admin::AdminConn;
 
 /// One recipe: broker keys, the steps, and the promised answer.
 pub struct Recipe {

@@ -14,10 +14,10 @@ use harness::broker::BrokerProcess;
 use harness::cluster::{prepare, CellCluster};
 use harness::consumer::{ConsumerRun, Mq, SendTracking, Target};
 use harness::report::SummaryRow;
-use harness::runner::client::{AdminConn, SendBuilder};
 use harness::runner::run_profile;
 use harness_model::matrix;
 use harness_model::profile::{Profile, Workload};
+use rmq_client::admin::AdminConn;
 
 mod common;
 use common::{broker_bin, options};
@@ -136,7 +136,7 @@ fn send(
     queue: i32,
 ) -> u64 {
     let mut conn = AdminConn::connect(addr, Duration::from_secs(3)).unwrap();
-    let mut builder = SendBuilder::new(w);
+    let mut builder = harness::send_spec::builder(w);
     builder.set_uniq_prefix(&tracking.prefix);
     let mut buf = bytes::BytesMut::new();
     let mut acked = 0;

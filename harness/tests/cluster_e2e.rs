@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::cluster::discover::master_addrs;
 use harness::cluster::CellCluster;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
 use harness_model::matrix;
 use harness_model::profile::Profile;
+use rmq_client::name_server::master_addrs;
 
 mod common;
 use common::{broker_bin, options};

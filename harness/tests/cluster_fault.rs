@@ -205,7 +205,7 @@ restart = true
 
 /// A cluster started outside the run (as a user's would be), its brokers registered.
 fn outside_cluster(dir: &Path, broker_keys: &str) -> harness::cluster::CellCluster {
-    use harness::cluster::discover::master_addrs;
+    use rmq_client::name_server::master_addrs;
     use std::time::{Duration, Instant};
     let base = Profile::parse(
         &format!("name = \"ns\"\n[cluster]\nbrokers = 2\n[broker]\nmappedFileSizeCommitLog = 4194304\nmaxMessageSize = 65536\n{broker_keys}\n"),

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use harness::broker::{write_conf, BrokerProcess};
 use harness::consumer::{ConsumerRun, SendTracking, Target};
-use harness::runner::client::{AdminConn, SendBuilder};
 use harness_model::matrix;
 use harness_model::profile::{Profile, Workload};
 use remoting::headers::{GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader};
 use remoting::{RemotingCommand, RequestCode};
+use rmq_client::admin::AdminConn;
 
 mod common;
 use common::broker_bin;
@@ -34,7 +34,7 @@ fn send(
     first: u64,
     n: u64,
 ) -> u64 {
-    let mut builder = SendBuilder::new(w);
+    let mut builder = harness::send_spec::builder(w);
     if let Some(t) = tracking {
         builder.set_uniq_prefix(&t.prefix);
     }

@@ -234,7 +234,7 @@ fn retry_policy_reports_attempts() {
 #[ignore = "measurement, not a check: timing depends on the machine"]
 fn lag_at_100k_per_second() {
     // The encode cost alone, to separate generator work from scheduling noise.
-    let mut b = harness::runner::client::SendBuilder::new(&Workload {
+    let mut b = harness::send_spec::builder(&Workload {
         message_size: 128,
         ..Workload::default()
     });
@@ -284,7 +284,7 @@ fn send_encoding_matches_the_typed_headers() {
     use harness_model::profile::SendCode;
     use remoting::headers::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
     for code in [SendCode::V2, SendCode::V1] {
-        let mut b = harness::runner::client::SendBuilder::new(&Workload {
+        let mut b = harness::send_spec::builder(&Workload {
             code,
             queues: 3,
             ..Workload::default()

@@ -13,9 +13,10 @@ use harness::broker::{write_conf, BrokerProcess};
 use harness::order::count::InversionCount;
 use harness::reconcile::{read_queue, Stored};
 use harness::report::SummaryRow;
-use harness::runner::client::{uniq_seq, AdminConn};
 use harness::runner::{run_profile, RunOptions};
 use harness_model::profile::Profile;
+use rmq_client::admin::AdminConn;
+use rmq_client::uniq_key::uniq_seq;
 
 mod common;
 use common::{broker_bin, options};

@@ -2,85 +2,18 @@
 //! start of a job, and a refresh every 30 s (`pollNameServerInterval`) that keeps the old
 //! route when the name server cannot answer.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use remoting::headers::GetRouteInfoRequestHeader;
-use remoting::route::{ClusterInfo, TopicRouteData};
-use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use remoting::route::TopicRouteData;
 
 use super::router::{BrokerRoute, Router};
-use crate::runner::client::AdminConn;
+use rmq_client::name_server::{fetch_route, resolve};
 
 /// The client's `pollNameServerInterval`.
 pub const ROUTE_REFRESH: Duration = Duration::from_secs(30);
-
-/// Calls to the name server wait this long (`mqClientApiTimeout`).
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// GET_ROUTEINFO_BY_TOPIC; `Ok(None)` for TOPIC_NOT_EXIST.
-pub fn fetch_route(namesrv: SocketAddr, topic: &str) -> Result<Option<TopicRouteData>, String> {
-    let mut c = AdminConn::connect(namesrv, CALL_TIMEOUT)
-        .map_err(|e| format!("name server {namesrv}: {e}"))?;
-    let answer = c
-        .call(
-            RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC, 0).with_header(
-                &GetRouteInfoRequestHeader {
-                    topic: topic.to_owned(),
-                    accept_standard_json_only: None,
-                },
-            ),
-            CALL_TIMEOUT,
-        )
-        .map_err(|e| format!("name server {namesrv}: route of {topic}: {e}"))?;
-    match answer.code {
-        0 => TopicRouteData::decode(&answer.body)
-            .map(Some)
-            .map_err(|e| format!("name server {namesrv}: {e}")),
-        c if c == ResponseCode::TOPIC_NOT_EXIST as i32 => Ok(None),
-        c => Err(format!(
-            "name server {namesrv} answered code {c}: {}",
-            answer.remark.unwrap_or_default()
-        )),
-    }
-}
-
-/// GET_BROKER_CLUSTER_INFO: every master's address (where the topic is created).
-pub fn master_addrs(namesrv: SocketAddr) -> Result<Vec<(String, SocketAddr)>, String> {
-    let mut c = AdminConn::connect(namesrv, CALL_TIMEOUT)
-        .map_err(|e| format!("name server {namesrv}: {e}"))?;
-    let answer = c
-        .call(
-            RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO, 0),
-            CALL_TIMEOUT,
-        )
-        .map_err(|e| format!("name server {namesrv}: cluster info: {e}"))?;
-    if answer.code != 0 {
-        return Err(format!(
-            "name server {namesrv}: cluster info: code {}: {}",
-            answer.code,
-            answer.remark.unwrap_or_default()
-        ));
-    }
-    let info = ClusterInfo::decode(&answer.body).map_err(|e| e.to_string())?;
-    info.broker_addr_table
-        .values()
-        .filter_map(|b| {
-            b.master_addr()
-                .map(|a| (b.broker_name.clone(), a.to_owned()))
-        })
-        .map(|(name, a)| resolve(&a).map(|addr| (name, addr)))
-        .collect()
-}
-
-fn resolve(addr: &str) -> Result<SocketAddr, String> {
-    addr.to_socket_addrs()
-        .map_err(|e| format!("broker address {addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("broker address {addr} resolves to nothing"))
-}
 
 /// The brokers of a route that have a master and a writeable queue (`topicRouteData2TopicPublishInfo`).
 pub fn brokers_of(route: &TopicRouteData) -> Result<Vec<BrokerRoute>, String> {
@@ -98,7 +31,7 @@ pub fn brokers_of(route: &TopicRouteData) -> Result<Vec<BrokerRoute>, String> {
         };
         out.push(BrokerRoute {
             name: q.broker_name.clone(),
-            addr: resolve(addr)?,
+            addr: resolve(addr).map_err(|e| e.to_string())?,
             write_queues: if q.writeable() {
                 q.write_queue_nums.max(0) as u32
             } else {
@@ -119,7 +52,7 @@ pub fn wait_for_route(
 ) -> Result<TopicRouteData, String> {
     let end = Instant::now() + wait;
     loop {
-        let route = fetch_route(namesrv, topic)?;
+        let route = fetch_route(namesrv, topic).map_err(|e| e.to_string())?;
         let listed = route.as_ref().map_or(0, |r| r.queue_datas.len());
         match route {
             Some(r) if listed >= expect => return Ok(r),
@@ -186,6 +119,9 @@ mod tests {
     use name_server::{NamesrvConfig, RunningNameServer};
     use remoting::headers::RegisterBrokerRequestHeader;
     use remoting::route::{body_crc32, RegisterBrokerBody, TopicConfigData};
+    use remoting::{RemotingCommand, RequestCode};
+    use rmq_client::admin::AdminConn;
+    use rmq_client::name_server::{master_addrs, CALL_TIMEOUT};
 
     fn register(ns: SocketAddr, write_queues: i32, counter: i64) -> AdminConn {
         let mut body = RegisterBrokerBody::default();

@@ -10,9 +10,9 @@ use std::time::Duration;
 use super::cell::CellCluster;
 use super::router::Router;
 use super::setup::{prepare, ClusterLoad};
-use crate::runner::client::AdminConn;
 use harness_model::matrix::Cell;
 use harness_model::profile::{ClusterSpec, Workload};
+use rmq_client::admin::AdminConn;
 
 /// A job's cluster.
 pub struct JobCluster {

@@ -5,11 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::discover::{brokers_of, master_addrs, wait_for_route, Refresher, ROUTE_REFRESH};
+use super::discover::{brokers_of, wait_for_route, Refresher, ROUTE_REFRESH};
 use super::fault::FaultVersion;
 use super::router::{Router, Selection};
-use crate::runner::client::AdminConn;
 use harness_model::profile::{RetryPolicy, Workload};
+use rmq_client::admin::AdminConn;
+use rmq_client::name_server::master_addrs;
 
 /// The cluster side of one job's load; dropping it stops the route refresh.
 pub struct ClusterLoad {
@@ -37,7 +38,7 @@ pub fn prepare(
 ) -> Result<ClusterLoad, String> {
     let end = Instant::now() + Duration::from_secs(20);
     let masters = loop {
-        let m = master_addrs(namesrv)?;
+        let m = master_addrs(namesrv).map_err(|e| e.to_string())?;
         let enough = m.len() >= expect.unwrap_or(1);
         if enough || Instant::now() >= end {
             if m.is_empty() {

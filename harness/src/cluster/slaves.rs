@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use remoting::route::TopicRouteData;
 
 use super::cell::CellCluster;
-use super::discover::fetch_route;
 use super::router::Router;
 use crate::broker::{self, BrokerProcess};
-use crate::runner::client::AdminConn;
 use harness_model::profile::FaultRole;
+use rmq_client::admin::AdminConn;
+use rmq_client::name_server::fetch_route;
 
 /// The slave's `brokerId` (RocketMQ: any id above 0 is a slave; the route lists it under it).
 pub const SLAVE_ID: &str = "1";
@@ -148,7 +148,7 @@ pub fn ready(
 ) -> Result<BTreeMap<String, Vec<String>>, String> {
     let end = Instant::now() + wait;
     let slaves = loop {
-        let route = fetch_route(namesrv, topic)?;
+        let route = fetch_route(namesrv, topic).map_err(|e| e.to_string())?;
         let slaves = route.as_ref().map(slaves_of).unwrap_or_default();
         let missing = router
             .brokers

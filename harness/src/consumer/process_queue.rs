@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::consumer::offset_map::OffsetMap;
-use crate::runner::client::{key_seq, KeySeq};
+use rmq_client::uniq_key::{key_seq, KeySeq};
 
 /// A message's UNIQ_KEY without an allocation when it is as long as the Java client makes it
 /// (32 hex digits): a `String` per message was a tenth of the consumers' malloc calls. Not a
@@ -17,7 +17,7 @@ pub enum UniqKey {
     Inline {
         len: u8,
         bytes: [u8; INLINE_KEY],
-        /// The sequence number of a key of the send builder's form (`runner::client::key_seq`),
+        /// The sequence number of a key of the send builder's form (`rmq_client::uniq_key::key_seq`),
         /// read once here: the duplicate, order and failure accounting each read it, and each
         /// parse was 4% of a consumer's instructions per message. `NO_SEQ` for other keys.
         seq: u64,
@@ -382,7 +382,7 @@ mod tests {
 #[cfg(test)]
 mod key_tests {
     use super::UniqKey;
-    use crate::runner::client::key_seq;
+    use rmq_client::uniq_key::key_seq;
 
     #[test]
     fn keys_of_any_length_read_back_whole() {

@@ -18,7 +18,7 @@ use parking_lot::RwLock;
 use remoting::route::{TopicRouteData, PERM_READ};
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::discover::fetch_route;
+use rmq_client::name_server::fetch_route;
 
 /// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
 /// (locks), where equality is all the broker needs.
@@ -203,6 +203,7 @@ async fn read_route(ns: SocketAddr, topic: &str) -> Result<Option<Vec<RouteBroke
         .await
         .map_err(|e| format!("route lookup: {e}"))?
         .map(|r| r.map(|r| subscribe_brokers(&r)))
+        .map_err(|e| e.to_string())
 }
 
 /// `pollNameServerInterval`: re-reads the route every `period` until `cancel`; an error or an
@@ -247,11 +248,11 @@ pub async fn refresh_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::client::AdminConn;
     use name_server::{NamesrvConfig, RunningNameServer};
     use remoting::headers::RegisterBrokerRequestHeader;
     use remoting::route::{body_crc32, RegisterBrokerBody, TopicConfigData};
     use remoting::{RemotingCommand, RequestCode};
+    use rmq_client::admin::AdminConn;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Instant;
 

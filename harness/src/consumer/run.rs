@@ -31,7 +31,6 @@ use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
 use crate::recorder::quantile;
-use crate::runner::client::SendBuilder;
 use harness_model::profile::{Consumer, Workload};
 
 /// Sends of the prefill in flight at once.
@@ -563,7 +562,7 @@ async fn prefill_topic(
     if wires.is_empty() {
         return Err("prefill: the route lists no broker".into());
     }
-    let mut builder = SendBuilder::new(workload);
+    let mut builder = crate::send_spec::builder(workload);
     builder.set_uniq_prefix(&tracking.prefix);
     let mut set = tokio::task::JoinSet::new();
     let mut buf = bytes::BytesMut::new();

@@ -1,8 +1,8 @@
 //! The producer's half of lost/duplicate accounting: which sends the broker acknowledged,
-//! keyed by the sequence number carried in every UNIQ_KEY (`runner::client::uniq_seq`).
+//! keyed by the sequence number carried in every UNIQ_KEY (`rmq_client::uniq_key::uniq_seq`).
 
 use crate::consumer::seqset::SeqSet;
-use crate::runner::client::KeyPrefix;
+use rmq_client::uniq_key::KeyPrefix;
 
 impl std::fmt::Debug for SendTracking {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,13 +70,13 @@ impl SendTracking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::client::{uniq_seq, SendBuilder};
     use harness_model::profile::Workload;
+    use rmq_client::uniq_key::uniq_seq;
 
     #[test]
     fn a_uniq_key_maps_back_to_its_send_and_batch_entry() {
         let t = SendTracking::new(1, 1000);
-        let mut b = SendBuilder::new(&Workload::default());
+        let mut b = crate::send_spec::builder(&Workload::default());
         b.set_uniq_prefix(&t.prefix);
         assert_eq!(b.uniq_prefix(), t.prefix);
         let key = b.uniq_key(0xABCDEF12345);

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crate::broker::{self, BrokerProcess};
 use crate::fault::outcomes::{OutcomeLog, Recovery};
 use crate::fault::port_hold::PortHold;
-use crate::runner::client::KeySpace;
 use harness_model::profile::FaultPlan;
+use rmq_client::uniq_key::KeySpace;
 
 /// What the injector does at one point of the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

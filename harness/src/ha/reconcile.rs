@@ -15,8 +15,9 @@ use crate::fault::Injector;
 
 use crate::reconcile::{read_live, tally, Copies, Tally};
 use crate::report::{FaultColumns, HaColumns};
-use crate::runner::client::{AdminConn, KeySpace};
 use harness_model::profile::Workload;
+use rmq_client::admin::AdminConn;
+use rmq_client::uniq_key::KeySpace;
 
 /// The pair's reconciliation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use crate::order::key::Streams;
 use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
 use crate::order::readback::StoreReader;
 use crate::report::{OrderColumns, TimeseriesOrder};
-use crate::runner::client::KeySpace;
 use harness_model::profile::{ConsumeMode, SendOrdering, Workload};
+use rmq_client::uniq_key::KeySpace;
 
 /// A job's order accounting.
 pub enum JobOrder {

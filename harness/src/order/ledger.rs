@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use crate::order::count::{ConsumeCheck, InversionCount};
 use crate::order::key::Streams;
-use crate::runner::client::{key_seq, KeyPrefix, KeySeq};
+use rmq_client::uniq_key::{key_seq, KeyPrefix, KeySeq};
 
 /// Where `order_inversions` was counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Message order: whether messages are stored, and consumed, in the order they were sent.
 //!
-//! The send order is the send number every UNIQ_KEY carries (`runner::client::KeySpace`); the
+//! The send order is the send number every UNIQ_KEY carries (`rmq_client::uniq_key::KeySpace`); the
 //! stored order is the queue offset. A *stream* is the set of messages whose relative order is
 //! promised or checked: one queue with `ordering = "none"`, one key with `by-key` and
 //! `sync-by-key` (a key always goes to one queue).

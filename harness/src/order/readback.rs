@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::order::ledger::OrderLedger;
 use crate::reconcile::{pull_answer, pull_request, Stored};
-use crate::runner::client::{AdminConn, ClientError};
+use rmq_client::admin::{AdminConn, ClientError};
 
 /// Pulls of one pass at most (about 3 million messages): a pass ends even if the store grows
 /// as fast as it is read.

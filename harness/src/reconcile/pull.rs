@@ -7,7 +7,7 @@ use remoting::headers::PullMessageRequestHeader;
 use remoting::message::{decode_record, property, MessageDecodeError, RecordAt};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
-use crate::runner::client::{AdminConn, ClientError};
+use rmq_client::admin::{AdminConn, ClientError};
 
 /// The consumer group of the reader; never committed (no COMMIT_OFFSET flag).
 const GROUP: &str = "harness_reconcile";

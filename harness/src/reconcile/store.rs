@@ -12,7 +12,8 @@ use crate::broker::{self, BrokerProcess};
 use crate::fault::OutcomeLog;
 use crate::reconcile::pull::{read_queue, Stored};
 use crate::reconcile::tally::{tally, Tally};
-use crate::runner::client::{AdminConn, KeySpace};
+use rmq_client::admin::AdminConn;
+use rmq_client::uniq_key::KeySpace;
 
 /// What one broker's queues hold of a job's sends.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

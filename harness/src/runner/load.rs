@@ -28,13 +28,13 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::recorder::{Interval, Recorder};
-use crate::runner::client::KeySpace;
 use crate::runner::common::Common;
 use crate::runner::conn::{connect, Conn};
 use crate::runner::pacer::Pacer;
 use crate::runner::plan::LoadConfig;
 use crate::runner::retry::NotStoreOk;
 use harness_model::schedule::Pacing;
+use rmq_client::uniq_key::KeySpace;
 /// Start-up failures of the loop.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -4,14 +4,11 @@
 //! second (`sampler.rs`) while the open- or closed-loop load (`load.rs`, `plan.rs`,
 //! `pacer.rs`, `conn.rs`, `retry.rs`) runs against the broker.
 
-pub mod admin;
 mod broker_sampler;
-pub mod client;
 mod common;
 mod conn;
 mod consumer_hook;
 mod context;
-mod hex;
 mod inflight;
 mod inline;
 mod job;
@@ -28,7 +25,6 @@ mod run;
 mod sample;
 mod sampler;
 pub mod shard;
-pub mod sink;
 mod store_disk;
 mod validity;
 mod wait;

@@ -14,7 +14,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::order::key::{KeyScan, Streams};
 use crate::recorder::{Outcome, Recorder};
-use crate::runner::client::SendBuilder;
 use crate::runner::common::{us, Common, InFlight, Reading};
 use crate::runner::conn::{flush_conns, Conn};
 use crate::runner::inline;
@@ -23,6 +22,7 @@ use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_for_retry, wait_until};
 use harness_model::profile::SendOrdering;
 use harness_model::schedule::Pacing;
+use rmq_client::send::SendBuilder;
 
 mod pick;
 
@@ -100,7 +100,7 @@ impl Pacer {
         let max_rate = cfg.phases.iter().map(|p| p.rate).fold(0.0, f64::max);
         let backlog_cap =
             ((max_rate * common.send_timeout.as_secs_f64()) as usize).clamp(1024, 2_000_000);
-        let mut builder = SendBuilder::for_shard(&cfg.workload, cfg.shard);
+        let mut builder = SendBuilder::new(&crate::send_spec::send_spec(&cfg.workload, cfg.shard));
         if let Some(t) = &cfg.tracking {
             builder.set_uniq_prefix(&t.prefix);
         }
@@ -127,7 +127,7 @@ impl Pacer {
     }
 
     /// How this pacer's UNIQ_KEYs map back to send numbers.
-    pub fn key_space(&self) -> crate::runner::client::KeySpace {
+    pub fn key_space(&self) -> rmq_client::uniq_key::KeySpace {
         self.builder.key_space()
     }
 

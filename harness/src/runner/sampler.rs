@@ -15,7 +15,6 @@ use crate::order::hook::JobOrder;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::{OrderColumns, Resources};
 use crate::runner::broker_sampler::BrokerSampler;
-use crate::runner::client::AdminConn;
 use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
 use crate::runner::load::LoadHandle;
@@ -23,6 +22,7 @@ use crate::runner::plan::LoadConfig;
 use crate::runner::sample::{timeseries_row, Sample};
 use crate::runner::store_disk::store_disk_mb;
 use harness_model::matrix::Cell;
+use rmq_client::admin::AdminConn;
 
 fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())

@@ -5,7 +5,7 @@
 use bytes::BytesMut;
 use remoting::{FrameBuf, FrameCache, FrameTemplate};
 
-/// A buffer that [`crate::runner::client::SendBuilder::encode_into_queue`] appends to.
+/// A buffer that [`crate::send::SendBuilder::encode_into_queue`] appends to.
 pub trait SendSink {
     /// Bytes appended and not yet written out.
     fn filled(&self) -> usize;

@@ -1,5 +1,6 @@
-//! The wire side of the client: building send requests like the Java producer does. The
-//! synchronous helper for admin calls lives in [`crate::runner::admin`].
+//! Building send requests like the Java producer does, from a [`SendSpec`]: the request
+//! template built once, then per send only the opaque, queue id, born timestamp and UNIQ_KEY
+//! written where they stand.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,17 +14,56 @@ use remoting::{
     FrameCache, FrameTemplate, RemotingCommand, RequestCode, SerializeType, TemplateError,
 };
 
-use crate::runner::hex::{hex12, push_hex12, read_hex12};
-use crate::runner::sink::SendSink;
-use harness_model::profile::{HeaderKind, SendCode, Workload};
-use harness_model::shard::Shard;
+use crate::sink::SendSink;
+use crate::uniq_key::{hex12, KeySpace};
 
-pub use crate::runner::admin::{parse_runtime_info, AdminConn, ClientError};
+/// Which send request carries a single message: SEND_MESSAGE (10, long header names) or
+/// SEND_MESSAGE_V2 (310, one-letter names, what the Java client sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestVersion {
+    V1,
+    #[default]
+    V2,
+}
+
+/// What a load's sends are: everything [`SendBuilder`] needs, with no profile type (the
+/// harness fills it from a workload and a shard).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendSpec {
+    pub version: RequestVersion,
+    pub serialize: SerializeType,
+    pub oneway: bool,
+    /// Messages per SEND_BATCH_MESSAGE; 1 sends single messages.
+    pub batch: u32,
+    pub message_size: usize,
+    pub topic: String,
+    pub queues: u32,
+    pub producer_group: String,
+    /// The shard index when the schedule is split over several generators: it goes into the
+    /// UNIQ_KEY's "classloader hash" so that shards' keys never collide.
+    pub shard: Option<u32>,
+}
+
+impl Default for SendSpec {
+    fn default() -> Self {
+        SendSpec {
+            version: RequestVersion::V2,
+            serialize: SerializeType::Json,
+            oneway: false,
+            batch: 1,
+            message_size: 128,
+            topic: "BenchTopic".into(),
+            queues: 8,
+            producer_group: "bench_producer".into(),
+            shard: None,
+        }
+    }
+}
 
 /// Builds send requests. Shared by the pacer (first attempts and retries).
 #[derive(Debug, Clone)]
 pub struct SendBuilder {
-    code: SendCode,
+    code: RequestVersion,
     serialize: SerializeType,
     oneway: bool,
     batch: u32,
@@ -59,10 +99,10 @@ enum SendFrame {
 impl SendFrame {
     /// The frame of `cmd` (a send's request, its three changing fields placeholders), or None
     /// to encode every send in full.
-    fn new(cmd: &RemotingCommand, code: SendCode, key_prefix: &str) -> Option<SendFrame> {
+    fn new(cmd: &RemotingCommand, code: RequestVersion, key_prefix: &str) -> Option<SendFrame> {
         let keys = match code {
-            SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
-            SendCode::V2 => ["e", "g", "i"],
+            RequestVersion::V1 => ["queueId", "bornTimestamp", "properties"],
+            RequestVersion::V2 => ["e", "g", "i"],
         };
         let mut marked = cmd.clone();
         let values = [
@@ -90,70 +130,34 @@ const PROPS_HEAD: &str = "WAIT\u{1}true\u{2}UNIQ_KEY\u{1}";
 /// What follows the UNIQ_KEY.
 const PROPS_TAIL: &str = "\u{2}";
 
-/// The UNIQ_KEYs of one load: `prefix` (IP, pid, a per-load "classloader hash", 20 hex
-/// digits, §3.4), then 12 hex digits. Java puts the time since the start of the month and a
-/// 16-bit counter there; we put the send's sequence number (48 bits). Every key of a load is
-/// still unique and 32 hex digits, which is all the broker and a Java consumer rely on; a retry
-/// carries the same key, as the Java client's does; and a key read back from the store or a
-/// pull maps to its send number ([`KeySpace::seq_of`], [`uniq_seq`]) with no table of strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeySpace {
-    prefix: String,
-}
-
-impl KeySpace {
-    fn write(&self, seq: u64, out: &mut String) {
-        out.push_str(&self.prefix);
-        push_hex12(seq, out);
-    }
-
-    /// The 20-hex-digit prefix of every key of the load.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// The send number of `key`, or None for a key of another load.
-    pub fn seq_of(&self, key: &str) -> Option<u64> {
-        match uniq_seq(key) {
-            Some((prefix, seq)) if prefix == self.prefix => Some(seq),
-            _ => None,
-        }
-    }
-}
-
 impl SendBuilder {
-    pub fn new(w: &Workload) -> SendBuilder {
-        SendBuilder::for_shard(w, Shard::WHOLE)
-    }
-
-    /// The builder of one shard: its own producer group, and a UNIQ_KEY client part that
+    /// The builder of a load's sends. With `spec.shard` set, the UNIQ_KEY's client part
     /// differs from every other shard's even when all run as pid 1 in containers started in
     /// the same nanosecond (the high byte of the "classloader hash" is the shard index).
-    pub fn for_shard(w: &Workload, shard: Shard) -> SendBuilder {
+    pub fn new(spec: &SendSpec) -> SendBuilder {
         let pid = std::process::id();
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let mut hash = (nanos.as_nanos() as u32) ^ pid.rotate_left(16);
-        if !shard.is_whole() {
-            hash = (hash & 0x00ff_ffff) | ((shard.index & 0xff) << 24);
+        if let Some(index) = spec.shard {
+            hash = (hash & 0x00ff_ffff) | ((index & 0xff) << 24);
         }
         let prefix = format!("7F000001{:04X}{:08X}", pid as u16, hash);
         // A recognisable, compressible-but-not-trivial body.
-        let body: Vec<u8> = (0..w.message_size).map(|i| b'a' + (i % 26) as u8).collect();
+        let body: Vec<u8> = (0..spec.message_size)
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
         SendBuilder {
-            code: w.code,
-            serialize: match w.header {
-                HeaderKind::Json => SerializeType::Json,
-                HeaderKind::Rocketmq => SerializeType::RocketMq,
-            },
-            oneway: w.oneway,
-            batch: w.batch,
+            code: spec.version,
+            serialize: spec.serialize,
+            oneway: spec.oneway,
+            batch: spec.batch,
             body: Bytes::from(body),
-            topic: w.topic.clone(),
-            queues: w.queues,
-            producer_group: shard.producer_group(&w.producer_group),
-            keys: KeySpace { prefix },
+            topic: spec.topic.clone(),
+            queues: spec.queues,
+            producer_group: spec.producer_group.clone(),
+            keys: KeySpace::new(prefix),
             template: None,
             frame: None,
             born_text: (i64::MIN, String::new()),
@@ -175,14 +179,14 @@ impl SendBuilder {
 
     /// The first 20 hex digits of every UNIQ_KEY this builder writes.
     pub fn uniq_prefix(&self) -> &str {
-        &self.keys.prefix
+        self.keys.prefix()
     }
 
     /// Replaces the 20-hex-digit prefix, so a consumer can tell this run's messages (and this
     /// builder's) from any other on the topic.
     pub fn set_uniq_prefix(&mut self, prefix: &str) {
         if prefix.len() == 20 && prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            self.keys.prefix = prefix.to_owned();
+            self.keys = KeySpace::new(prefix.to_owned());
             self.template = None;
             self.frame = None;
         }
@@ -226,7 +230,7 @@ impl SendBuilder {
         if self.template.is_none() {
             let template = self.build_template();
             if self.serialize == SerializeType::Json && !batch {
-                self.frame = SendFrame::new(&template, self.code, &self.keys.prefix);
+                self.frame = SendFrame::new(&template, self.code, self.keys.prefix());
             }
             self.template = Some(template);
         }
@@ -257,7 +261,7 @@ impl SendBuilder {
             return dst.filled() - start;
         }
         let (kq, kg, ki) = match (self.code, batch) {
-            (SendCode::V1, false) => ("queueId", "bornTimestamp", "properties"),
+            (RequestVersion::V1, false) => ("queueId", "bornTimestamp", "properties"),
             _ => ("e", "g", "i"),
         };
         let body = if batch {
@@ -309,8 +313,8 @@ impl SendBuilder {
             RequestCode::SEND_BATCH_MESSAGE.as_i32()
         } else {
             match self.code {
-                SendCode::V2 => RequestCode::SEND_MESSAGE_V2.as_i32(),
-                SendCode::V1 => RequestCode::SEND_MESSAGE.as_i32(),
+                RequestVersion::V2 => RequestCode::SEND_MESSAGE_V2.as_i32(),
+                RequestVersion::V1 => RequestCode::SEND_MESSAGE.as_i32(),
             }
         };
         // Placeholders, rewritten per send; a batch carries properties per entry only.
@@ -361,40 +365,6 @@ impl SendBuilder {
     }
 }
 
-/// Hex digits before a UNIQ_KEY's sequence number: IP, pid and the per-load hash
-/// ([`KeySpace`]).
-pub const KEY_PREFIX_LEN: usize = 20;
-
-/// The prefix of a load's UNIQ_KEYs, as bytes: compared as a fixed-size array, it needs no
-/// call to `memcmp`, which was 2% of a consumer's instructions per message.
-pub type KeyPrefix = [u8; KEY_PREFIX_LEN];
-
-/// A UNIQ_KEY written by [`SendBuilder`], read: its prefix and the send's sequence number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeySeq<'a> {
-    pub prefix: &'a KeyPrefix,
-    pub seq: u64,
-}
-
-/// `key` read as [`SendBuilder`] writes it: 32 bytes, the last 12 hex digits the sequence.
-/// The prefix is not checked here: a key of another load is told apart by it.
-#[inline]
-pub fn key_seq(key: &[u8]) -> Option<KeySeq<'_>> {
-    let key: &[u8; KEY_PREFIX_LEN + 12] = key.try_into().ok()?;
-    let (prefix, digits) = key.split_at(KEY_PREFIX_LEN);
-    Some(KeySeq {
-        prefix: prefix.try_into().ok()?,
-        seq: read_hex12(digits.try_into().ok()?)?,
-    })
-}
-
-/// A UNIQ_KEY written by [`SendBuilder`]: its 20-digit prefix and the send's sequence number.
-pub fn uniq_seq(key: &str) -> Option<(&str, u64)> {
-    // The prefix must be text to split there (a key is not always ASCII).
-    let k = key_seq(key.as_bytes())?;
-    Some((key.get(..KEY_PREFIX_LEN)?, k.seq))
-}
-
 /// How often [`BornClock`] reads the wall clock again: NTP may slew it against the monotonic
 /// clock by up to 0.5 ms a second, so a born timestamp is at most that far from the wall clock.
 const BORN_REANCHOR: Duration = Duration::from_secs(1);
@@ -439,22 +409,9 @@ impl BornClock {
 mod tests {
     use super::*;
 
-    proptest::proptest! {
-        /// The hand-written hex parse reads what `from_str_radix` reads, and refuses the rest.
-        #[test]
-        fn a_key_sequence_reads_as_hex(seq in "[0-9a-fA-F]{12}|[0-9a-fA-FxX +-]{12}") {
-            let key = format!("{}{seq}", "7F000001000100000000");
-            let want = match seq.as_bytes()[0] {
-                b'+' | b'-' => None,
-                _ => u64::from_str_radix(&seq, 16).ok(),
-            };
-            proptest::prop_assert_eq!(uniq_seq(&key).map(|(_, s)| s), want);
-        }
-    }
-
     #[test]
     fn keys_map_back_to_their_send_number_and_keep_the_java_shape() {
-        let b = SendBuilder::new(&Workload::default());
+        let b = SendBuilder::new(&SendSpec::default());
         let keys = b.key_space();
         for seq in [0u64, 1, 65_535, 65_536, 1_000_003, 40_000_000] {
             let k = b.uniq_key(seq);
@@ -462,7 +419,7 @@ mod tests {
             assert!(k.bytes().all(|c| c.is_ascii_hexdigit()), "{k}");
             assert_eq!(keys.seq_of(&k), Some(seq), "{k}");
         }
-        let other = SendBuilder::new(&Workload::default());
+        let other = SendBuilder::new(&SendSpec::default());
         // Another load's keys differ in the prefix (its hash has the time in nanoseconds).
         if other.key_space() != keys {
             assert_eq!(keys.seq_of(&other.uniq_key(5)), None);
@@ -470,32 +427,15 @@ mod tests {
         assert_eq!(keys.seq_of("short"), None);
     }
 
-    #[test]
-    fn digit_writers_match_the_formatter() {
-        for v in [
-            0u64,
-            9,
-            0xA,
-            0xFFFF_FFFF_FFFF,
-            0x1_0000_0000_0001,
-            u64::MAX,
-            40_000_000,
-        ] {
-            let mut got = String::from("x");
-            push_hex12(v, &mut got);
-            assert_eq!(got, format!("x{:012X}", v & 0xFFFF_FFFF_FFFF));
-        }
-    }
-
     /// The templated send, digits written where their marks stood, is byte for byte what the
     /// full encoder writes for the same fields.
     #[test]
     fn a_templated_send_is_what_the_full_encoder_writes() {
-        for code in [SendCode::V1, SendCode::V2] {
-            let w = Workload {
-                code,
+        for code in [RequestVersion::V1, RequestVersion::V2] {
+            let w = SendSpec {
+                version: code,
                 message_size: 40,
-                ..Workload::default()
+                ..SendSpec::default()
             };
             let mut b = SendBuilder::new(&w);
             let now = Instant::now();
@@ -513,8 +453,8 @@ mod tests {
                 let mut want_cmd = b.build_template();
                 want_cmd.opaque = opaque;
                 let [kq, kg, ki] = match code {
-                    SendCode::V1 => ["queueId", "bornTimestamp", "properties"],
-                    SendCode::V2 => ["e", "g", "i"],
+                    RequestVersion::V1 => ["queueId", "bornTimestamp", "properties"],
+                    RequestVersion::V2 => ["e", "g", "i"],
                 };
                 let q = queue.unwrap_or((seq % u64::from(w.queues)) as i32);
                 let fields = &mut want_cmd.ext_fields;
