@@ -173,7 +173,7 @@ pub fn check_cells(
     let mut problems = Vec::new();
     for (cell, conf) in cells.iter().zip(confs) {
         let path = scratch.join(format!("{}.conf", cell.id));
-        crate::broker::write_conf(&path, conf)?;
+        crate::kind::write_conf(&path, conf)?;
         let out = Command::new(bin)
             .args(["--strict", "--check", "-c"])
             .arg(&path)

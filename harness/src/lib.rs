@@ -5,7 +5,6 @@
 
 pub mod ab;
 pub mod auth;
-pub mod broker;
 pub mod broker_keys;
 pub mod cluster;
 pub mod compare;
@@ -17,10 +16,11 @@ pub mod fault;
 pub mod ha;
 pub mod html;
 pub mod interrupt;
+pub mod kind;
 
 pub mod merge;
 pub mod order;
-pub mod proc_cpu;
+pub mod proc;
 
 pub mod provenance;
 pub mod recipe;

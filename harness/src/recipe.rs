@@ -16,7 +16,8 @@ use remoting::headers::{PullMessageRequestHeader, SendMessageRequestHeaderV2};
 use remoting::message::encode_properties;
 use remoting::{RemotingCommand, RequestCode};
 
-use crate::broker::{locate_or_build, write_conf, BrokerProcess};
+use crate::kind::in_tree::process::{locate_or_build, BrokerProcess};
+use crate::kind::write_conf;
 use rmq_client::admin::AdminConn;
 
 /// One recipe: broker keys, the steps, and the promised answer.

@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::broker::BrokerProcess;
 use harness::cluster::{prepare, CellCluster};
 use harness::consumer::{ConsumerRun, Mq, SendTracking, Target};
+use harness::kind::in_tree::process::BrokerProcess;
 use harness::report::SummaryRow;
 use harness::runner::run_profile;
 use harness_model::matrix;
@@ -185,7 +185,14 @@ fn a_killed_broker_s_queues_resume_after_its_restart() {
     let profile = Profile::parse(text, "kill.toml", Path::new("kill.toml"), &[]).unwrap();
     let cell = &matrix::expand(&profile).unwrap()[0];
     let w = &cell.workload;
-    let mut cluster = CellCluster::start(&broker_bin(), cell, 2, dir.path(), None).unwrap();
+    let mut cluster = CellCluster::start(
+        &harness::kind::in_tree::InTree::new(broker_bin()),
+        cell,
+        2,
+        dir.path(),
+        None,
+    )
+    .unwrap();
     let load = prepare(cluster.namesrv_addr, Some(2), w).unwrap();
     let addr_of = |i: usize| load.router.brokers[i].addr;
     let (b0, b1) = (addr_of(0), addr_of(1));
@@ -214,7 +221,7 @@ fn a_killed_broker_s_queues_resume_after_its_restart() {
     assert_eq!(wait_consumed(&run, "broker-1", 40, within), 40);
 
     // Broker 1 down: broker 0's queues are still consumed.
-    cluster.brokers[1].kill9();
+    cluster.brokers[1].kill9().expect("SIGKILL to broker-1");
     acked += send(b0, w, &tracking, seq, 20, 0);
     seq += 20;
     assert_eq!(wait_consumed(&run, "broker-0", 60, within), 60);
@@ -233,7 +240,7 @@ fn a_killed_broker_s_queues_resume_after_its_restart() {
     )
     .unwrap();
     assert_eq!(again.addr, b1);
-    cluster.brokers[1] = again;
+    cluster.brokers[1] = Box::new(again);
     acked += send(b1, w, &tracking, seq, 20, 1);
     let got = wait_consumed(&run, "broker-1", 60, Duration::from_secs(30));
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -279,7 +286,14 @@ fn a_broker_that_leaves_the_route_loses_its_queues_and_gets_them_back() {
     let profile = Profile::parse(text, "route.toml", Path::new("route.toml"), &[]).unwrap();
     let cell = &matrix::expand(&profile).unwrap()[0];
     let w = &cell.workload;
-    let mut cluster = CellCluster::start(&broker_bin(), cell, 2, dir.path(), None).unwrap();
+    let mut cluster = CellCluster::start(
+        &harness::kind::in_tree::InTree::new(broker_bin()),
+        cell,
+        2,
+        dir.path(),
+        None,
+    )
+    .unwrap();
     let load = prepare(cluster.namesrv_addr, Some(2), w).unwrap();
     let (b0, b1) = (load.router.brokers[0].addr, load.router.brokers[1].addr);
     let cfg = cell.consumer.clone().unwrap();
@@ -295,7 +309,7 @@ fn a_broker_that_leaves_the_route_loses_its_queues_and_gets_them_back() {
     let within = Duration::from_secs(20);
     assert_eq!(wait_consumed(&run, "broker-1", 20, within), 20);
 
-    cluster.brokers[1].kill9();
+    cluster.brokers[1].kill9().expect("SIGKILL to broker-1");
     wait_assigned(&run, &["broker-0"]);
     assert_eq!(send(b0, w, &tracking, seq, 20, 1), 20);
     seq += 20;
@@ -311,7 +325,7 @@ fn a_broker_that_leaves_the_route_loses_its_queues_and_gets_them_back() {
     )
     .unwrap();
     let b1_again = again.addr;
-    cluster.brokers[1] = again;
+    cluster.brokers[1] = Box::new(again);
     wait_assigned(&run, &["broker-0", "broker-1"]);
     assert_eq!(send(b1_again, w, &tracking, seq, 20, 0), 20);
     let got = wait_consumed(&run, "broker-1", 40, Duration::from_secs(30));

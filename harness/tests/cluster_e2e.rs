@@ -133,7 +133,14 @@ fn namesrv_flag_discovers_an_existing_cluster() {
     let cell = &matrix::expand(&base).unwrap()[0];
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
-    let cluster = CellCluster::start(&broker_bin(), cell, 2, &outside, None).unwrap();
+    let cluster = CellCluster::start(
+        &harness::kind::in_tree::InTree::new(broker_bin()),
+        cell,
+        2,
+        &outside,
+        None,
+    )
+    .unwrap();
     // The brokers register on their own threads after they listen: --namesrv takes the cluster
     // the name server knows at the start of the run, so wait (with a deadline) until it knows
     // both, as a user starts the load after the cluster is up.

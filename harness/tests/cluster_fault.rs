@@ -217,9 +217,14 @@ fn outside_cluster(dir: &Path, broker_keys: &str) -> harness::cluster::CellClust
     let cell = &harness_model::matrix::expand(&base).unwrap()[0];
     let outside = dir.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
-    let cluster =
-        harness::cluster::CellCluster::start(&common::broker_bin(), cell, 2, &outside, None)
-            .unwrap();
+    let cluster = harness::cluster::CellCluster::start(
+        &harness::kind::in_tree::InTree::new(common::broker_bin()),
+        cell,
+        2,
+        &outside,
+        None,
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let mut names: Vec<String> = master_addrs(cluster.namesrv_addr)
@@ -275,7 +280,12 @@ pause = "0.5s for 700ms"
         .brokers
         .iter()
         .enumerate()
-        .map(|(i, b)| (format!("broker-{i}"), b.pid))
+        .map(|(i, b)| {
+            (
+                format!("broker-{i}"),
+                b.pid().expect("an in-tree broker has a pid"),
+            )
+        })
         .collect();
     let outcome = run_profile(&profile, &opts).unwrap();
     let r = &outcome.rows[0];
@@ -351,7 +361,13 @@ kill = "0.5s"
     .unwrap();
     let mut opts = options(&dir.path().join("run"));
     opts.namesrv = Some(cluster.namesrv_addr);
-    opts.broker_pids = [("broker-1".to_owned(), cluster.brokers[1].pid)].into();
+    opts.broker_pids = [(
+        "broker-1".to_owned(),
+        cluster.brokers[1]
+            .pid()
+            .expect("an in-tree broker has a pid"),
+    )]
+    .into();
     let outcome = run_profile(&profile, &opts).unwrap();
     let r = &outcome.rows[0];
     assert!(r.valid, "{r:?}");

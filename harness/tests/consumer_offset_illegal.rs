@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::broker::{write_conf, BrokerProcess};
 use harness::consumer::{ConsumerRun, SendTracking, Target};
+use harness::kind::in_tree::process::BrokerProcess;
+use harness::kind::write_conf;
 use harness_model::matrix;
 use harness_model::profile::{Profile, Workload};
 use remoting::headers::{GetQueueOffsetRequestHeader, GetQueueOffsetResponseHeader};

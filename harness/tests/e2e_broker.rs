@@ -296,7 +296,7 @@ fn request_variants_are_accepted_by_the_broker() {
         ),
     )
     .unwrap();
-    let broker = harness::broker::BrokerProcess::start(
+    let broker = harness::kind::in_tree::process::BrokerProcess::start(
         &broker_bin(),
         &conf,
         &dir.path().join("broker.log"),

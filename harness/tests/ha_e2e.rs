@@ -215,8 +215,14 @@ brokerRole = \"SYNC_MASTER\"\nhaSendHeartbeatInterval = 200\nmappedFileSizeCommi
     let cell = &harness_model::matrix::expand(&base).unwrap()[0];
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
-    let cluster =
-        CellCluster::start_pairs(&common::broker_bin(), cell, (1, 1), &outside, None).unwrap();
+    let cluster = CellCluster::start_pairs(
+        &harness::kind::in_tree::InTree::new(common::broker_bin()),
+        cell,
+        (1, 1),
+        &outside,
+        None,
+    )
+    .unwrap();
     let profile = Profile::parse(
         "name = \"pair\"\npin = false\n[cluster]\nbrokers = 1\nslaves = 1\n[workload]\nrate = 200\n\
 warmup = \"0.3s\"\nduration = \"1s\"\nconnections = 1\nmessage_size = 64\n",

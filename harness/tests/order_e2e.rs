@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use harness::broker::{write_conf, BrokerProcess};
+use harness::kind::in_tree::process::BrokerProcess;
+use harness::kind::write_conf;
 use harness::order::count::InversionCount;
 use harness::reconcile::{read_queue, Stored};
 use harness::report::SummaryRow;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
-use harness::broker::{locate_or_build, write_conf, BrokerProcess};
+use harness::kind::in_tree::process::{locate_or_build, BrokerProcess};
+use harness::kind::write_conf;
 
 const PROFILE: &str = r#"
 name = "shards-e2e"

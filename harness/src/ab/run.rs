@@ -11,7 +11,6 @@ use std::time::SystemTime;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::broker;
 use crate::compare::load;
 use crate::exit;
 use crate::provenance::{utc, Provenance};
@@ -127,7 +126,7 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     let signals = crate::interrupt::watch_ctrl_c("ab-signal", &cancel, &done)?;
     let mut state = AbState {
         args,
-        cpus: broker::allowed_cpus(),
+        cpus: crate::proc::pin::allowed_cpus(),
         out: &out,
         sides: &sides,
         settings_fraction: settings.latency_fraction,
@@ -270,7 +269,8 @@ impl AbState<'_> {
             quiet: true,
             ..Default::default()
         };
-        broker::pin_current_thread(&self.cpus).context("restoring the CPU set before a job")?;
+        crate::proc::pin::pin_current_thread(&self.cpus)
+            .context("restoring the CPU set before a job")?;
         let outcome = run_profile(profile, &opts)
             .with_context(|| format!("side {} ({}), {dir}", SIDES[side], self.sides[side].spec))?;
         for mut row in outcome.rows {

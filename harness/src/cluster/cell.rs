@@ -1,6 +1,6 @@
-//! A cell's cluster: the in-tree name server (in-process, on its own one-thread runtime) and
-//! `[cluster] brokers` broker-under-test processes, each with its own store and broker.conf
-//! (the cell's keys, then its own `broker.<i>.<key>` keys), registered with that name server.
+//! A cell's cluster: a name server and `[cluster] brokers` brokers of the run's kind
+//! ([`crate::kind`]), each with its own store and broker.conf (the cell's keys, then its own
+//! `broker.<i>.<key>` keys), registered with that name server.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use name_server::{NamesrvConfig, RunningNameServer};
-
-use crate::broker::{self, BrokerProcess};
+use crate::kind::{BrokerKind, Member, MemberSpec, NameServer};
 use harness_model::matrix::Cell;
 use harness_model::profile::per_broker_key;
 
@@ -63,12 +61,11 @@ pub fn broker_cpus(all: &[usize], i: usize, n: usize) -> Vec<usize> {
 
 /// The running name server and brokers of one job.
 pub struct CellCluster {
-    runtime: Option<tokio::runtime::Runtime>,
-    namesrv: Option<RunningNameServer>,
+    namesrv: Option<Box<dyn NameServer>>,
     pub namesrv_addr: SocketAddr,
-    pub brokers: Vec<BrokerProcess>,
+    pub brokers: Vec<Box<dyn Member>>,
     /// `[cluster] slaves = 1`: broker `i`'s slave (`cluster::slaves`), in broker order.
-    pub slaves: Vec<BrokerProcess>,
+    pub slaves: Vec<Box<dyn Member>>,
     /// The broker.conf each broker and slave was started with (reconciliation reopens stores).
     pub confs: Vec<BTreeMap<String, String>>,
     pub slave_confs: Vec<BTreeMap<String, String>>,
@@ -81,39 +78,27 @@ impl CellCluster {
     /// Starts the name server, then the brokers one after the other. Any failure stops what
     /// was started and names the broker and its log's last line.
     pub fn start(
-        bin: &Path,
+        kind: &dyn BrokerKind,
         cell: &Cell,
         n: usize,
         job_dir: &Path,
         cpus: Option<&[usize]>,
     ) -> Result<CellCluster, String> {
-        Self::start_pairs(bin, cell, (n, 0), job_dir, cpus)
+        Self::start_pairs(kind, cell, (n, 0), job_dir, cpus)
     }
 
     /// [`CellCluster::start`] with `slaves` (0 or 1) slaves per broker, each started right
     /// after its master; returns once every slave is connected (`cluster::slaves`).
     pub fn start_pairs(
-        bin: &Path,
+        kind: &dyn BrokerKind,
         cell: &Cell,
         (n, slaves): (usize, usize),
         job_dir: &Path,
         cpus: Option<&[usize]>,
     ) -> Result<CellCluster, String> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("harness-namesrv")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("starting the name server's runtime: {e}"))?;
-        let mut config = NamesrvConfig::load(None, &["listenPort=0".to_owned()])
-            .map_err(|e| format!("name server configuration: {e}"))?;
-        config.log_file = Some(job_dir.join("namesrv.log"));
-        let ns = runtime
-            .block_on(RunningNameServer::start(config))
-            .map_err(|e| format!("starting the name server: {e:#}"))?;
+        let ns = kind.start_namesrv(job_dir).map_err(|e| e.to_string())?;
         let mut cluster = CellCluster {
-            namesrv_addr: ns.addr,
-            runtime: Some(runtime),
+            namesrv_addr: ns.addr(),
             namesrv: Some(ns),
             brokers: Vec::new(),
             slaves: Vec::new(),
@@ -125,30 +110,17 @@ impl CellCluster {
         for i in 0..n {
             let store = job_dir.join(format!("store-{i}"));
             let conf = broker_conf(cell, i, &store, Some(cluster.namesrv_addr));
-            let conf_path = job_dir.join(format!("broker-{i}.conf"));
-            let log = job_dir.join(format!("broker-{i}.log"));
-            broker::write_conf(&conf_path, &conf)
-                .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
             let pin = cpus.map(|c| broker_cpus(c, i, n));
             cluster.stores.push(store);
-            let p = BrokerProcess::start(
-                bin,
-                &conf_path,
-                &log,
-                pin.as_deref(),
-                Duration::from_secs(20),
-            )
-            .map_err(|e| {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                match text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    Some(last) => format!("broker-{i}: {e}: {}", last.trim()),
-                    None => format!("broker-{i}: {e}"),
-                }
-            })?;
+            let stem = broker_name(i);
+            let spec = MemberSpec::new(&stem, job_dir, &conf).pinned(pin.as_deref());
+            let p = kind
+                .start_broker(&spec)
+                .map_err(|e| format!("{stem}: {e}"))?;
             cluster.brokers.push(p);
             cluster.confs.push(conf);
             if slaves > 0 {
-                cluster.start_slave(bin, i, job_dir, pin.as_deref())?;
+                cluster.start_slave(kind, i, job_dir, pin.as_deref())?;
             }
         }
         if slaves > 0 {
@@ -197,20 +169,15 @@ impl CellCluster {
     }
 
     fn stop_namesrv(&mut self) {
-        if let (Some(rt), Some(ns)) = (self.runtime.as_ref(), self.namesrv.take()) {
-            if let Err(e) = rt.block_on(ns.stop()) {
-                eprintln!("name server: {e:#}");
-            }
-        }
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(2));
+        if let Some(reason) = self.namesrv.take().and_then(|ns| ns.stop()) {
+            eprintln!("{reason}");
         }
     }
 }
 
 impl Drop for CellCluster {
     fn drop(&mut self) {
-        // Brokers kill themselves on drop (BrokerProcess); the name server stops here.
+        // Brokers the harness owns are killed on drop; the name server stops here.
         self.brokers.clear();
         self.slaves.clear();
         self.stop_namesrv();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::cell::CellCluster;
 use super::router::Router;
 use super::setup::{prepare, ClusterLoad};
+use crate::kind::{BrokerKind, Lifecycle, Member};
 use harness_model::matrix::Cell;
 use harness_model::profile::{ClusterSpec, Workload};
 use rmq_client::admin::AdminConn;
@@ -27,11 +28,11 @@ pub struct JobCluster {
 
 impl JobCluster {
     /// `None` when the job drives one broker. With `namesrv` the cluster exists already;
-    /// with `spec` its name server and brokers are started now (`bin`, pinned to `cpus`).
+    /// with `spec` its name server and brokers of `kind` are started now (pinned to `cpus`).
     pub fn start(
         namesrv: Option<SocketAddr>,
         spec: Option<&ClusterSpec>,
-        bin: Option<&Path>,
+        kind: &dyn BrokerKind,
         cell: &Cell,
         job_dir: &Path,
         cpus: Option<&[usize]>,
@@ -45,12 +46,12 @@ impl JobCluster {
                 slaves: spec.map_or(0, |s| s.slaves),
             }));
         }
-        let (Some(spec), Some(bin)) = (spec, bin) else {
+        let (Some(spec), Lifecycle::Owned) = (spec, kind.lifecycle()) else {
             return Ok(None);
         };
         // The `cluster.brokers` axis, else [cluster] brokers; `slaves` slaves per broker.
         let n = cell.brokers.unwrap_or(spec.brokers) as usize;
-        let cc = CellCluster::start_pairs(bin, cell, (n, spec.slaves as usize), job_dir, cpus)?;
+        let cc = CellCluster::start_pairs(kind, cell, (n, spec.slaves as usize), job_dir, cpus)?;
         Ok(Some(JobCluster {
             namesrv: cc.namesrv_addr,
             expect: Some(n),
@@ -63,14 +64,18 @@ impl JobCluster {
     /// Every broker process the harness started for this job (none with `--namesrv`).
     pub fn broker_pids(&self) -> Vec<u32> {
         self.cell.as_ref().map_or_else(Vec::new, |c| {
-            c.brokers.iter().chain(&c.slaves).map(|b| b.pid).collect()
+            c.brokers
+                .iter()
+                .chain(&c.slaves)
+                .filter_map(|b| b.pid())
+                .collect()
         })
     }
 
     /// The first broker started (address, pid): it answers the admin requests.
-    pub fn first_broker(&self) -> Option<(SocketAddr, u32)> {
+    pub fn first_broker(&self) -> Option<(SocketAddr, Option<u32>)> {
         let b = self.cell.as_ref()?.brokers.first()?;
-        Some((b.addr, b.pid))
+        Some((b.addr(), b.pid()))
     }
 
     /// The cluster the harness started (None with `--namesrv`).
@@ -107,7 +112,7 @@ impl JobCluster {
     }
 
     /// Started broker `i` (cell order), for a fault to stop, kill or replace.
-    pub fn broker_mut(&mut self, i: usize) -> Option<&mut crate::broker::BrokerProcess> {
+    pub fn broker_mut(&mut self, i: usize) -> Option<&mut Box<dyn Member>> {
         self.cell.as_mut()?.brokers.get_mut(i)
     }
 

@@ -16,7 +16,7 @@ use remoting::route::TopicRouteData;
 
 use super::cell::CellCluster;
 use super::router::Router;
-use crate::broker::{self, BrokerProcess};
+use crate::kind::{BrokerKind, Member, MemberSpec};
 use harness_model::profile::FaultRole;
 use rmq_client::admin::AdminConn;
 use rmq_client::name_server::fetch_route;
@@ -59,26 +59,28 @@ pub fn slave_conf(
     conf
 }
 
+/// A started slave and the broker.conf it runs with.
+pub type StartedSlave = (Box<dyn Member>, BTreeMap<String, String>);
+
 /// Starts broker `index`'s slave next to `master` (its conf `master_conf`), files in `job_dir`.
 pub fn start_slave(
-    bin: &Path,
+    kind: &dyn BrokerKind,
     master_conf: &BTreeMap<String, String>,
-    master: &BrokerProcess,
+    master: &dyn Member,
     index: usize,
     job_dir: &Path,
     cpus: Option<&[usize]>,
-) -> Result<(BrokerProcess, BTreeMap<String, String>), String> {
+) -> Result<StartedSlave, String> {
     let ha = master.ha_addr(Duration::from_secs(2)).ok_or_else(|| {
         format!("broker-{index}: no `ha listening on` line: this broker does not replicate")
     })?;
     let store = job_dir.join(format!("store-{index}-slave"));
     let conf = slave_conf(master_conf, ha, &store);
-    let conf_path = job_dir.join(format!("broker-{index}-slave.conf"));
-    let log = job_dir.join(format!("broker-{index}-slave.log"));
-    broker::write_conf(&conf_path, &conf)
-        .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
-    let p = BrokerProcess::start(bin, &conf_path, &log, cpus, Duration::from_secs(20))
-        .map_err(|e| format!("broker-{index}-slave: {e}; see broker-{index}-slave.log"))?;
+    let stem = format!("broker-{index}-slave");
+    let spec = MemberSpec::new(&stem, job_dir, &conf).pinned(cpus);
+    let p = kind
+        .start_broker(&spec)
+        .map_err(|e| format!("{stem}: {e}; see {stem}.log"))?;
     Ok((p, conf))
 }
 
@@ -198,7 +200,7 @@ pub fn create_topic(
 
 impl crate::cluster::JobCluster {
     /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
-    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut BrokerProcess> {
+    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut Box<dyn Member>> {
         let cell = self.cell_mut()?;
         match role {
             FaultRole::Master => cell.brokers.first_mut(),
@@ -211,7 +213,7 @@ impl CellCluster {
     /// Starts broker `i`'s slave (the broker was just started, its conf is `confs[i]`).
     pub(super) fn start_slave(
         &mut self,
-        bin: &Path,
+        kind: &dyn BrokerKind,
         i: usize,
         job_dir: &Path,
         cpus: Option<&[usize]>,
@@ -219,7 +221,14 @@ impl CellCluster {
         if let Some(why) = master_problem(&self.confs[i]) {
             return Err(format!("broker-{i}: {why}"));
         }
-        let (p, conf) = start_slave(bin, &self.confs[i], &self.brokers[i], i, job_dir, cpus)?;
+        let (p, conf) = start_slave(
+            kind,
+            &self.confs[i],
+            self.brokers[i].as_ref(),
+            i,
+            job_dir,
+            cpus,
+        )?;
         self.slave_stores
             .push(job_dir.join(format!("store-{i}-slave")));
         self.slaves.push(p);
@@ -232,7 +241,7 @@ impl CellCluster {
         let end = Instant::now() + CONNECT_WAIT;
         for (i, b) in self.brokers.iter().enumerate() {
             let left = end.saturating_duration_since(Instant::now());
-            wait_connected(b.addr, left).map_err(|e| format!("broker-{i}: {e}"))?;
+            wait_connected(b.addr(), left).map_err(|e| format!("broker-{i}: {e}"))?;
         }
         Ok(())
     }

@@ -117,7 +117,7 @@ pub fn measure(args: &ProcessingBenchArgs, time: Duration) -> Result<BenchRow, S
         .map_err(|e| format!("bench runtime: {e}"))?;
     let total = ((duration.as_secs_f64() * f64::from(threads) / time.as_secs_f64()).round() as u64)
         .max(u64::from(threads));
-    let cpu = || crate::proc_cpu::process_cpu_seconds(std::process::id());
+    let cpu = || crate::proc::cpu::process_cpu_seconds(std::process::id());
     let cpu0 = cpu();
     let per_second = f64::from(threads) / time.as_secs_f64();
     let backlog = ((per_second * args.backlog.as_secs_f64()) as u64).max(BACKLOG);

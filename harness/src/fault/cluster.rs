@@ -15,38 +15,36 @@ use crate::cluster::cell::broker_cpus;
 use crate::cluster::{broker_conf, broker_name, JobCluster};
 use crate::fault::injector::{Injector, Restarter};
 use crate::fault::job::{ms, set_totals};
+use crate::kind::{BrokerKind, Kind};
 use crate::reconcile::{per_broker_text, read_live, read_store, tally_brokers, Copies};
 use crate::report::FaultColumns;
 use harness_model::matrix::Cell;
 
 /// The injector of a cluster cell with `[fault]`, over `sends` scheduled sends. Broker K of the
-/// harness's cluster can be restarted (`bin`, its broker.conf, its CPUs); a `--namesrv`
+/// harness's cluster can be restarted (`kind`, its broker.conf, its CPUs); a `--namesrv`
 /// broker gets its pid once the route names it ([`resolve`]).
 pub fn injector_for(
     cell: &Cell,
     sends: u64,
     cluster: &JobCluster,
-    bin: Option<&Path>,
+    kind: &Kind,
     dir: &Path,
     cpus: Option<&[usize]>,
 ) -> Option<Injector> {
     let plan = cell.fault.as_ref()?;
     let k = plan.broker;
-    let restarter = match (cluster.cell(), bin) {
-        (Some(cc), Some(bin)) => Some(Restarter {
-            name: broker_name(k),
-            bin: bin.to_owned(),
-            conf: broker_conf(
-                cell,
-                k,
-                cc.store(k).unwrap_or(&dir.join(format!("store-{k}"))),
-                Some(cluster.namesrv),
-            ),
-            dir: dir.to_owned(),
-            cpus: cpus.map(|c| broker_cpus(c, k, cc.brokers.len())),
-        }),
-        _ => None,
-    };
+    let restarter = cluster.cell().map(|cc| Restarter {
+        name: broker_name(k),
+        kind: kind.clone(),
+        conf: broker_conf(
+            cell,
+            k,
+            cc.store(k).unwrap_or(&dir.join(format!("store-{k}"))),
+            Some(cluster.namesrv),
+        ),
+        dir: dir.to_owned(),
+        cpus: cpus.map(|c| broker_cpus(c, k, cc.brokers.len())),
+    });
     Some(Injector::new(plan, sends, restarter, None, true))
 }
 
@@ -93,7 +91,7 @@ pub fn resolve(
 pub fn finish(
     injector: &Injector,
     cluster: &mut JobCluster,
-    bin: Option<&Path>,
+    kind: &dyn BrokerKind,
     dir: &Path,
     cell: &Cell,
 ) -> (Result<FaultColumns, String>, Option<String>) {
@@ -120,8 +118,8 @@ pub fn finish(
             copies.push(None);
             continue;
         }
-        let read = match (cluster.cell(), bin) {
-            (Some(cc), Some(bin)) => {
+        let read = match cluster.cell() {
+            Some(cc) => {
                 let Some(i) = (0..cc_len(cluster)).find(|&i| broker_name(i) == r.name) else {
                     return (
                         Err(format!("reconcile: {} is not a broker of this cell", r.name)),
@@ -131,7 +129,7 @@ pub fn finish(
                 let store = cc.store(i).unwrap_or(dir).to_owned();
                 let conf = broker_conf(cell, i, &store, None);
                 read_store(
-                    bin,
+                    kind,
                     &conf,
                     dir,
                     &format!("reconcile-{}", r.name),

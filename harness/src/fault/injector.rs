@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::broker::{self, BrokerProcess};
 use crate::fault::outcomes::{OutcomeLog, Recovery};
 use crate::fault::port_hold::PortHold;
+use crate::kind::{Kind, Member, MemberSpec};
+use crate::proc::pin::send_signal;
 use harness_model::profile::FaultPlan;
 use rmq_client::uniq_key::KeySpace;
 
@@ -26,13 +27,14 @@ enum Action {
     Cont,
 }
 
-/// How to start the broker again after a kill: the job's binary, configuration and folder.
-#[derive(Debug, Clone)]
+/// How to start the broker again after a kill: the job's kind of broker, configuration and
+/// folder.
+#[derive(Clone)]
 pub struct Restarter {
     /// The file-name stem of the restarts' conf and log: `broker` (one broker) or `broker-1`
     /// (broker 1 of a cluster) → `broker-1-restart-<n>.log`.
     pub name: String,
-    pub bin: PathBuf,
+    pub kind: Kind,
     pub conf: BTreeMap<String, String>,
     pub dir: PathBuf,
     pub cpus: Option<Vec<usize>>,
@@ -219,7 +221,7 @@ impl Injector {
     pub fn tick(
         &mut self,
         now: Instant,
-        mut process: Option<&mut BrokerProcess>,
+        mut process: Option<&mut Box<dyn Member>>,
     ) -> Result<(), String> {
         while let Some(&(at, action)) = self.events.get(self.next) {
             if at > now {
@@ -230,9 +232,9 @@ impl Injector {
                 Action::Kill => self.kill(process.as_deref_mut())?,
                 Action::Restart => self.restart_now(process.as_deref_mut())?,
                 Action::Stop => {
-                    let pid = self.pid(process.as_deref())?;
+                    let pid = self.pid(process.as_deref().map(|p| p.as_ref()))?;
                     if !self.dead {
-                        broker::send_signal(pid, libc::SIGSTOP)
+                        send_signal(pid, libc::SIGSTOP)
                             .map_err(|e| format!("fault: SIGSTOP to {pid}: {e}"))?;
                         self.stopped = Some(pid);
                         self.pauses += 1;
@@ -245,22 +247,21 @@ impl Injector {
         Ok(())
     }
 
-    fn pid(&self, process: Option<&BrokerProcess>) -> Result<u32, String> {
-        process.map(|p| p.pid).or(self.target_pid).ok_or_else(|| {
+    fn pid(&self, process: Option<&dyn Member>) -> Result<u32, String> {
+        process.and_then(|p| p.pid()).or(self.target_pid).ok_or_else(|| {
             "fault: pause needs the broker's pid: pass --broker-pid PID with --target, or --broker-pid NAME=PID with --namesrv".to_owned()
         })
     }
 
     fn resume(&mut self) -> Result<(), String> {
         if let Some(pid) = self.stopped.take() {
-            broker::send_signal(pid, libc::SIGCONT)
-                .map_err(|e| format!("fault: SIGCONT to {pid}: {e}"))?;
+            send_signal(pid, libc::SIGCONT).map_err(|e| format!("fault: SIGCONT to {pid}: {e}"))?;
             self.done.push("resume");
         }
         Ok(())
     }
 
-    fn kill(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
+    fn kill(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), String> {
         if self.dead {
             return Ok(());
         }
@@ -269,11 +270,11 @@ impl Injector {
         };
         // A stopped broker dies of SIGKILL as well; it must not be continued afterwards.
         self.stopped = None;
-        p.kill9();
+        p.kill9().map_err(|e| format!("fault: SIGKILL: {e}"))?;
         let at = Instant::now();
         // Only if it will be started again; should the hold fail, the restart says why.
         if self.plan.restart && self.restarter.is_some() {
-            self.held = PortHold::bind(p.addr).ok();
+            self.held = PortHold::bind(p.addr()).ok();
         }
         self.mark_kill(at);
         self.dead = true;
@@ -286,14 +287,14 @@ impl Injector {
     }
 
     /// Starts the killed broker again (on its store and port) and replaces `process` with it.
-    fn restart_now(&mut self, process: Option<&mut BrokerProcess>) -> Result<(), String> {
+    fn restart_now(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), String> {
         let (Some(p), Some(at)) = (process, self.killed_at) else {
             return Ok(());
         };
         if !self.dead {
             return Ok(());
         }
-        let restarted = self.restart(p.addr.port());
+        let restarted = self.restart(p.addr().port());
         // Up or failed for good: the port is the broker's again, or nobody's.
         self.held = None;
         *p = restarted?;
@@ -324,8 +325,7 @@ impl Injector {
             );
         }
         self.stopped = None;
-        broker::send_signal(pid, libc::SIGKILL)
-            .map_err(|e| format!("fault: SIGKILL to {pid}: {e}"))?;
+        send_signal(pid, libc::SIGKILL).map_err(|e| format!("fault: SIGKILL to {pid}: {e}"))?;
         self.mark_kill(Instant::now());
         self.dead = true;
         self.done.push("kill");
@@ -334,7 +334,7 @@ impl Injector {
 
     /// Starts the broker again on the same store and port, held since the kill
     /// ([`PortHold`]); a few tries, then a clear error.
-    fn restart(&self, port: u16) -> Result<BrokerProcess, String> {
+    fn restart(&self, port: u16) -> Result<Box<dyn Member>, String> {
         let r = self
             .restarter
             .as_ref()
@@ -343,18 +343,10 @@ impl Injector {
         conf.insert("listenPort".into(), port.to_string());
         let n = self.kills;
         let stem = format!("{}-restart-{n}", r.name);
-        let conf_path = r.dir.join(format!("{stem}.conf"));
-        broker::write_conf(&conf_path, &conf)
-            .map_err(|e| format!("fault: writing {}: {e}", conf_path.display()))?;
+        let spec = MemberSpec::new(&stem, &r.dir, &conf).pinned(r.cpus.as_deref());
         let mut last = String::new();
         for _ in 0..3 {
-            match BrokerProcess::start(
-                &r.bin,
-                &conf_path,
-                &r.dir.join(format!("{stem}.log")),
-                r.cpus.as_deref(),
-                Duration::from_secs(20),
-            ) {
+            match r.kind.start_broker(&spec) {
                 Ok(p) => return Ok(p),
                 Err(e) => last = e.to_string(),
             }

@@ -5,25 +5,26 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::fault::injector::{Injector, Restarter};
+use crate::kind::Kind;
 use crate::reconcile::{reconcile_store, Tally};
 use crate::report::cells::Fixed;
 use crate::report::FaultColumns;
 use harness_model::matrix::Cell;
 
-/// The injector of a cell with `[fault]`, over `sends` scheduled sends. `bin` and `conf` are
-/// the job's broker (None with `--target`).
+/// The injector of a cell with `[fault]`, over `sends` scheduled sends. `kind` and `conf` are
+/// the job's own broker (None with `--target`).
 pub fn injector_for(
     cell: &Cell,
     sends: u64,
-    own_broker: Option<(&Path, &BTreeMap<String, String>)>,
+    own_broker: Option<(&Kind, &BTreeMap<String, String>)>,
     dir: &Path,
     cpus: Option<&[usize]>,
     target_pid: Option<u32>,
 ) -> Option<Injector> {
     let plan = cell.fault.as_ref()?;
-    let restarter = own_broker.map(|(bin, conf)| Restarter {
+    let restarter = own_broker.map(|(kind, conf)| Restarter {
         name: "broker".into(),
-        bin: bin.to_owned(),
+        kind: kind.clone(),
         conf: conf.clone(),
         dir: dir.to_owned(),
         cpus: cpus.map(<[usize]>::to_vec),
@@ -35,7 +36,7 @@ pub fn injector_for(
 /// the fault columns. An unreadable store is an error: the experiment has no result.
 pub fn finish(
     injector: &Injector,
-    own_broker: Option<(&Path, &BTreeMap<String, String>)>,
+    own_broker: Option<(&Kind, &BTreeMap<String, String>)>,
     dir: &Path,
     cell: &Cell,
 ) -> Result<FaultColumns, String> {
@@ -44,11 +45,19 @@ pub fn finish(
         app_recovery_ms: injector.app_recovery().map(ms),
         ..FaultColumns::default()
     };
-    let (Some((bin, conf)), Some(keys)) = (own_broker, injector.keys.as_ref()) else {
+    let (Some((kind, conf)), Some(keys)) = (own_broker, injector.keys.as_ref()) else {
         return Ok(cols);
     };
     let w = &cell.workload;
-    let t = reconcile_store(bin, conf, dir, &w.topic, w.queues, keys, &injector.log)?;
+    let t = reconcile_store(
+        kind.as_ref(),
+        conf,
+        dir,
+        &w.topic,
+        w.queues,
+        keys,
+        &injector.log,
+    )?;
     set_totals(&mut cols, &t);
     Ok(cols)
 }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::broker::{self, BrokerProcess};
 use crate::cluster::JobCluster;
 use crate::fault::Injector;
+use crate::kind::{BrokerKind, Member, MemberSpec};
 
 use crate::reconcile::{read_live, tally, Copies, Tally};
 use crate::report::{FaultColumns, HaColumns};
@@ -53,7 +53,7 @@ pub fn union(master: &[u8], slave: &[u8]) -> Vec<u8> {
 /// Stops broker 0's pair and reads both stores. `None` when the job has no pair of its own.
 pub fn reconcile_pair(
     cluster: &mut JobCluster,
-    bin: &Path,
+    kind: &dyn BrokerKind,
     dir: &Path,
     w: &Workload,
     inj: &Injector,
@@ -79,7 +79,7 @@ pub fn reconcile_pair(
     for (name, process, conf) in members {
         stop_member(name, process)?;
         read.push(read_store(
-            bin,
+            kind,
             name,
             &standalone(&conf),
             dir,
@@ -120,7 +120,7 @@ impl PairTally {
 
 /// A member still running is stopped cleanly (a clean stop flushes); one that exits badly then
 /// makes the experiment invalid. The killed one is already dead.
-fn stop_member(name: &str, mut p: BrokerProcess) -> Result<(), String> {
+fn stop_member(name: &str, mut p: Box<dyn Member>) -> Result<(), String> {
     if p.exited().is_some() {
         return Ok(());
     }
@@ -133,7 +133,7 @@ fn stop_member(name: &str, mut p: BrokerProcess) -> Result<(), String> {
 /// Opens `conf`'s store with a fresh broker, creates the topic (a slave's store has the
 /// messages but not the topic: slaves do not copy their master's topic config), and reads it.
 fn read_store(
-    bin: &Path,
+    kind: &dyn BrokerKind,
     name: &str,
     conf: &BTreeMap<String, String>,
     dir: &Path,
@@ -141,16 +141,15 @@ fn read_store(
     keys: &KeySpace,
     sends: u64,
 ) -> Result<Copies, String> {
-    let conf_path = dir.join(format!("reconcile-{name}.conf"));
-    broker::write_conf(&conf_path, conf)
-        .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
-    let log = dir.join(format!("reconcile-{name}.log"));
-    let p = BrokerProcess::start(bin, &conf_path, &log, None, Duration::from_secs(30))
+    let stem = format!("reconcile-{name}");
+    let spec = MemberSpec::new(&stem, dir, conf).ready_within(Duration::from_secs(30));
+    let p = kind
+        .start_broker(&spec)
         .map_err(|e| format!("reconcile: opening {name}'s store: {e}"))?;
-    let result = AdminConn::connect(p.addr, Duration::from_secs(2))
+    let result = AdminConn::connect(p.addr(), Duration::from_secs(2))
         .and_then(|mut a| a.create_topic(&w.topic, w.queues, Duration::from_secs(5)))
         .map_err(|e| format!("reconcile: topic {} on {name}'s store: {e}", w.topic))
-        .and_then(|()| read_live(p.addr, &w.topic, w.queues, keys, sends));
+        .and_then(|()| read_live(p.addr(), &w.topic, w.queues, keys, sends));
     p.stop(Duration::from_secs(10));
     result.map_err(|e| format!("{name}: {e}"))
 }

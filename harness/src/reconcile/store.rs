@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::broker::{self, BrokerProcess};
 use crate::fault::OutcomeLog;
+use crate::kind::{BrokerKind, MemberSpec};
 use crate::reconcile::pull::{read_queue, Stored};
 use crate::reconcile::tally::{tally, Tally};
 use rmq_client::admin::AdminConn;
@@ -29,7 +29,7 @@ pub struct Copies {
 /// Opens a broker on `conf` (the job's configuration and store) with an ephemeral port, reads
 /// `queues` queues of `topic`, and tallies them against `log`. Files go to `dir`.
 pub fn reconcile_store(
-    bin: &Path,
+    kind: &dyn BrokerKind,
     conf: &BTreeMap<String, String>,
     dir: &Path,
     topic: &str,
@@ -38,7 +38,7 @@ pub fn reconcile_store(
     log: &OutcomeLog,
 ) -> Result<Tally, String> {
     let c = read_store(
-        bin,
+        kind,
         conf,
         dir,
         "reconcile-broker",
@@ -55,7 +55,7 @@ pub fn reconcile_store(
 /// broker's `namesrvAddr` is dropped.
 #[allow(clippy::too_many_arguments)]
 pub fn read_store(
-    bin: &Path,
+    kind: &dyn BrokerKind,
     conf: &BTreeMap<String, String>,
     dir: &Path,
     stem: &str,
@@ -67,18 +67,11 @@ pub fn read_store(
     let mut conf = conf.clone();
     conf.insert("listenPort".into(), "0".into());
     conf.remove("namesrvAddr");
-    let conf_path = dir.join(format!("{stem}.conf"));
-    broker::write_conf(&conf_path, &conf)
-        .map_err(|e| format!("writing {}: {e}", conf_path.display()))?;
-    let process = BrokerProcess::start(
-        bin,
-        &conf_path,
-        &dir.join(format!("{stem}.log")),
-        None,
-        Duration::from_secs(30),
-    )
-    .map_err(|e| format!("reconcile: opening the store: {e}"))?;
-    let result = read_live(process.addr, topic, queues, keys, sends);
+    let spec = MemberSpec::new(stem, dir, &conf).ready_within(Duration::from_secs(30));
+    let process = kind
+        .start_broker(&spec)
+        .map_err(|e| format!("reconcile: opening the store: {e}"))?;
+    let result = read_live(process.addr(), topic, queues, keys, sends);
     process.stop(Duration::from_secs(10));
     result
 }

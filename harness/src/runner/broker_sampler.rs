@@ -1,8 +1,8 @@
 //! The broker processes one job samples every second (CPU and RSS from /proc), kept apart from
 //! the sampling loop (`sampler.rs`) that reads them.
 
-use crate::broker::ProcSampler;
-use crate::proc_cpu::process_cpu_seconds;
+use crate::proc::cpu::process_cpu_seconds;
+use crate::proc::cpu::ProcSampler;
 
 /// The broker processes a job samples every second: its one broker, or every broker of a
 /// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
@@ -71,7 +71,6 @@ impl BrokerSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker;
     use std::time::Duration;
 
     /// Sampling this process once and "twice" (as two brokers of a cluster) must give twice the
@@ -83,8 +82,8 @@ mod tests {
         let mut one = BrokerSampler::new(&[me]);
         let mut two = BrokerSampler::new(&[me, me]);
         let burn = Duration::from_millis(300);
-        let begin = broker::self_cpu_time();
-        while broker::self_cpu_time().saturating_sub(begin) < burn {
+        let begin = crate::proc::cpu::self_cpu_time();
+        while crate::proc::cpu::self_cpu_time().saturating_sub(begin) < burn {
             std::hint::black_box((0..1000u64).sum::<u64>());
         }
         let (usage_one, cpu_one) = one.sample();

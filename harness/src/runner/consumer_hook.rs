@@ -52,11 +52,11 @@ pub fn backlog(
     let mut failed = None;
     let empty = crate::recorder::Interval::default();
     brokers.sample();
-    let (mut last_cpu, mut last_t) = (crate::broker::self_cpu_time(), Instant::now());
+    let (mut last_cpu, mut last_t) = (crate::proc::cpu::self_cpu_time(), Instant::now());
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     run.drain_backlog(|run| {
         *second += 1;
-        let (cpu, now) = (crate::broker::self_cpu_time(), Instant::now());
+        let (cpu, now) = (crate::proc::cpu::self_cpu_time(), Instant::now());
         let harness_cpu = cpu.saturating_sub(last_cpu).as_secs_f64()
             / (now - last_t).as_secs_f64().max(1e-3)
             / cores
@@ -71,7 +71,7 @@ pub fn backlog(
             broker,
             broker_cpu_s,
             harness_cpu,
-            harness_rss_mb: crate::broker::self_rss_mb(),
+            harness_rss_mb: crate::proc::cpu::self_rss_mb(),
             store_disk_mb: None,
             end_unix_s: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -8,6 +8,7 @@ use harness_model::matrix::Cell;
 use harness_model::profile::Profile;
 use parking_lot::Mutex;
 
+use crate::kind::Kind;
 use crate::report::{HlogWriter, TimeseriesWriter};
 use crate::runner::options::RunOptions;
 use crate::runner::progress::Progress;
@@ -21,7 +22,8 @@ pub struct Ctx<'a> {
     pub axis_keys: Vec<String>,
     /// (broker CPUs, harness CPUs) when the profile pins.
     pub pinning: Option<(Vec<usize>, Vec<usize>)>,
-    pub broker_bin: Option<PathBuf>,
+    /// The kind of broker every job starts (or drives, for brokers that run already).
+    pub kind: Kind,
     /// The files written second by second, shared with the sampling loop.
     pub streams: Mutex<Streams>,
     pub run_start: Instant,

@@ -5,9 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::broker::{self, BrokerProcess};
 use crate::cluster::JobCluster;
 use crate::fault::{self, Injector};
+use crate::kind::{Lifecycle, Member, MemberSpec};
+use crate::proc::pin;
 use crate::recorder::Recorder;
 use crate::report::{FaultColumns, OrderColumns, Resources, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
@@ -19,32 +20,17 @@ use harness_model::matrix::Cell;
 use harness_model::profile::Model;
 use harness_model::schedule::Phase;
 
-/// Starts the cell's broker with its broker.conf in `job_dir` (a fresh store there).
+/// Starts the cell's broker (the run's kind) with its broker.conf in `job_dir` (a fresh store
+/// there).
 pub(crate) fn start_broker(
     ctx: &Ctx,
-    bin: &std::path::Path,
     cell: &Cell,
     job_dir: &std::path::Path,
-) -> Result<BrokerProcess, String> {
+) -> Result<Box<dyn Member>, String> {
     let conf = effective_conf(cell, &job_dir.join("store"));
-    let conf_path = job_dir.join("broker.conf");
-    broker::write_conf(&conf_path, &conf).map_err(|e| format!("writing broker.conf: {e}"))?;
     let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
-    BrokerProcess::start(
-        bin,
-        &conf_path,
-        &job_dir.join("broker.log"),
-        cpus,
-        Duration::from_secs(20),
-    )
-    .map_err(|e| {
-        // The broker's last words are usually the reason (a config error).
-        let log = std::fs::read_to_string(job_dir.join("broker.log")).unwrap_or_default();
-        match log.lines().rev().find(|l| !l.trim().is_empty()) {
-            Some(last) => format!("{e}: {}", last.trim()),
-            None => e.to_string(),
-        }
-    })
+    let spec = MemberSpec::new("broker", job_dir, &conf).pinned(cpus);
+    ctx.kind.start_broker(&spec).map_err(|e| e.to_string())
 }
 
 /// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
@@ -70,7 +56,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let harness_cpus = ctx
         .pinning
         .as_ref()
-        .map_or_else(|| broker::allowed_cpus().len(), |(_, h)| h.len())
+        .map_or_else(|| pin::allowed_cpus().len(), |(_, h)| h.len())
         .max(1) as f64;
     ctx.progress.line(&format!(
         "cell {} rep {repetition}: {}",
@@ -87,7 +73,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 .cluster
                 .as_ref()
                 .filter(|_| ctx.opts.target.is_none()),
-            ctx.broker_bin.as_deref(),
+            ctx.kind.as_ref(),
             cell,
             &job_dir,
             ctx.pinning.as_ref().map(|(b, _)| b.as_slice()),
@@ -96,21 +82,15 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         // A knee search that keeps one broker per cell runs its probes against it.
         let shared = ctx.probe.and_then(|p| p.broker);
         let conf = effective_conf(cell, &store);
-        let own_broker = match (&cluster, shared, ctx.opts.target, &ctx.broker_bin) {
-            (None, None, None, Some(bin)) => Some((bin.as_path(), &conf)),
+        let owned = ctx.kind.lifecycle() == Lifecycle::Owned;
+        let own_broker = match (&cluster, shared, owned) {
+            (None, None, true) => Some((&ctx.kind, &conf)),
             _ => None,
         };
         let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
         let sends = cfg_probe.scheduled_sends().unwrap_or(0);
         let mut injector = match &cluster {
-            Some(c) => fault::cluster::injector_for(
-                cell,
-                sends,
-                c,
-                ctx.broker_bin.as_deref(),
-                &job_dir,
-                cpus,
-            ),
+            Some(c) => fault::cluster::injector_for(cell, sends, c, &ctx.kind, &job_dir, cpus),
             None => fault::job::injector_for(
                 cell,
                 sends,
@@ -120,21 +100,20 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 ctx.opts.broker_pid,
             ),
         };
-        let (addr, mut process, pid) = match (first, shared, ctx.opts.target, &ctx.broker_bin) {
-            (Some(Some((addr, pid))), _, _, _) => (addr, None, Some(pid)),
-            (Some(None), _, _, _) => (
+        let (addr, mut process, pid) = match (first, shared) {
+            (Some(Some((addr, pid))), _) => (addr, None, pid),
+            (Some(None), _) => (
                 cluster.as_ref().map_or(addr0(), |c| c.namesrv),
                 None,
                 ctx.opts.broker_pid,
             ),
-            (None, Some((addr, pid)), _, _) => (addr, None, pid),
-            (None, None, Some(addr), _) => (addr, None, ctx.opts.broker_pid),
-            (None, None, None, Some(bin)) => {
-                let p = start_broker(ctx, bin, cell, &job_dir)?;
-                let (addr, pid) = (p.addr, p.pid);
-                (addr, Some(p), Some(pid))
+            (None, Some((addr, pid))) => (addr, None, pid),
+            (None, None) => {
+                let p = start_broker(ctx, cell, &job_dir)?;
+                let (addr, pid) = (p.addr(), p.pid());
+                // Only a broker the harness owns is the job's to kill, restart and stop.
+                (addr, owned.then_some(p), pid)
             }
-            (None, None, None, None) => return Err("no broker binary and no --target".into()),
         };
         // A cluster's CPU and memory are every broker's, summed.
         let broker_pids = match cluster.as_ref().map(JobCluster::broker_pids) {
@@ -176,10 +155,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         // `fault.role`: broker 0's pair is stopped and both its stores read together (a send
         // is kept when either has it), before the cluster removes them.
         let pair_fault = injector.as_ref().is_some_and(|i| i.role().is_some());
-        if let (Some(inj), Some(c), Some(bin), true) =
-            (&injector, cluster.as_mut(), &ctx.broker_bin, pair_fault)
-        {
-            match crate::ha::reconcile_pair(c, bin, &job_dir, &cell.workload, inj) {
+        if let (Some(inj), Some(c), true, true) = (&injector, cluster.as_mut(), owned, pair_fault) {
+            match crate::ha::reconcile_pair(c, ctx.kind.as_ref(), &job_dir, &cell.workload, inj) {
                 Ok(Some(t)) => t.fill(&mut fault_cols, &mut res.ha),
                 Ok(None) => {}
                 Err(e) => {
@@ -187,8 +164,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 }
             }
         } else if let (Some(inj), Some(c)) = (&injector, cluster.as_mut()) {
-            let bin = ctx.broker_bin.as_deref();
-            let (cols, stop) = fault::cluster::finish(inj, c, bin, &job_dir, cell);
+            let (cols, stop) = fault::cluster::finish(inj, c, ctx.kind.as_ref(), &job_dir, cell);
             match cols {
                 Ok(cols) => fault_cols = cols,
                 Err(e) => {

@@ -6,8 +6,8 @@
 
 use std::borrow::Borrow;
 
-use crate::broker::BrokerProcess;
 use crate::compare::load::{CellKey, Row};
+use crate::kind::{Lifecycle, Member};
 use crate::report::cells::Fixed;
 use crate::report::{summary_csv, SummaryRow};
 use crate::runner::context::{Ctx, Probe};
@@ -30,16 +30,17 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
     let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
     // One broker for every probe unless the profile asks for a fresh one each time. When it
     // cannot start, the first probe starts its own and reports why in its row.
-    let mut shared: Option<BrokerProcess> = None;
+    let mut shared: Option<Box<dyn Member>> = None;
     // A cluster (`[cluster]` or `--namesrv`) is set up by each probe's job: its own name server
     // and brokers, or the existing cluster's route.
     let cluster = profile.cluster.is_some() || ctx.opts.namesrv.is_some();
-    if !knee.fresh_broker_per_probe && ctx.opts.target.is_none() && !cluster {
-        if let Some(bin) = ctx.broker_bin.clone() {
-            if std::fs::create_dir_all(&job_dir).is_ok() {
-                shared = start_broker(ctx, &bin, cell, &job_dir).ok();
-            }
-        }
+    let owned = ctx.kind.lifecycle() == Lifecycle::Owned;
+    if !knee.fresh_broker_per_probe
+        && owned
+        && !cluster
+        && std::fs::create_dir_all(&job_dir).is_ok()
+    {
+        shared = start_broker(ctx, cell, &job_dir).ok();
     }
     let mut rows: Vec<SummaryRow> = Vec::new();
     // The row of each probe the search counted (an invalid probe's rerun replaces it).
@@ -56,7 +57,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
             .line(&format!("  knee probe {index}: {rate:.1} sends/s"));
         ctx.probe = Some(Probe {
             index,
-            broker: shared.as_ref().map(|p| (p.addr, Some(p.pid))),
+            broker: shared.as_ref().map(|p| (p.addr(), p.pid())),
         });
         let (mut probe_rows, was_interrupted) =
             run_job(ctx, &probe_cell(cell, rate, knee), repetition);
@@ -64,7 +65,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         let Some(mut row) = probe_rows.pop() else {
             break;
         };
-        if let Some(st) = shared.as_mut().and_then(BrokerProcess::exited) {
+        if let Some(st) = shared.as_mut().and_then(|p| p.exited()) {
             row.valid = false;
             row.invalid_reason = format!("broker exited during the probe ({st}); see broker.log");
         }

@@ -2,13 +2,16 @@
 //! each job so an interrupted run keeps what it measured.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use parking_lot::Mutex;
 
-use crate::broker;
-use crate::broker_keys::{check_cells, BrokerKeys};
+use crate::kind::in_tree::InTree;
+use crate::kind::target::{Existing, Target};
+use crate::kind::{BrokerKind, Kind};
+use crate::proc::pin;
 use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
@@ -68,13 +71,15 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     );
     // Every broker key and every cell's configuration is checked before anything is written
     // or started: a bad 7th cell fails the run now, not after six cells.
-    let broker_bin = match (opts.target, opts.namesrv) {
-        (None, None) => Some(broker::locate_or_build(opts.broker_bin.as_deref())?),
-        _ => None,
+    let kind: Kind = match (opts.target, opts.namesrv) {
+        (Some(addr), _) => Arc::new(Target::Broker(Existing {
+            addr,
+            pid: opts.broker_pid,
+        })),
+        (None, Some(ns)) => Arc::new(Target::Cluster(ns)),
+        (None, None) => Arc::new(InTree::locate(opts.broker_bin.as_deref())?),
     };
-    if let Some(bin) = &broker_bin {
-        check_broker_config(bin, profile, &cells)?;
-    }
+    kind.check_cells(profile, &cells)?;
     // A shard already too late for the shared start refuses before it writes anything.
     if let Some(at) = &opts.spread.start_at {
         at.instant()?;
@@ -87,14 +92,14 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-{stamp}", profile.name)));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
 
-    let cpus = broker::allowed_cpus();
+    let cpus = pin::allowed_cpus();
     let pinning = if profile.pin {
-        broker::split_cpus(&cpus)
+        pin::split_cpus(&cpus)
     } else {
         None
     };
     if let Some((_, harness_cpus)) = &pinning {
-        broker::pin_current_thread(harness_cpus).context("pinning the harness")?;
+        pin::pin_current_thread(harness_cpus).context("pinning the harness")?;
     }
     let mut ctx = Ctx {
         profile,
@@ -102,7 +107,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         out_dir: out_dir.clone(),
         axis_keys: matrix::axis_keys(profile),
         pinning,
-        broker_bin,
+        kind,
         streams: Mutex::new(Streams {
             hlog: HlogWriter::create(&out_dir.join("latency.hlog"), started)
                 .context("creating latency.hlog")?,
@@ -123,10 +128,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         cell_meta.push(cell_json(cell, &conf));
     }
     let provenance = Provenance::gather();
-    let broker_bin_hash = ctx
-        .broker_bin
-        .as_deref()
-        .and_then(crate::provenance::file_hash);
+    let kind_record = ctx.kind.record();
     // The copy in run.json keeps no secret.
     let profile_text =
         crate::auth::redact(&std::fs::read_to_string(&profile.path).unwrap_or_default());
@@ -139,8 +141,8 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             end: ended.as_deref(),
             command_line: &opts.command_line,
             target: opts.target,
-            broker_bin: ctx.broker_bin.as_deref(),
-            broker_bin_hash: broker_bin_hash.as_deref(),
+            broker_bin: kind_record.binary.as_deref(),
+            broker_bin_hash: kind_record.checksum.as_deref(),
             pinning: ctx.pinning.as_ref(),
             profile,
             profile_text: &profile_text,
@@ -204,49 +206,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     })
 }
 
-/// `check_broker_config` for a caller that runs the profile later, job by job (`harness ab`
-/// checks both sides before its first job: a typo in `--set-b` must not cost side A's jobs).
+/// The broker-key checks of a run ([`BrokerKind::check_cells`]) for a caller that runs the
+/// profile later, job by job (`harness ab` checks both sides before its first job: a typo in
+/// `--set-b` must not cost side A's jobs).
 pub fn check_broker_profile(bin: &Path, profile: &Profile) -> anyhow::Result<()> {
     let cells = matrix::expand(profile).map_err(|e| crate::exit::invalid(anyhow::anyhow!(e)))?;
-    check_broker_config(bin, profile, &cells)
-}
-
-/// The broker keys of `profile` against the broker's key list, then every cell's effective
-/// configuration through the broker's own `--strict --check`. All problems at once, as invalid
-/// input (exit 3).
-fn check_broker_config(
-    bin: &Path,
-    profile: &Profile,
-    cells: &[matrix::Cell],
-) -> anyhow::Result<()> {
-    let keys = BrokerKeys::from_binary(bin)?;
-    let mut problems = keys.check_profile(profile);
-    if problems.is_empty() {
-        let scratch = tempfile::tempdir().context("creating a scratch folder for --check")?;
-        let confs: Vec<_> = cells
-            .iter()
-            .map(|c| effective_conf(c, &scratch.path().join("store")))
-            .collect();
-        problems = check_cells(bin, cells, &confs, scratch.path())?;
-        // Brokers 1.. of a cluster have their own keys: their configurations too.
-        let most = cells.iter().filter_map(|c| c.brokers).max().unwrap_or(1);
-        for i in 1..most as usize {
-            let confs: Vec<_> = cells
-                .iter()
-                .map(|c| crate::cluster::broker_conf(c, i, &scratch.path().join("store"), None))
-                .collect();
-            problems.extend(check_cells(bin, cells, &confs, scratch.path())?);
-        }
-    }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(crate::exit::invalid(anyhow::anyhow!(
-        "{} problem{} with the broker configuration, nothing was run:\n{}",
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" },
-        problems.join("\n")
-    )))
+    InTree::new(bin.to_owned()).check_cells(profile, &cells)
 }
 
 fn write_summary(ctx: &Ctx, rows: &[SummaryRow]) -> std::io::Result<()> {

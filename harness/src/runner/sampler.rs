@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::broker::{self, BrokerProcess};
 use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
+use crate::kind::Member;
 use crate::order::hook::JobOrder;
+use crate::proc::cpu::self_cpu_time;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::{OrderColumns, Resources};
 use crate::runner::broker_sampler::BrokerSampler;
@@ -35,7 +36,7 @@ pub fn drive(
     cell: &Cell,
     repetition: u32,
     addr: SocketAddr,
-    mut process: Option<&mut BrokerProcess>,
+    mut process: Option<&mut Box<dyn Member>>,
     mut cluster: Option<&mut JobCluster>,
     broker_names: &mut Vec<String>,
     broker_pids: &[u32],
@@ -109,7 +110,7 @@ pub fn drive(
         f.keys = Some(load.keys.clone());
     }
     let mut crashed = None;
-    let mut last_cpu = broker::self_cpu_time();
+    let mut last_cpu = self_cpu_time();
     let mut last_spin = 0u64;
     let mut last_t = Instant::now();
     let mut next = load.start + Duration::from_secs(1);
@@ -147,13 +148,13 @@ pub fn drive(
                     c.follow_restarts(f.restarts(), Some(name.as_str()).filter(|n| !n.is_empty()));
                 }
             }
-            if let Some(p) = process.as_deref() {
-                brokers.follow(p.pid);
+            if let Some(pid) = process.as_deref().and_then(|p| p.pid()) {
+                brokers.follow(pid);
             }
             if let (Some(f), Some(c)) = (fault.as_deref(), cluster.as_deref_mut()) {
                 let k = f.broker_index();
-                if let Some(p) = c.broker_mut(k) {
-                    brokers.follow_at(k, p.pid);
+                if let Some(pid) = c.broker_mut(k).and_then(|p| p.pid()) {
+                    brokers.follow_at(k, pid);
                 }
             }
             let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
@@ -183,7 +184,7 @@ pub fn drive(
         let now = Instant::now();
         // One wall-clock reading for the row and the log: `harness merge` matches them.
         let wall_clock = SystemTime::now();
-        let cpu = broker::self_cpu_time();
+        let cpu = self_cpu_time();
         let spin = load.spin_ns();
         let wall = (now - last_t).as_secs_f64().max(1e-3);
         let busy_cpu =
@@ -234,7 +235,7 @@ pub fn drive(
             broker: broker_sample,
             broker_cpu_s,
             harness_cpu,
-            harness_rss_mb: broker::self_rss_mb(),
+            harness_rss_mb: crate::proc::cpu::self_rss_mb(),
             store_disk_mb: store_dirs.and_then(store_disk_mb),
             end_unix_s: wall_clock
                 .duration_since(UNIX_EPOCH)
@@ -334,7 +335,7 @@ pub fn drive(
                 broker: None,
                 broker_cpu_s: None,
                 harness_cpu: 0.0,
-                harness_rss_mb: broker::self_rss_mb(),
+                harness_rss_mb: crate::proc::cpu::self_rss_mb(),
                 store_disk_mb: None,
                 end_unix_s: SystemTime::now()
                     .duration_since(UNIX_EPOCH)

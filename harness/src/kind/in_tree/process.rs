@@ -1,6 +1,6 @@
-//! Starting and stopping `broker-under-test` for a cell, CPU pinning, and process sampling.
+//! One `broker-under-test` process: finding the binary, starting it with a broker.conf, its
+//! `listening on` line, stopping and killing it.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+use crate::proc::pin::{pin_current_thread, send_signal};
 
 /// Broker lifecycle failures; each makes the cell invalid with this text as the reason.
 #[derive(Debug, thiserror::Error)]
@@ -109,54 +109,6 @@ pub fn locate_or_build(explicit: Option<&Path>) -> Result<PathBuf, BrokerError> 
         }
         _ => locate(None),
     }
-}
-
-/// CPUs this process may run on.
-pub fn allowed_cpus() -> Vec<usize> {
-    #[cfg(target_os = "linux")]
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most size_of::<cpu_set_t>().
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            return (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-        }
-    }
-    (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
-}
-
-/// Pins the calling thread (and threads it spawns later) to `cpus`.
-pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    // SAFETY: the set is initialised by CPU_ZERO/CPU_SET before use.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// Splits the allowed CPUs: the broker gets the first half, the generator the rest.
-pub fn split_cpus(cpus: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
-    if cpus.len() < 2 {
-        return None;
-    }
-    let half = cpus.len() / 2;
-    Some((cpus[..half].to_vec(), cpus[half..].to_vec()))
-}
-
-/// Writes `broker.conf` (key=value lines, sorted) and returns its text.
-pub fn write_conf(path: &Path, conf: &BTreeMap<String, String>) -> std::io::Result<String> {
-    let text: String = conf.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-    std::fs::write(path, &text)?;
-    Ok(text)
 }
 
 /// A running broker child process.
@@ -328,69 +280,5 @@ impl Drop for BrokerProcess {
         if let Some(h) = self.stdout.take() {
             let _ = h.join();
         }
-    }
-}
-
-/// Sends `signal` to process `pid` (a broker the harness started, or `--broker-pid`).
-pub fn send_signal(pid: u32, signal: i32) -> std::io::Result<()> {
-    // SAFETY: kill(2) has no memory preconditions; a wrong pid is reported as an error.
-    if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// CPU% (of one core) and RSS of a process, via sysinfo.
-pub struct ProcSampler {
-    sys: System,
-    pid: Pid,
-}
-
-impl ProcSampler {
-    pub fn new(pid: u32) -> ProcSampler {
-        let mut s = ProcSampler {
-            sys: System::new(),
-            pid: Pid::from_u32(pid),
-        };
-        s.sample();
-        s
-    }
-
-    /// `(cpu %, rss MiB)` since the previous call; None when the process is gone.
-    pub fn sample(&mut self) -> Option<(f64, f64)> {
-        self.sys.refresh_processes_specifics(
-            ProcessesToUpdate::Some(&[self.pid]),
-            true,
-            ProcessRefreshKind::nothing().with_cpu().with_memory(),
-        );
-        let p = self.sys.process(self.pid)?;
-        Some((
-            f64::from(p.cpu_usage()),
-            p.memory() as f64 / (1024.0 * 1024.0),
-        ))
-    }
-}
-
-/// This process's resident memory in MiB, from `/proc/self/statm` (resident pages × page
-/// size); `None` where that file does not exist.
-pub fn self_rss_mb() -> Option<f64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let resident: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions; it only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    (page > 0).then(|| (resident * page as u64) as f64 / (1024.0 * 1024.0))
-}
-
-/// This process's CPU time (user + system).
-pub fn self_cpu_time() -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
-            return Duration::ZERO;
-        }
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-        tv(ru.ru_utime) + tv(ru.ru_stime)
     }
 }

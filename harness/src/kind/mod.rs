@@ -1,0 +1,183 @@
+//! The seam for kinds of broker: everything the runner, the cluster, the faults and the
+//! reconciliation do to a broker goes through [`BrokerKind`] (start a broker or a name server
+//! for a cell with RocketMQ keys, check those keys before the run) and [`Member`] (where one
+//! listens, its pid for sampling, stop, kill -9, pause and resume by signal). A restart is a
+//! new [`BrokerKind::start_broker`] on the same store and port.
+//!
+//! Implementations: [`in_tree::InTree`] (broker-under-test processes and the in-process name
+//! server) and [`target::Target`] (`--target`: a broker the harness did not start). A new kind
+//! of broker (Apache RocketMQ's JVMs) is a third implementation; the runner does not change.
+
+pub mod in_tree;
+pub mod target;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_model::matrix::Cell;
+use harness_model::profile::Profile;
+
+/// A kind of broker, shared by every job of a run.
+pub type Kind = Arc<dyn BrokerKind>;
+
+/// Who owns a kind's processes, which decides what a job may do with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// The harness starts each cell's brokers on fresh stores, may restart them, and reads
+    /// their stores back after a fault.
+    Owned,
+    /// The broker runs already (`--target`): the harness neither starts, restarts nor stops
+    /// it, and its keys are not applied.
+    External,
+}
+
+/// What run.json records about the kind of broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindRecord {
+    /// `in-tree`, `target`, `apache`.
+    pub kind: &'static str,
+    /// The broker's version where the kind has one.
+    pub version: Option<String>,
+    /// The program that was started (broker-under-test's binary).
+    pub binary: Option<PathBuf>,
+    /// FNV-1a 64 of that program's bytes.
+    pub checksum: Option<String>,
+}
+
+/// One member to start: its broker.conf keys (RocketMQ names), where its files go
+/// (`<dir>/<stem>.conf`, `<dir>/<stem>.log`), its CPUs and how long it may take to be ready.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberSpec<'a> {
+    pub stem: &'a str,
+    pub dir: &'a Path,
+    pub conf: &'a BTreeMap<String, String>,
+    pub cpus: Option<&'a [usize]>,
+    pub ready: Duration,
+}
+
+impl<'a> MemberSpec<'a> {
+    /// A member with files `<dir>/<stem>.*`, unpinned, 20 s to be ready.
+    pub fn new(stem: &'a str, dir: &'a Path, conf: &'a BTreeMap<String, String>) -> Self {
+        MemberSpec {
+            stem,
+            dir,
+            conf,
+            cpus: None,
+            ready: Duration::from_secs(20),
+        }
+    }
+
+    pub fn pinned(mut self, cpus: Option<&'a [usize]>) -> Self {
+        self.cpus = cpus;
+        self
+    }
+
+    pub fn ready_within(mut self, ready: Duration) -> Self {
+        self.ready = ready;
+        self
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.stem))
+    }
+
+    pub fn conf_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.conf", self.stem))
+    }
+}
+
+/// Why a member did not start. Each makes the cell invalid with this text as its reason.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("writing {path}: {source}")]
+    Conf {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The member did not come up; `last_line` is its log's last words (usually the reason).
+    #[error("{reason}{}", last_line.as_deref().map(|l| format!(": {l}")).unwrap_or_default())]
+    Failed {
+        reason: String,
+        last_line: Option<String>,
+    },
+    /// The kind cannot do this (start a name server for `--target`, say).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl StartError {
+    /// A failure with the last non-empty line of `log` appended.
+    pub fn with_log(reason: impl ToString, log: &Path) -> StartError {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        StartError::Failed {
+            reason: reason.to_string(),
+            last_line: text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_owned()),
+        }
+    }
+}
+
+/// A kind of broker.
+pub trait BrokerKind: Send + Sync {
+    fn record(&self) -> KindRecord;
+
+    fn lifecycle(&self) -> Lifecycle;
+
+    /// Refuses the run before cell 1 when a cell sets a key this kind does not take (an
+    /// invalid-input error: exit 3, naming the key and the fix).
+    fn check_cells(&self, profile: &Profile, cells: &[Cell]) -> anyhow::Result<()>;
+
+    /// Starts one broker with `spec.conf` and waits until it is ready.
+    fn start_broker(&self, spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError>;
+
+    /// Starts a name server for a cell's cluster, its log in `dir`.
+    fn start_namesrv(&self, dir: &Path) -> Result<Box<dyn NameServer>, StartError>;
+}
+
+/// One running broker.
+pub trait Member: Send {
+    /// Where it answers requests.
+    fn addr(&self) -> SocketAddr;
+
+    /// Its replication port, waiting up to `wait` to learn it; None for a broker that does
+    /// not replicate.
+    fn ha_addr(&self, wait: Duration) -> Option<SocketAddr>;
+
+    /// Its process, for sampling and signals; None for a broker whose pid is not known.
+    fn pid(&self) -> Option<u32>;
+
+    /// The exit status once it has exited (never for a broker the harness does not own).
+    fn exited(&mut self) -> Option<ExitStatus>;
+
+    /// SIGKILL, returning once the process is gone (its files are what the kernel holds).
+    fn kill9(&mut self) -> std::io::Result<()>;
+
+    /// Sends a signal (SIGSTOP, SIGCONT) to it.
+    fn signal(&self, signal: i32) -> std::io::Result<()>;
+
+    /// SIGTERM, then SIGKILL after `grace`; the exit status. A broker the harness does not
+    /// own is left running (None).
+    fn stop(self: Box<Self>, grace: Duration) -> Option<ExitStatus>;
+}
+
+/// A running name server.
+pub trait NameServer: Send {
+    fn addr(&self) -> SocketAddr;
+
+    /// Stops it; the reason when it did not stop cleanly.
+    fn stop(self: Box<Self>) -> Option<String>;
+}
+
+/// Writes `broker.conf` style `key=value` lines (sorted) to `path` and returns the text.
+pub fn write_conf(path: &Path, conf: &BTreeMap<String, String>) -> std::io::Result<String> {
+    let text: String = conf.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    std::fs::write(path, &text)?;
+    Ok(text)
+}
