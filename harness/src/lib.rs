@@ -20,6 +20,7 @@ pub mod kind;
 
 pub mod merge;
 pub mod order;
+pub mod part;
 pub mod proc;
 
 pub mod provenance;

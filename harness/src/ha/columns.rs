@@ -161,6 +161,17 @@ fn mean(prev: (u64, u64), now: (u64, u64)) -> Option<Fixed<1>> {
     (n > 0).then(|| Fixed(total as f64 / n as f64))
 }
 
+impl crate::part::JobPart for HaSampler {
+    fn second(&mut self, second: crate::part::Second<'_>, row: &mut crate::report::TimeseriesRow) {
+        row.ha = HaSampler::second(self, second.info);
+    }
+
+    fn finish(self: Box<Self>, cols: crate::part::JobColumns<'_>) -> Result<(), String> {
+        cols.res.ha = self.job();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

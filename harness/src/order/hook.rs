@@ -128,3 +128,18 @@ impl JobOrder {
         }
     }
 }
+
+impl crate::part::JobPart for JobOrder {
+    fn load_started(&mut self, load: crate::part::LoadStarted<'_>) {
+        JobOrder::load_started(self, load.addr, load.workload, load.keys);
+    }
+
+    fn second(&mut self, second: crate::part::Second<'_>, row: &mut crate::report::TimeseriesRow) {
+        row.order = JobOrder::second(self, second.last);
+    }
+
+    fn finish(self: Box<Self>, cols: crate::part::JobColumns<'_>) -> Result<(), String> {
+        *cols.order = JobOrder::finish(*self)?;
+        Ok(())
+    }
+}

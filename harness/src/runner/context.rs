@@ -36,6 +36,17 @@ pub struct Ctx<'a> {
     pub probe: Option<Probe>,
 }
 
+impl Ctx<'_> {
+    /// How many CPUs the harness runs on (its share when the profile pins): the divisor of
+    /// its CPU %.
+    pub fn harness_cpus(&self) -> f64 {
+        self.pinning
+            .as_ref()
+            .map_or_else(|| crate::proc::pin::allowed_cpus().len(), |(_, h)| h.len())
+            .max(1) as f64
+    }
+}
+
 /// A knee probe in progress: its index (the `step` of its rows) and, when the cell keeps one
 /// broker for all probes, that broker's address and pid.
 #[derive(Debug, Clone, Copy)]

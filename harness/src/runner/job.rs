@@ -8,13 +8,11 @@ use std::time::Duration;
 use crate::cluster::JobCluster;
 use crate::fault::{self, Injector};
 use crate::kind::{Lifecycle, Member, MemberSpec};
-use crate::proc::pin;
-use crate::recorder::Recorder;
-use crate::report::{FaultColumns, OrderColumns, Resources, SegmentFigures, SummaryRow};
+use crate::report::{FaultColumns, SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::plan::LoadConfig;
-use crate::runner::sample::{segment_resources, Sample};
-use crate::runner::sampler::drive;
+use crate::runner::sample::segment_resources;
+use crate::runner::sampler::{drive, JobBrokers, JobOutput};
 use crate::runner::validity::validity_problem;
 use harness_model::matrix::Cell;
 use harness_model::profile::Model;
@@ -45,19 +43,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     };
     let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
     let mut invalid: Option<String> = None;
-    let mut interrupted = false;
-    let mut samples: Vec<Sample> = Vec::new();
-    let mut recorder = Recorder::new(cfg_probe.segments());
-    let mut res = Resources::default();
-    let mut consumer = None;
+    let mut out = JobOutput::new(cfg_probe.segments());
     let mut fault_cols = FaultColumns::default();
-    let mut order_cols = OrderColumns::default();
-    let mut broker_names: Vec<String> = Vec::new();
-    let harness_cpus = ctx
-        .pinning
-        .as_ref()
-        .map_or_else(|| pin::allowed_cpus().len(), |(_, h)| h.len())
-        .max(1) as f64;
     ctx.progress.line(&format!(
         "cell {} rep {repetition}: {}",
         cell.id, cell.label
@@ -122,25 +109,15 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         };
         // The store folders of the broker(s) this job started.
         let own_stores = cluster.is_some() || process.is_some();
-        let outcome = drive(
-            ctx,
-            cell,
-            repetition,
+        let brokers = JobBrokers {
             addr,
-            process.as_mut(),
-            cluster.as_mut(),
-            &mut broker_names,
-            &broker_pids,
-            harness_cpus,
-            &mut samples,
-            &mut recorder,
-            &mut res,
-            &mut interrupted,
-            &mut consumer,
-            &mut order_cols,
-            injector.as_mut(),
-            own_stores.then_some(job_dir.as_path()),
-        );
+            process: process.as_mut(),
+            cluster: cluster.as_mut(),
+            pids: &broker_pids,
+            store_dirs: own_stores.then_some(job_dir.as_path()),
+        };
+        let outcome = drive(ctx, cell, repetition, brokers, injector.as_mut(), &mut out);
+        let interrupted = out.interrupted;
         if let Some(p) = process {
             let killed_for_good = injector.as_ref().is_some_and(Injector::broker_dead);
             match p.stop(Duration::from_secs(10)) {
@@ -157,7 +134,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         let pair_fault = injector.as_ref().is_some_and(|i| i.role().is_some());
         if let (Some(inj), Some(c), true, true) = (&injector, cluster.as_mut(), owned, pair_fault) {
             match crate::ha::reconcile_pair(c, ctx.kind.as_ref(), &job_dir, &cell.workload, inj) {
-                Ok(Some(t)) => t.fill(&mut fault_cols, &mut res.ha),
+                Ok(Some(t)) => t.fill(&mut fault_cols, &mut out.res.ha),
                 Ok(None) => {}
                 Err(e) => {
                     invalid.get_or_insert(e);
@@ -197,6 +174,15 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     if let Err(reason) = result {
         invalid.get_or_insert(reason);
     }
+    let JobOutput {
+        broker_names,
+        samples,
+        recorder,
+        res,
+        interrupted,
+        consumer,
+        order: order_cols,
+    } = out;
     if interrupted {
         invalid = Some("interrupted".into());
     }

@@ -12,6 +12,7 @@ use crate::consumer::ConsumerFigures;
 use crate::fault::Injector;
 use crate::kind::Member;
 use crate::order::hook::JobOrder;
+use crate::part::{JobColumns, JobPart, LoadStarted, Second};
 use crate::proc::cpu::self_cpu_time;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::{OrderColumns, Resources};
@@ -29,27 +30,70 @@ fn counter(info: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     info.get(key).and_then(|v| v.trim().parse().ok())
 }
 
+/// The brokers one job's load runs against: the address that answers admin requests, the
+/// broker the job owns (None for a cluster or one that runs already), the job's cluster, every
+/// broker pid to sample, and the store folders of brokers the job started (for their size).
+pub struct JobBrokers<'a> {
+    pub addr: SocketAddr,
+    pub process: Option<&'a mut Box<dyn Member>>,
+    pub cluster: Option<&'a mut JobCluster>,
+    pub pids: &'a [u32],
+    pub store_dirs: Option<&'a Path>,
+}
+
+/// What [`drive`] measures for the job's rows.
+pub struct JobOutput {
+    /// Broker names in router order (a cluster's per-broker columns).
+    pub broker_names: Vec<String>,
+    pub samples: Vec<Sample>,
+    pub recorder: Recorder,
+    pub res: Resources,
+    pub interrupted: bool,
+    pub consumer: Option<ConsumerFigures>,
+    pub order: OrderColumns,
+}
+
+impl JobOutput {
+    /// Nothing measured yet, a recorder for `segments` segments.
+    pub fn new(segments: usize) -> JobOutput {
+        JobOutput {
+            broker_names: Vec::new(),
+            samples: Vec::new(),
+            recorder: Recorder::new(segments),
+            res: Resources::default(),
+            interrupted: false,
+            consumer: None,
+            order: OrderColumns::default(),
+        }
+    }
+}
+
 /// Topic, baseline counters, the load with per-second sampling, final counters.
-#[allow(clippy::too_many_arguments)]
 pub fn drive(
     ctx: &Ctx,
     cell: &Cell,
     repetition: u32,
-    addr: SocketAddr,
-    mut process: Option<&mut Box<dyn Member>>,
-    mut cluster: Option<&mut JobCluster>,
-    broker_names: &mut Vec<String>,
-    broker_pids: &[u32],
-    harness_cpus: f64,
-    samples: &mut Vec<Sample>,
-    recorder: &mut Recorder,
-    res: &mut Resources,
-    interrupted: &mut bool,
-    consumer_figures: &mut Option<ConsumerFigures>,
-    order_cols: &mut OrderColumns,
+    brokers: JobBrokers<'_>,
     mut fault: Option<&mut Injector>,
-    store_dirs: Option<&Path>,
+    out: &mut JobOutput,
 ) -> Result<(), String> {
+    let JobBrokers {
+        addr,
+        mut process,
+        mut cluster,
+        pids: broker_pids,
+        store_dirs,
+    } = brokers;
+    let JobOutput {
+        broker_names,
+        samples,
+        recorder,
+        res,
+        interrupted,
+        consumer: consumer_figures,
+        order: order_cols,
+    } = out;
+    let harness_cpus = ctx.harness_cpus();
     let w = &cell.workload;
     // A cluster: topic on every broker, routes from the name server; broker 0 answers the
     // admin requests, every broker's process is sampled.
@@ -78,6 +122,8 @@ pub fn drive(
     };
     let mut ha = crate::ha::HaSampler::default();
     ha.baseline(baseline.as_ref());
+    // The job's parts, in column order: each fills its own columns (see crate::part).
+    let mut parts: Vec<Box<dyn JobPart>> = vec![Box::new(ha)];
     let mut brokers = BrokerSampler::new(broker_pids);
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     cfg.cluster = router;
@@ -90,19 +136,25 @@ pub fn drive(
     let hooked = (consumers.as_mut(), &mut brokers);
     consumer_hook::backlog(ctx, cell, repetition, &cfg, hooked, &mut second)?;
     let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
-    let mut order = JobOrder::before_load(
+    if let Some(order) = JobOrder::before_load(
         w,
         cfg.cluster.is_some(),
         consumers.as_ref().zip(consumer_mode),
-    );
+    ) {
+        parts.push(Box::new(order));
+    }
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
     let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
     let schedule_start = load.start.saturating_duration_since(ctx.run_start);
-    if let Some(o) = order.as_mut() {
-        o.load_started(addr, w, &load.keys);
+    for p in &mut parts {
+        p.load_started(LoadStarted {
+            addr,
+            workload: w,
+            keys: &load.keys,
+        });
     }
     if let Some(f) = fault.as_deref_mut() {
         let warmup = cfg.phases.first().map_or(Duration::ZERO, |p| p.duration);
@@ -254,16 +306,19 @@ pub fn drive(
             info.as_ref(),
         );
         row.event = crate::fault::event_of(fault.as_deref_mut());
-        row.ha = ha.second(info.as_ref());
+        let this = Second {
+            info: info.as_ref(),
+            last: finished,
+        };
+        for p in &mut parts {
+            p.second(this, &mut row);
+        }
         let start = wall_clock
             .duration_since(ctx.run_start_wall)
             .unwrap_or_default()
             .as_secs_f64()
             - 1.0;
         let mut tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
-        if let Some(o) = order.as_mut() {
-            row.order = o.second(finished);
-        }
         if let Some(p) = &ctx.probe {
             row.key.step = Some(p.index);
             tag_base.push_str(&format!("/p{}", p.index));
@@ -344,8 +399,12 @@ pub fn drive(
             };
             let name = &ctx.profile.name;
             let mut row = timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None);
-            if let Some(o) = order.as_mut() {
-                row.order = o.second(false);
+            let drained = Second {
+                info: None,
+                last: false,
+            };
+            for p in &mut parts {
+                p.second(drained, &mut row);
             }
             row
         },
@@ -372,12 +431,13 @@ pub fn drive(
         },
     )?;
 
-    if let Some(o) = order {
-        match o.finish() {
-            Ok(cols) => *order_cols = cols,
-            Err(e) => {
-                crashed.get_or_insert(e);
-            }
+    for p in parts {
+        let cols = JobColumns {
+            res: &mut *res,
+            order: &mut *order_cols,
+        };
+        if let Err(e) = p.finish(cols) {
+            crashed.get_or_insert(e);
         }
     }
 
@@ -399,7 +459,6 @@ pub fn drive(
         .filter_map(|s| s.broker.map(|b| b.1))
         .reduce(f64::max);
     res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
-    res.ha = ha.job();
 
     // The broker's own busy counters against ours, over the whole job (warm-up included).
     let last = match &cluster {
