@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,6 +25,19 @@ build: ## Build the broker and the harness (release)
 
 bench: build ## Run PROFILE (default profiles/default.toml) on the in-tree broker; prints a table, writes results/<profile>-<time>/
 	$(HARNESS) run $(PROFILE) --broker-bin $(RELEASE_BIN)/broker-under-test
+
+# Apache RocketMQ itself (docs/src/apache.md). APACHE picks the version: 5.3.3 or 4.9.7.
+APACHE       ?= 5.3.3
+APACHE_PROFILE ?= profiles/apache-wait-time.toml
+apache: ## Fetch Apache RocketMQ's released jars (apache/<version>/pom.xml, Maven Central) into target/apache; a second call needs no network
+	bash scripts/apache-jars.sh
+
+bench-apache: build apache ## The main job on Apache RocketMQ APACHE (default 5.3.3): waitTimeMillsInSendQueue 200/1000/3000 under a real overload (APACHE_PROFILE)
+	$(HARNESS) run $(APACHE_PROFILE) --broker apache-$(APACHE)
+
+apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI: 5.3.3): sends, consumers, runtime info, a kill -9 and reconciliation
+	bash scripts/apache-jars.sh $(APACHE)
+	$(HARNESS) run profiles/apache-smoke.toml --broker apache-$(APACHE) --out $(RESULTS)/ci-apache-smoke
 
 # The test binaries run TEST_JOBS at a time (scripts/run-tests.py): most integration tests wait
 # on real time, so one at a time (cargo test) left CI's 2 cores half idle.

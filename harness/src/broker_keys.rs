@@ -62,6 +62,11 @@ impl BrokerKeys {
     }
 
     /// Every problem with the broker keys of `profile`, one message each, located.
+    /// Every key's name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
+    }
+
     pub fn check_profile(&self, profile: &Profile) -> Vec<String> {
         let mut problems = Vec::new();
         let origin = |key: &str| {
@@ -81,6 +86,8 @@ impl BrokerKeys {
                 named.push((k, axis.values.iter().map(value_string).collect()));
             }
         }
+        // `kind` and `version` choose the broker; they are not broker.conf keys.
+        named.retain(|(k, _)| !harness_model::profile::is_choice_key(k));
         for (key, values) in named {
             // `1.injectPutStallMillis` is broker 1's `injectPutStallMillis`.
             let Some(spec) = self.keys.get(harness_model::profile::bare_key(key)) else {

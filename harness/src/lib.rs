@@ -105,6 +105,12 @@ pub struct RunArgs {
     /// collapses to that single value. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// The broker every cell runs on: `in-tree` (broker-under-test, the default) or
+    /// `apache-<version>` (Apache RocketMQ's released JVMs: apache-5.3.3, apache-4.9.7; the
+    /// jars are fetched into target/apache on first use). The same as `--set broker.kind=...
+    /// --set broker.version=...`; an explicit `--set` wins.
+    #[arg(long, value_name = "KIND", value_parser = harness_model::profile::BrokerChoice::parse_flag)]
+    pub broker: Option<harness_model::profile::BrokerChoice>,
     /// PID of the broker at --target, for CPU/RSS sampling and `fault.pause`; or, with
     /// --namesrv, NAME=PID of a broker of the route (its brokerName), for `[fault]` pause and
     /// kill. Repeatable (one NAME=PID per broker).
@@ -233,8 +239,8 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
             )
         )));
     }
-    let profile =
-        harness_model::profile::Profile::load(&args.profile, &args.set).map_err(exit::invalid)?;
+    let profile = harness_model::profile::Profile::load(&args.profile, &run_sets(args))
+        .map_err(exit::invalid)?;
     let spread = runner::shard::spread_from_cli(
         args.shard.as_deref(),
         args.start_at.as_deref(),
@@ -288,4 +294,15 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::RUN_FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--broker` as the `--set` lines it stands for, before the explicit ones (which win).
+fn run_sets(args: &RunArgs) -> Vec<String> {
+    let mut sets = args
+        .broker
+        .as_ref()
+        .map(|b| b.as_sets())
+        .unwrap_or_default();
+    sets.extend(args.set.iter().cloned());
+    sets
 }

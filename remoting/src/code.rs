@@ -41,6 +41,7 @@ code_enum! {
         QUERY_CONSUMER_OFFSET = 14,
         UPDATE_CONSUMER_OFFSET = 15,
         UPDATE_AND_CREATE_TOPIC = 17,
+        GET_BROKER_CONFIG = 26,
         GET_BROKER_RUNTIME_INFO = 28,
         GET_MAX_OFFSET = 30,
         GET_MIN_OFFSET = 31,

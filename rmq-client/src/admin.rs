@@ -168,6 +168,29 @@ impl AdminConn {
         )?;
         parse_runtime_info(&resp.body)
     }
+    /// GET_BROKER_CONFIG (26): the configuration the broker runs with, every key of every
+    /// config object, as it answers it (`key=value` lines; Apache RocketMQ's
+    /// `Configuration.getAllConfigsFormatString`).
+    pub fn broker_config(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, String>, ClientError> {
+        let resp = self.call_ok(
+            RemotingCommand::request(RequestCode::GET_BROKER_CONFIG, 0),
+            timeout,
+        )?;
+        Ok(parse_properties(&resp.body))
+    }
+}
+
+/// `key=value` lines (Java properties as RocketMQ writes them: no escapes, no continuation).
+pub fn parse_properties(body: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+        .collect()
 }
 
 /// Parses `{"table":{k: "v", ...}}`; non-string values are kept in their JSON form.

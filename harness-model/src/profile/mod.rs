@@ -7,6 +7,7 @@
 //!
 //! * ab.rs          — the `[ab]` table of `harness ab`
 //! * auth.rs        — the `[auth]` table: ACL credentials (the environment wins)
+//! * broker_choice.rs — `[broker] kind` / `version`: which broker a cell runs on
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
@@ -20,6 +21,7 @@
 
 mod ab;
 mod auth;
+mod broker_choice;
 mod cluster;
 mod consumer;
 mod diagnostics;
@@ -36,6 +38,7 @@ mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
 pub use auth::{AuthSection, Secret, AUTH_KEYS};
+pub use broker_choice::{is_choice_key, BrokerChoice, APACHE_VERSIONS, KIND_KEY, VERSION_KEY};
 pub use cluster::{
     bare_key, check_brokers_axis, per_broker_key, ClusterSpec, CLUSTER_BROKERS_AXIS, MAX_BROKERS,
 };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::kind::{BrokerKind, Member, MemberSpec, NameServer};
 use harness_model::matrix::Cell;
-use harness_model::profile::per_broker_key;
+use harness_model::profile::{is_choice_key, per_broker_key};
 
 /// The broker name of broker `i` (what `broker.<i>.<key>` refers to).
 pub fn broker_name(i: usize) -> String {
@@ -28,7 +28,7 @@ pub fn broker_conf(
     let mut conf: BTreeMap<String, String> = cell
         .broker
         .iter()
-        .filter(|(k, _)| per_broker_key(k).is_none())
+        .filter(|(k, _)| per_broker_key(k).is_none() && !is_choice_key(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     for (k, v) in &cell.broker {

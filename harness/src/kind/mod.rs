@@ -5,10 +5,13 @@
 //! new [`BrokerKind::start_broker`] on the same store and port.
 //!
 //! Implementations: [`in_tree::InTree`] (broker-under-test processes and the in-process name
-//! server) and [`target::Target`] (`--target`: a broker the harness did not start). A new kind
-//! of broker (Apache RocketMQ's JVMs) is a third implementation; the runner does not change.
+//! server), [`apache::Apache`] (Apache RocketMQ's released JVMs) and [`target::Target`]
+//! (`--target`: a broker the harness did not start). [`select`] picks each cell's kind; a new
+//! kind is a module here plus one arm there.
 
+pub mod apache;
 pub mod in_tree;
+pub mod select;
 pub mod target;
 
 use std::collections::BTreeMap;
@@ -44,8 +47,11 @@ pub struct KindRecord {
     pub version: Option<String>,
     /// The program that was started (broker-under-test's binary).
     pub binary: Option<PathBuf>,
-    /// FNV-1a 64 of that program's bytes.
+    /// A checksum of that program (FNV-1a 64 of broker-under-test's binary, sha256 over
+    /// Apache's jars).
     pub checksum: Option<String>,
+    /// The runtime it runs on (`java -version` for Apache).
+    pub runtime: Option<String>,
 }
 
 /// One member to start: its broker.conf keys (RocketMQ names), where its files go

@@ -37,6 +37,7 @@ impl BrokerKind for Target {
             version: None,
             binary: None,
             checksum: None,
+            runtime: None,
         }
     }
 

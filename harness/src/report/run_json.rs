@@ -28,6 +28,9 @@ pub struct RunRecord<'a> {
     pub broker_bin: Option<&'a Path>,
     /// FNV-1a 64 of `broker_bin`'s bytes ([`crate::provenance::file_hash`]).
     pub broker_bin_hash: Option<&'a str>,
+    /// Each kind of broker the run started or drove, once: kind, version, program, checksum,
+    /// runtime (`java -version` for Apache RocketMQ).
+    pub brokers: &'a [Value],
     /// (broker CPUs, harness CPUs).
     pub pinning: Option<&'a (Vec<usize>, Vec<usize>)>,
     pub profile: &'a Profile,
@@ -76,6 +79,7 @@ impl RunRecord<'_> {
             "target": self.target.map(|a| a.to_string()),
             "broker_bin": self.broker_bin.map(|p| p.display().to_string()),
             "broker_bin_fnv1a64": self.broker_bin_hash,
+            "brokers": self.brokers,
             "pinning": self.pinning.map(|(b, h)| json!({"broker_cpus": b, "harness_cpus": h})),
             "pin_requested": profile.pin,
             "profile": {

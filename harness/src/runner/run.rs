@@ -2,15 +2,14 @@
 //! each job so an interrupted run keeps what it measured.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use parking_lot::Mutex;
 
 use crate::kind::in_tree::InTree;
-use crate::kind::target::{Existing, Target};
-use crate::kind::{BrokerKind, Kind};
+use crate::kind::select::{self, Source};
+use crate::kind::BrokerKind;
 use crate::proc::pin;
 use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
@@ -71,15 +70,13 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     );
     // Every broker key and every cell's configuration is checked before anything is written
     // or started: a bad 7th cell fails the run now, not after six cells.
-    let kind: Kind = match (opts.target, opts.namesrv) {
-        (Some(addr), _) => Arc::new(Target::Broker(Existing {
-            addr,
-            pid: opts.broker_pid,
-        })),
-        (None, Some(ns)) => Arc::new(Target::Cluster(ns)),
-        (None, None) => Arc::new(InTree::locate(opts.broker_bin.as_deref())?),
+    let source = Source {
+        target: opts.target,
+        target_pid: opts.broker_pid,
+        namesrv: opts.namesrv,
+        broker_bin: opts.broker_bin.as_deref(),
     };
-    kind.check_cells(profile, &cells)?;
+    let kinds = select::for_cells(source, profile, &cells)?;
     // A shard already too late for the shared start refuses before it writes anything.
     if let Some(at) = &opts.spread.start_at {
         at.instant()?;
@@ -107,7 +104,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         out_dir: out_dir.clone(),
         axis_keys: matrix::axis_keys(profile),
         pinning,
-        kind,
+        kind: kinds[0].clone(),
         streams: Mutex::new(Streams {
             hlog: HlogWriter::create(&out_dir.join("latency.hlog"), started)
                 .context("creating latency.hlog")?,
@@ -128,7 +125,18 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         cell_meta.push(cell_json(cell, &conf));
     }
     let provenance = Provenance::gather();
-    let kind_record = ctx.kind.record();
+    let kind_records = select::records(&kinds);
+    // broker_bin / broker_bin_fnv1a64 stay what they were: broker-under-test's binary.
+    let in_tree = kind_records.iter().find(|r| r.kind == "in-tree");
+    let brokers: Vec<serde_json::Value> = kind_records
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "kind": r.kind, "version": r.version, "program": r.binary.as_ref().map(|p| p.display().to_string()),
+                "checksum": r.checksum, "runtime": r.runtime,
+            })
+        })
+        .collect();
     // The copy in run.json keeps no secret.
     let profile_text =
         crate::auth::redact(&std::fs::read_to_string(&profile.path).unwrap_or_default());
@@ -141,8 +149,9 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             end: ended.as_deref(),
             command_line: &opts.command_line,
             target: opts.target,
-            broker_bin: kind_record.binary.as_deref(),
-            broker_bin_hash: kind_record.checksum.as_deref(),
+            broker_bin: in_tree.and_then(|r| r.binary.as_deref()),
+            broker_bin_hash: in_tree.and_then(|r| r.checksum.as_deref()),
+            brokers: &brokers,
             pinning: ctx.pinning.as_ref(),
             profile,
             profile_text: &profile_text,
@@ -164,6 +173,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
             break;
         }
         let cell = &cells[job.cell];
+        ctx.kind = kinds[job.cell].clone();
         ctx.job_start = opts.spread.start_at.map(|at| at.plus(slot));
         slot += harness_model::schedule::slot_length(&cell.workload);
         let (mut r, was_interrupted) = if cell.workload.model == Model::Knee {

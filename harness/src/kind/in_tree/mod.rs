@@ -51,6 +51,7 @@ impl BrokerKind for InTree {
             version: None,
             binary: Some(self.bin.clone()),
             checksum: crate::provenance::file_hash(&self.bin),
+            runtime: None,
         }
     }
 

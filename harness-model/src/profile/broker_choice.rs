@@ -1,0 +1,158 @@
+//! Which broker a cell runs on: `[broker] kind = "in-tree" | "apache"` and, for Apache,
+//! `version = "5.3.3"`; a matrix may vary either (`"broker.kind"`, `"broker.version"`), and
+//! `--broker apache-5.3.3` sets both for a run. These two keys choose the broker; they are
+//! never written into broker.conf.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The `[broker]` key naming the kind of broker.
+pub const KIND_KEY: &str = "kind";
+/// The `[broker]` key naming Apache RocketMQ's version.
+pub const VERSION_KEY: &str = "version";
+
+/// The Apache RocketMQ versions the harness can start (one pinned `apache/<v>/pom.xml` each).
+/// 4.9.8 is not on Maven Central; 4.9.7 is the newest 4.9.x there.
+pub const APACHE_VERSIONS: &[&str] = &["4.9.7", "5.3.3"];
+
+/// True for the keys that choose the broker rather than configure it.
+pub fn is_choice_key(key: &str) -> bool {
+    key == KIND_KEY || key == VERSION_KEY
+}
+
+/// The broker a cell runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BrokerChoice {
+    /// broker-under-test, the model (the default).
+    InTree,
+    /// Apache RocketMQ's released name server and broker JVMs.
+    Apache { version: String },
+}
+
+impl fmt::Display for BrokerChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BrokerChoice::InTree => f.write_str("in-tree"),
+            BrokerChoice::Apache { version } => write!(f, "apache-{version}"),
+        }
+    }
+}
+
+impl BrokerChoice {
+    /// The choice of a cell's broker keys; the message names the key and the fix.
+    pub fn of(broker: &BTreeMap<String, String>) -> Result<BrokerChoice, String> {
+        let version = broker.get(VERSION_KEY).map(String::as_str);
+        match broker.get(KIND_KEY).map(String::as_str) {
+            None | Some("in-tree") => match version {
+                None => Ok(BrokerChoice::InTree),
+                Some(v) => Err(format!(
+                    "broker key `version` = {v:?} needs `kind = \"apache\"` (broker-under-test has no version key; its profiles are `brokerVersion`)"
+                )),
+            },
+            Some("apache") => {
+                let Some(v) = version else {
+                    return Err(format!(
+                        "`kind = \"apache\"` needs `version`: one of {}",
+                        APACHE_VERSIONS.join(", ")
+                    ));
+                };
+                apache_version(v).map(|version| BrokerChoice::Apache { version })
+            }
+            Some(other) => Err(format!(
+                "broker key `kind` = {other:?}: write \"in-tree\" (broker-under-test) or \"apache\""
+            )),
+        }
+    }
+
+    /// `--broker in-tree` or `--broker apache-5.3.3`.
+    pub fn parse_flag(s: &str) -> Result<BrokerChoice, String> {
+        if s == "in-tree" {
+            return Ok(BrokerChoice::InTree);
+        }
+        match s
+            .strip_prefix("apache-")
+            .or_else(|| s.strip_prefix("apache"))
+        {
+            Some(v) => apache_version(v.trim_start_matches(['-', '=']))
+                .map(|version| BrokerChoice::Apache { version }),
+            None => Err(format!(
+                "--broker {s:?}: write in-tree or apache-<version> ({})",
+                APACHE_VERSIONS
+                    .iter()
+                    .map(|v| format!("apache-{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// The `--set` overrides equivalent to this choice.
+    pub fn as_sets(&self) -> Vec<String> {
+        match self {
+            BrokerChoice::InTree => vec![format!("broker.{KIND_KEY}=in-tree")],
+            BrokerChoice::Apache { version } => vec![
+                format!("broker.{KIND_KEY}=apache"),
+                format!("broker.{VERSION_KEY}={version}"),
+            ],
+        }
+    }
+}
+
+fn apache_version(v: &str) -> Result<String, String> {
+    if APACHE_VERSIONS.contains(&v) {
+        return Ok(v.to_owned());
+    }
+    let hint = if v == "4.9.8" {
+        "4.9.8 was never published on Maven Central; 4.9.7 is the newest 4.9.x there: write \"4.9.7\"".to_owned()
+    } else {
+        format!(
+            "the pinned versions are {} (apache/<version>/pom.xml)",
+            APACHE_VERSIONS.join(", ")
+        )
+    };
+    Err(format!("Apache RocketMQ version {v:?}: {hint}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_default_is_in_tree_and_apache_needs_a_pinned_version() {
+        assert_eq!(BrokerChoice::of(&keys(&[])), Ok(BrokerChoice::InTree));
+        let a = BrokerChoice::of(&keys(&[("kind", "apache"), ("version", "5.3.3")])).unwrap();
+        assert_eq!(a.to_string(), "apache-5.3.3");
+        let e = BrokerChoice::of(&keys(&[("kind", "apache"), ("version", "4.9.8")])).unwrap_err();
+        assert!(e.contains("write \"4.9.7\""), "{e}");
+        assert!(BrokerChoice::of(&keys(&[("kind", "apache")]))
+            .unwrap_err()
+            .contains("needs `version`"));
+        assert!(BrokerChoice::of(&keys(&[("kind", "apachee")]))
+            .unwrap_err()
+            .contains("\"apache\""));
+        assert!(BrokerChoice::of(&keys(&[("version", "5.3.3")])).is_err());
+    }
+
+    #[test]
+    fn the_flag_round_trips_through_sets() {
+        let c = BrokerChoice::parse_flag("apache-4.9.7").unwrap();
+        assert_eq!(c.as_sets(), ["broker.kind=apache", "broker.version=4.9.7"]);
+        assert_eq!(
+            BrokerChoice::parse_flag("in-tree"),
+            Ok(BrokerChoice::InTree)
+        );
+        assert!(BrokerChoice::parse_flag("apache-5.3")
+            .unwrap_err()
+            .contains("5.3.3"));
+        assert!(BrokerChoice::parse_flag("rocketmq")
+            .unwrap_err()
+            .contains("apache-5.3.3"));
+    }
+}

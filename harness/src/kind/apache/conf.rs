@@ -1,0 +1,251 @@
+//! What the harness writes for an Apache RocketMQ JVM: broker.conf (the cell's keys under
+//! their RocketMQ names plus what one host and a small machine need), the name server's
+//! config, the logging files and the JVM's command line.
+//! Reference: `apache-rocketmq-java.md` §2 (flags, logging) and §3 (store sizes).
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::Path;
+
+/// Sizes the harness sets unless the cell sets them (§3, "sizing sketch"): 1 GiB commit-log
+/// files would put 5 GiB of direct memory behind a transient store pool, and the index file
+/// would map 420 MB. Both change how often a file is created, never a send's code.
+const SMALL_MACHINE: &[(&str, &str)] = &[
+    ("mappedFileSizeCommitLog", "134217728"),
+    ("maxHashSlotNum", "500000"),
+    ("maxIndexNum", "2000000"),
+];
+
+/// The broker's heap: small, not pre-touched (the scripts' 8 GiB with AlwaysPreTouch would
+/// take the machine).
+const BROKER_HEAP: &str = "1g";
+const NAMESRV_HEAP: &str = "256m";
+/// Direct memory beside the transient store pool: Netty's pools and the store's buffers.
+const DIRECT_BASE_MB: u64 = 768;
+
+/// The JDK 17 module flags RocketMQ's scripts leave out (§2.4): without them the transient
+/// pool's `DirectBuffer` cast and 4.9's unmapping at shutdown fail.
+const MODULE_FLAGS: &[&str] = &[
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+];
+
+/// Ports a broker takes: `listenPort`, the "fast" port `listenPort - 2` and the HA port
+/// `listenPort + 1` (§7.1). All three must be free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerPorts {
+    pub listen: u16,
+}
+
+impl BrokerPorts {
+    pub fn ha(self) -> u16 {
+        self.listen + 1
+    }
+
+    /// Three free ports `p - 2`, `p`, `p + 1` on every address (4.9 binds 0.0.0.0), chosen
+    /// by binding port 0 and trying the neighbours.
+    pub fn pick() -> std::io::Result<BrokerPorts> {
+        for _ in 0..64 {
+            let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+            let p = l.local_addr()?.port();
+            if !(3..u16::MAX).contains(&p) {
+                continue;
+            }
+            let others = [p - 2, p + 1].map(|q| TcpListener::bind((Ipv4Addr::UNSPECIFIED, q)));
+            if others.iter().all(Result::is_ok) {
+                return Ok(BrokerPorts { listen: p });
+            }
+        }
+        Err(std::io::Error::other(
+            "no three free ports p-2, p, p+1 in 64 tries",
+        ))
+    }
+}
+
+/// A free port for a name server.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// broker.conf for Apache: the cell's keys (a `listenPort` of 0 means "choose"), then what
+/// the harness must set: ports, `brokerIP1=127.0.0.1` (else the name server hands out the
+/// host's first non-loopback address, §7.2), a broker name, the name server, small files.
+pub fn broker_conf(
+    cell: &BTreeMap<String, String>,
+    version: &str,
+    ports: BrokerPorts,
+    namesrv: SocketAddr,
+) -> BTreeMap<String, String> {
+    let mut conf = cell.clone();
+    conf.insert("listenPort".into(), ports.listen.to_string());
+    // 4.x derives the HA port from listenPort whatever the key says; 5.x honours the key.
+    conf.insert("haListenPort".into(), ports.ha().to_string());
+    conf.entry("brokerIP1".into())
+        .or_insert_with(|| "127.0.0.1".into());
+    conf.entry("brokerName".into())
+        .or_insert_with(|| "broker-a".into());
+    conf.insert("namesrvAddr".into(), namesrv.to_string());
+    for (k, v) in SMALL_MACHINE {
+        conf.entry((*k).into()).or_insert_with(|| (*v).into());
+    }
+    if version.starts_with('5') {
+        // The timer wheel maps 38.7 MB and its direct twin; the harness sends no timer
+        // messages (§3).
+        conf.entry("timerWheelEnable".into())
+            .or_insert_with(|| "false".into());
+    }
+    conf
+}
+
+/// `-XX:MaxDirectMemorySize` in MiB: the transient store pool (`transientStorePoolSize` ×
+/// `mappedFileSizeCommitLog`, when enabled) plus Netty's share (§3).
+pub fn direct_memory_mb(conf: &BTreeMap<String, String>) -> u64 {
+    let on = conf
+        .get("transientStorePoolEnable")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if !on {
+        return DIRECT_BASE_MB;
+    }
+    let num = |k: &str, d: u64| conf.get(k).and_then(|v| v.trim().parse().ok()).unwrap_or(d);
+    let pool = num("transientStorePoolSize", 5) * num("mappedFileSizeCommitLog", 1 << 30);
+    DIRECT_BASE_MB + pool.div_ceil(1 << 20)
+}
+
+/// Which process a command line is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    NameServer,
+    Broker,
+}
+
+impl Role {
+    fn main_class(self) -> &'static str {
+        match self {
+            Role::NameServer => "org.apache.rocketmq.namesrv.NamesrvStartup",
+            Role::Broker => "org.apache.rocketmq.broker.BrokerStartup",
+        }
+    }
+
+    fn logback(self) -> (&'static str, &'static str) {
+        match self {
+            // 4.9 reads $ROCKETMQ_HOME/conf/<file>; 5.3 takes a classpath resource by name.
+            Role::NameServer => ("logback_namesrv.xml", "rmq.namesrv.logback.xml"),
+            Role::Broker => ("logback_broker.xml", "rmq.broker.logback.xml"),
+        }
+    }
+}
+
+/// The JVM's arguments: heap, G1, the module flags, a home of its own (`user.home` moves
+/// RocketMQ's logs and default store into the cell's folder), logging, the class path and
+/// `-c <conf>`. For 4.9 the logging file is written into `home/conf` first.
+pub fn jvm_args(
+    role: Role,
+    version: &str,
+    lib: &Path,
+    home: &Path,
+    conf: &Path,
+    direct_mb: u64,
+) -> std::io::Result<Vec<String>> {
+    let heap = match role {
+        Role::NameServer => NAMESRV_HEAP,
+        Role::Broker => BROKER_HEAP,
+    };
+    let mut args: Vec<String> = vec![
+        "-server".into(),
+        format!("-Xms{heap}"),
+        format!("-Xmx{heap}"),
+        "-XX:+UseG1GC".into(),
+        "-XX:-OmitStackTraceInFastThrow".into(),
+        format!("-XX:MaxDirectMemorySize={direct_mb}m"),
+    ];
+    args.extend(MODULE_FLAGS.iter().map(|s| (*s).to_owned()));
+    args.push(format!("-Duser.home={}", home.display()));
+    args.push(format!("-Drocketmq.home.dir={}", home.display()));
+    let (v4_file, v5_resource) = role.logback();
+    if version.starts_with('4') {
+        let dir = home.join("conf");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(v4_file), logback_v4(home))?;
+    } else {
+        args.push(format!("-Drmq.logback.configurationFile={v5_resource}"));
+    }
+    args.push("-cp".into());
+    args.push(format!("{}/*", lib.display()));
+    args.push(role.main_class().into());
+    args.push("-c".into());
+    args.push(conf.display().to_string());
+    Ok(args)
+}
+
+/// 4.9's logging (no jar carries one, §2.3): RocketMQ's console logger to stdout, where the
+/// harness reads the boot line; everything else into `home/logs/rocketmq.log`.
+fn logback_v4(home: &Path) -> String {
+    let file = home.join("logs").join("rocketmq.log");
+    format!(
+        r#"<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{0}} - %msg%n</pattern></encoder>
+  </appender>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%msg%n</pattern></encoder>
+  </appender>
+  <logger name="RocketmqConsole" additivity="false"><level value="INFO"/><appender-ref ref="STDOUT"/></logger>
+  <logger name="RocketmqNamesrvConsole" additivity="false"><level value="INFO"/><appender-ref ref="STDOUT"/></logger>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"#,
+        file.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direct_memory_covers_the_pool_only_when_it_is_on() {
+        let mut c = BTreeMap::new();
+        assert_eq!(direct_memory_mb(&c), DIRECT_BASE_MB);
+        c.insert("transientStorePoolEnable".to_owned(), "true".to_owned());
+        c.insert("mappedFileSizeCommitLog".to_owned(), "134217728".to_owned());
+        // 5 buffers of 128 MiB (RocketMQ's default pool size).
+        assert_eq!(direct_memory_mb(&c), DIRECT_BASE_MB + 640);
+    }
+
+    #[test]
+    fn the_cell_keys_win_but_ports_address_and_name_server_are_the_harness_s() {
+        let cell: BTreeMap<String, String> = [
+            ("listenPort", "0"),
+            ("mappedFileSizeCommitLog", "1073741824"),
+            ("brokerName", "b1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let ns = SocketAddr::from(([127, 0, 0, 1], 9));
+        let c = broker_conf(&cell, "5.3.3", BrokerPorts { listen: 20000 }, ns);
+        assert_eq!(c["listenPort"], "20000");
+        assert_eq!(c["haListenPort"], "20001");
+        assert_eq!(c["brokerIP1"], "127.0.0.1");
+        assert_eq!(c["brokerName"], "b1");
+        assert_eq!(c["mappedFileSizeCommitLog"], "1073741824");
+        assert_eq!(c["timerWheelEnable"], "false");
+        assert_eq!(c["namesrvAddr"], "127.0.0.1:9");
+        let c4 = broker_conf(&cell, "4.9.7", BrokerPorts { listen: 20000 }, ns);
+        assert!(!c4.contains_key("timerWheelEnable"), "not a 4.9 key");
+    }
+
+    #[test]
+    fn picked_ports_are_free_around_the_listen_port() {
+        let p = BrokerPorts::pick().unwrap();
+        for q in [p.listen - 2, p.listen, p.ha()] {
+            TcpListener::bind((Ipv4Addr::UNSPECIFIED, q)).unwrap();
+        }
+    }
+}

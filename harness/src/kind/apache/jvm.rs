@@ -1,0 +1,198 @@
+//! One Apache RocketMQ JVM (name server or broker): started with the harness's flags, its
+//! stdout and stderr in one log file, ready when its boot line appears, stopped with SIGTERM
+//! and, after a deadline, SIGKILL.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::kind::StartError;
+use crate::proc::pin::{pin_current_thread, send_signal};
+
+/// What to start.
+pub struct JvmSpec<'a> {
+    /// `java` (from `JAVA_HOME` when set).
+    pub java: PathBuf,
+    /// JVM flags, then `-cp`, the main class and its arguments.
+    pub args: Vec<String>,
+    /// stdout and stderr go here.
+    pub log: &'a Path,
+    /// The line that says the process is ready (`boot success`).
+    pub ready_line: &'static str,
+    pub cpus: Option<&'a [usize]>,
+    pub ready: Duration,
+    /// `broker` or `name server`, for messages.
+    pub what: &'static str,
+}
+
+/// A running JVM the harness started.
+pub struct Jvm {
+    child: Child,
+    pub pid: u32,
+    pub log: PathBuf,
+    stdout: Option<JoinHandle<()>>,
+}
+
+impl Jvm {
+    /// Starts the JVM and waits for its ready line; on failure the JVM is gone and the error
+    /// carries the log's last line.
+    pub fn start(spec: &JvmSpec<'_>) -> Result<Jvm, StartError> {
+        let log = std::fs::File::create(spec.log).map_err(|source| StartError::Conf {
+            path: spec.log.to_owned(),
+            source,
+        })?;
+        let err = log.try_clone().map_err(|source| StartError::Conf {
+            path: spec.log.to_owned(),
+            source,
+        })?;
+        let mut cmd = Command::new(&spec.java);
+        cmd.args(&spec.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err));
+        if let Some(cpus) = spec.cpus {
+            let cpus = cpus.to_vec();
+            // SAFETY: only sched_setaffinity (async-signal-safe) runs between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || pin_current_thread(&cpus));
+            }
+        }
+        let mut child = cmd.spawn().map_err(|e| StartError::Failed {
+            reason: format!(
+                "starting {} for the Apache {}: {e} (install a JDK: apt-get install -y openjdk-17-jdk-headless, or set JAVA_HOME)",
+                spec.java.display(),
+                spec.what
+            ),
+            last_line: None,
+        })?;
+        let pid = child.id();
+        let out = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::sync_channel::<()>(1);
+        let ready_line = spec.ready_line;
+        let mut log_out = log;
+        // Copies stdout into the log (the JVM never blocks on a full pipe) and says when the
+        // ready line went by; ends when the JVM exits.
+        let stdout = thread::Builder::new()
+            .name("apache-stdout".into())
+            .spawn(move || {
+                let mut seen = false;
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    let _ = writeln!(log_out, "{line}");
+                    if !seen && line.contains(ready_line) {
+                        seen = tx.try_send(()).is_ok();
+                    }
+                }
+            })
+            .map_err(|e| StartError::Failed {
+                reason: format!("spawning a log thread: {e}"),
+                last_line: None,
+            })?;
+        let mut jvm = Jvm {
+            child,
+            pid,
+            log: spec.log.to_owned(),
+            stdout: Some(stdout),
+        };
+        let deadline = Instant::now() + spec.ready;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) => return Ok(jvm),
+                Err(mpsc::RecvTimeoutError::Disconnected)
+                | Err(mpsc::RecvTimeoutError::Timeout)
+                    if jvm.exited().is_some() =>
+                {
+                    let status = jvm.exited().expect("exited");
+                    jvm.join_stdout();
+                    return Err(StartError::with_log(
+                        format!(
+                            "the Apache {} exited before it was ready ({status})",
+                            spec.what
+                        ),
+                        spec.log,
+                    ));
+                }
+                Err(_) if Instant::now() >= deadline => {
+                    jvm.kill9();
+                    return Err(StartError::with_log(
+                        format!(
+                            "the Apache {} printed no {:?} within {:?}",
+                            spec.what, ready_line, spec.ready
+                        ),
+                        spec.log,
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGKILL and wait until the process is gone.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.join_stdout();
+    }
+
+    pub fn signal(&self, signal: i32) -> std::io::Result<()> {
+        send_signal(self.pid, signal)
+    }
+
+    /// SIGTERM (RocketMQ's shutdown hook runs: mqshutdown does the same), then SIGKILL at
+    /// `grace`. The exit status, and whether SIGKILL was needed.
+    pub fn stop(&mut self, grace: Duration) -> (Option<ExitStatus>, Stop) {
+        if let Some(s) = self.exited() {
+            self.join_stdout();
+            return (Some(s), Stop::Clean);
+        }
+        let _ = self.signal(libc::SIGCONT);
+        let _ = self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Some(s) = self.exited() {
+                self.join_stdout();
+                return (Some(s), Stop::Clean);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.kill9();
+        let _ = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut f| {
+                writeln!(f, "harness: no exit {grace:?} after SIGTERM; sent SIGKILL")
+            });
+        (self.exited(), Stop::Killed)
+    }
+
+    fn join_stdout(&mut self) {
+        if let Some(h) = self.stdout.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// How a JVM ended when the harness stopped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Clean,
+    /// It did not exit within the deadline after SIGTERM and was killed.
+    Killed,
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        // Never leave a JVM behind, whatever path dropped it.
+        if self.exited().is_none() {
+            self.kill9();
+        }
+        self.join_stdout();
+    }
+}

@@ -1,0 +1,308 @@
+//! A running Apache broker (with the name server it started, for a broker that has none of
+//! its own) and its readiness: the boot line, then the broker in the name server's cluster
+//! table, then every key of its broker.conf read back with GET_BROKER_CONFIG (26), because
+//! Apache ignores an unknown key or a bad value in silence (§1.2).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use rmq_client::admin::AdminConn;
+
+use super::conf::{self, BrokerPorts, Role};
+use super::jvm::{Jvm, JvmSpec, Stop};
+use super::Apache;
+use crate::kind::{write_conf, Member, MemberSpec, NameServer, StartError};
+
+/// The name server's and the broker's boot lines (stdout; 4.9 NamesrvStartup/BrokerStartup
+/// `start`, the same words in 5.3).
+const NAMESRV_READY: &str = "The Name Server boot success";
+const BROKER_READY: &str = "boot success";
+/// At least this long for a JVM to boot (5.3.3 took 4.5-13.9 s on 2 busy cores here).
+const MIN_READY: Duration = Duration::from_secs(60);
+/// 5.3's store shutdown alone sleeps 3 s and waits up to 2 x 3 s (§7.5).
+const MIN_GRACE: Duration = Duration::from_secs(15);
+
+fn failed(reason: String) -> StartError {
+    StartError::Failed {
+        reason,
+        last_line: None,
+    }
+}
+
+fn conf_error(path: &Path) -> impl FnOnce(std::io::Error) -> StartError + '_ {
+    move |source| StartError::Conf {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Starts an Apache name server with its files `<dir>/<stem>.*`.
+pub(super) fn start_namesrv(
+    apache: &Apache,
+    dir: &Path,
+    stem: &str,
+    cpus: Option<&[usize]>,
+) -> Result<ApacheNameServer, StartError> {
+    let port = conf::free_port().map_err(|e| failed(format!("choosing a port: {e}")))?;
+    let conf_path = dir.join(format!("{stem}.conf"));
+    std::fs::write(&conf_path, format!("listenPort={port}\n")).map_err(conf_error(&conf_path))?;
+    let home = dir.join(format!("{stem}-home"));
+    let args = conf::jvm_args(
+        Role::NameServer,
+        &apache.version,
+        &apache.jars.lib,
+        &home,
+        &conf_path,
+        128,
+    )
+    .map_err(conf_error(&home))?;
+    let log = dir.join(format!("{stem}.log"));
+    let jvm = Jvm::start(&JvmSpec {
+        java: apache.jars.java.clone(),
+        args,
+        log: &log,
+        ready_line: NAMESRV_READY,
+        cpus,
+        ready: MIN_READY,
+        what: "name server",
+    })?;
+    Ok(ApacheNameServer {
+        jvm,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+    })
+}
+
+/// Starts a broker for `spec`; a broker whose keys name no name server gets one of its own.
+pub(super) fn start_broker(
+    apache: &Apache,
+    spec: &MemberSpec<'_>,
+) -> Result<ApacheBroker, StartError> {
+    let mut own_ns = None;
+    let namesrv = match spec.conf.get("namesrvAddr").filter(|a| !a.is_empty()) {
+        Some(a) => rmq_client::name_server::resolve(a)
+            .map_err(|e| failed(format!("namesrvAddr {a}: {e}")))?,
+        None => {
+            let ns = start_namesrv(
+                apache,
+                spec.dir,
+                &format!("{}-namesrv", spec.stem),
+                spec.cpus,
+            )?;
+            let addr = ns.addr;
+            own_ns = Some(ns);
+            addr
+        }
+    };
+    let ports = match spec
+        .conf
+        .get("listenPort")
+        .and_then(|p| p.parse::<u16>().ok())
+    {
+        Some(p) if p > 0 => BrokerPorts { listen: p },
+        _ => BrokerPorts::pick().map_err(|e| failed(format!("choosing ports: {e}")))?,
+    };
+    let mut keys = conf::broker_conf(spec.conf, &apache.version, ports, namesrv);
+    let home = spec.dir.join(format!("{}-home", spec.stem));
+    keys.entry("storePathRootDir".into())
+        .or_insert_with(|| home.join("store").display().to_string());
+    let conf_path = spec.conf_path();
+    write_conf(&conf_path, &keys).map_err(conf_error(&conf_path))?;
+    let direct = conf::direct_memory_mb(&keys);
+    let args = conf::jvm_args(
+        Role::Broker,
+        &apache.version,
+        &apache.jars.lib,
+        &home,
+        &conf_path,
+        direct,
+    )
+    .map_err(conf_error(&home))?;
+    let log = spec.log_path();
+    let jvm = Jvm::start(&JvmSpec {
+        java: apache.jars.java.clone(),
+        args,
+        log: &log,
+        ready_line: BROKER_READY,
+        cpus: spec.cpus,
+        ready: spec.ready.max(MIN_READY),
+        what: "broker",
+    })?;
+    let broker = ApacheBroker {
+        broker: jvm,
+        ns: own_ns,
+        addr: SocketAddr::from(([127, 0, 0, 1], ports.listen)),
+        ports,
+    };
+    let ready = registered(namesrv, broker.addr, Duration::from_secs(30))
+        .and_then(|()| keys_took(broker.addr, &keys));
+    if let Err(reason) = ready {
+        let why = StartError::with_log(reason, &log);
+        Box::new(broker).stop(Duration::from_secs(5));
+        return Err(why);
+    }
+    Ok(broker)
+}
+
+/// Waits until the name server lists `addr` (§7.4: `start()` registers synchronously, but a
+/// slow first registration must not be mistaken for a ready broker).
+fn registered(namesrv: SocketAddr, addr: SocketAddr, within: Duration) -> Result<(), String> {
+    let end = Instant::now() + within;
+    let want = addr.to_string();
+    loop {
+        let last = match rmq_client::name_server::cluster_info(namesrv) {
+            Ok(info) => {
+                let listed = info
+                    .broker_addr_table
+                    .values()
+                    .any(|b| b.broker_addrs.values().any(|a| *a == want));
+                if listed {
+                    return Ok(());
+                }
+                "not in the cluster table".to_owned()
+            }
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= end {
+            return Err(format!(
+                "the broker {want} booted but is not registered with the name server {namesrv} after {within:?} ({last})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every key written into broker.conf, read back: the cell is refused when one did not take.
+fn keys_took(addr: SocketAddr, keys: &BTreeMap<String, String>) -> Result<(), String> {
+    let timeout = Duration::from_secs(5);
+    let effective = AdminConn::connect(addr, timeout)
+        .and_then(|mut c| c.broker_config(timeout))
+        .map_err(|e| format!("GET_BROKER_CONFIG (26): {e}"))?;
+    let wrong: Vec<String> = keys
+        .iter()
+        .filter_map(|(k, want)| match effective.get(k) {
+            Some(got) if same_value(want, got) => None,
+            Some(got) => Some(format!("{k}={want} (the broker runs with {got})")),
+            None => Some(format!("{k}={want} (the broker has no such key)")),
+        })
+        .collect();
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "broker.conf keys that did not take (Apache ignores bad keys and values in silence): {}",
+            wrong.join(", ")
+        ))
+    }
+}
+
+/// Values as RocketMQ prints them back: `true` for `True`, `8` for `8.0` is not RocketMQ's
+/// business but a number is compared as one.
+pub(super) fn same_value(want: &str, got: &str) -> bool {
+    let (w, g) = (want.trim(), got.trim());
+    w == g
+        || w.eq_ignore_ascii_case(g)
+        || matches!((w.parse::<f64>(), g.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// A running Apache broker.
+pub struct ApacheBroker {
+    broker: Jvm,
+    ns: Option<ApacheNameServer>,
+    addr: SocketAddr,
+    ports: BrokerPorts,
+}
+
+impl Member for ApacheBroker {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn ha_addr(&self, _wait: Duration) -> Option<SocketAddr> {
+        Some(SocketAddr::from(([127, 0, 0, 1], self.ports.ha())))
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(self.broker.pid)
+    }
+
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.broker.exited()
+    }
+
+    fn kill9(&mut self) -> std::io::Result<()> {
+        self.broker.kill9();
+        Ok(())
+    }
+
+    fn signal(&self, signal: i32) -> std::io::Result<()> {
+        self.broker.signal(signal)
+    }
+
+    fn stop(mut self: Box<Self>, grace: Duration) -> Option<ExitStatus> {
+        let (status, how) = self.broker.stop(grace.max(MIN_GRACE));
+        // A JVM whose shutdown hooks ran after SIGTERM exits with 143 (128 + 15): for a stop
+        // the harness asked for, that is a clean exit.
+        let status = status.map(|s| {
+            if how == Stop::Clean && s.code() == Some(128 + libc::SIGTERM) {
+                ExitStatus::from_raw(0)
+            } else {
+                s
+            }
+        });
+        if how == Stop::Killed {
+            eprintln!(
+                "warning: the Apache broker {} did not exit within {:?} of SIGTERM and was killed (see {})",
+                self.addr,
+                grace.max(MIN_GRACE),
+                self.broker.log.display()
+            );
+        }
+        if let Some(ns) = self.ns.take() {
+            if let Some(why) = Box::new(ns).stop() {
+                eprintln!("warning: {why}");
+            }
+        }
+        status
+    }
+}
+
+/// A running Apache name server.
+pub struct ApacheNameServer {
+    jvm: Jvm,
+    addr: SocketAddr,
+}
+
+impl NameServer for ApacheNameServer {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn stop(mut self: Box<Self>) -> Option<String> {
+        match self.jvm.stop(Duration::from_secs(10)) {
+            (_, Stop::Clean) => None,
+            (_, Stop::Killed) => Some(format!(
+                "the Apache name server {} did not exit within 10 s of SIGTERM and was killed",
+                self.addr
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_value;
+
+    #[test]
+    fn values_compare_as_rocketmq_prints_them() {
+        assert!(same_value("true", "true"));
+        assert!(same_value("True", "true"));
+        assert!(same_value("200", "200"));
+        assert!(same_value(" 200", "200"));
+        assert!(!same_value("200", "2000"));
+        assert!(!same_value("SYNC_FLUSH", "ASYNC_FLUSH"));
+    }
+}
