@@ -1,0 +1,192 @@
+//! Apache RocketMQ's own JVMs through the broker seam (`kind::apache`): the released 5.3.3 and
+//! 4.9.7 brokers start from the jars in target/apache (fetched on first use), answer on the
+//! port the harness chose, run with the keys broker.conf set (read back with
+//! GET_BROKER_CONFIG, 26), report runtime info (28), die on kill -9 and stop on SIGTERM; a key
+//! that does not take refuses the broker; a broker-under-test-only key refuses the run (exit 3).
+//!
+//! Without a JDK these tests are `#[ignore]`d with the install hint (build.rs sets `no_jdk`), so
+//! `make test` counts them as skipped; under CI (`CI` set) they always run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use harness::kind::apache::Apache;
+use harness::kind::{BrokerKind, MemberSpec};
+use rmq_client::admin::AdminConn;
+
+fn conf(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// One broker of `version` with two non-default keys: up, configured, answering, killed.
+fn broker_runs_with_its_keys(version: &str) {
+    let apache = Apache::new(version).expect("jars (scripts/apache-jars.sh)");
+    let dir = tempfile::tempdir().unwrap();
+    let keys = conf(&[
+        ("listenPort", "0"),
+        ("sendMessageThreadPoolNums", "3"),
+        ("waitTimeMillsInSendQueue", "1234"),
+        (
+            "storePathRootDir",
+            &dir.path().join("store").display().to_string(),
+        ),
+    ]);
+    let spec = MemberSpec::new("broker", dir.path(), &keys);
+    let mut broker = apache
+        .start_broker(&spec)
+        .expect("the Apache broker starts");
+    let timeout = Duration::from_secs(5);
+    let mut admin = AdminConn::connect(broker.addr(), timeout).unwrap();
+    let effective = admin.broker_config(timeout).unwrap();
+    assert_eq!(effective["sendMessageThreadPoolNums"], "3");
+    assert_eq!(effective["waitTimeMillsInSendQueue"], "1234");
+    assert_eq!(effective["brokerIP1"], "127.0.0.1");
+    admin
+        .create_topic("ApacheE2E", 4, timeout)
+        .expect("UPDATE_AND_CREATE_TOPIC");
+    let info = admin
+        .runtime_info(timeout)
+        .expect("GET_BROKER_RUNTIME_INFO");
+    // The send pool's queue figures the harness samples every second.
+    assert!(info.contains_key("sendThreadPoolQueueSize"), "{info:?}");
+    assert!(info.contains_key("pageCacheLockTimeMills"), "{info:?}");
+    assert_eq!(
+        info.get("remainTransientStoreBufferNumbs")
+            .map(String::as_str),
+        Some("2147483647")
+    );
+    let pid = broker.pid().expect("a JVM has a pid");
+    broker.kill9().unwrap();
+    assert!(
+        broker.exited().is_some(),
+        "kill -9 returns once the JVM is gone"
+    );
+    assert!(!Path::new(&format!("/proc/{pid}")).exists() || broker.exited().is_some());
+    // Its own name server goes with it.
+    assert_eq!(
+        broker.stop(Duration::from_secs(1)).map(|s| s.code()),
+        Some(None)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    no_jdk,
+    ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
+)]
+fn apache_5_3_3_runs_with_the_keys_it_was_given() {
+    broker_runs_with_its_keys("5.3.3");
+}
+
+#[test]
+#[cfg_attr(
+    no_jdk,
+    ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
+)]
+fn apache_4_9_7_runs_with_the_keys_it_was_given() {
+    broker_runs_with_its_keys("4.9.7");
+}
+
+#[test]
+#[cfg_attr(
+    no_jdk,
+    ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
+)]
+fn a_value_apache_ignores_in_silence_refuses_the_broker() {
+    let apache = Apache::new("5.3.3").expect("jars");
+    let dir = tempfile::tempdir().unwrap();
+    let keys = conf(&[
+        ("listenPort", "0"),
+        // Not an int: MixAll.properties2Object swallows the NumberFormatException.
+        ("sendMessageThreadPoolNums", "four"),
+    ]);
+    let spec = MemberSpec::new("broker", dir.path(), &keys);
+    let err = match apache.start_broker(&spec) {
+        Ok(_) => panic!("a broker that ignored a key was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("did not take"), "{err}");
+    assert!(err.contains("sendMessageThreadPoolNums=four"), "{err}");
+    // Stopped, not left running: no JVM of this folder remains.
+    let ps = Command::new("pgrep")
+        .args(["-f", &dir.path().display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "a JVM was left running: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    no_jdk,
+    ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
+)]
+fn a_broker_under_test_key_is_refused_before_cell_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n[broker]\nkind = \"apache\"\nversion = \"5.3.3\"\ninjectPutStallMillis = 400\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", profile.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("out"))
+        .env("BROKER_UNDER_TEST_BIN", common_broker())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(harness::exit::INVALID_INPUT as i32),
+        "{stderr}"
+    );
+    assert!(stderr.contains("injectPutStallMillis"), "{stderr}");
+    assert!(stderr.contains("broker-under-test only"), "{stderr}");
+    assert!(stderr.contains("p.toml:8"), "names the line: {stderr}");
+    assert!(!dir.path().join("out").exists(), "nothing was run");
+}
+
+#[test]
+fn version_4_9_8_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n[broker]\nkind = \"apache\"\nversion = \"4.9.8\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", profile.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(harness::exit::INVALID_INPUT as i32),
+        "{stderr}"
+    );
+    assert!(stderr.contains("write \"4.9.7\""), "{stderr}");
+    let typo = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", profile.to_str().unwrap(), "--broker", "apache-5.33"])
+        .output()
+        .unwrap();
+    assert_eq!(typo.status.code(), Some(harness::exit::USAGE as i32));
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("4.9.7, 5.3.3"));
+}
+
+/// broker-under-test's binary, so the refusal can say which keys are its own.
+fn common_broker() -> std::path::PathBuf {
+    common::broker_bin()
+}
+
+mod common;
