@@ -48,9 +48,10 @@ test: ## Run every unit, integration and property test (TEST_JOBS binaries at a 
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-lint: ## Format check, clippy with warnings as errors, and the layout rules (no file over 600 lines, no import cycle)
+lint: ## Format check, clippy with warnings as errors, and the layout rules (no file over 600 lines, no import cycle, crate layers) with the checker's own tests
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets $(EXTRA_CARGO_ARGS) -- -D warnings
+	python3 -m unittest discover -s scripts/tests
 	python3 scripts/check-architecture.py
 
 clippy: lint

@@ -12,39 +12,12 @@ use crate::{
     headers::CustomHeader,
 };
 
-/// Flag bit 0: the frame is a response.
-pub const FLAG_RESPONSE: i32 = 1;
-/// Flag bit 1: the request expects no response.
-pub const FLAG_ONEWAY: i32 = 2;
+// Re-exported: `remoting::command::{SerializeType, FLAG_*}` are the paths the crates use.
+pub use crate::frame_bits::{SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 
 /// The remoting `version` our tools send: V4_9_4 (401), the oldest value for which name servers
 /// answer standard JSON (reference §3.6).
 pub const DEFAULT_VERSION: i32 = 401;
-
-/// How the header of a frame is serialized: the high byte of the header-length field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SerializeType {
-    #[default]
-    Json,
-    RocketMq,
-}
-
-impl SerializeType {
-    pub fn as_byte(self) -> u8 {
-        match self {
-            SerializeType::Json => 0,
-            SerializeType::RocketMq => 1,
-        }
-    }
-
-    pub fn from_byte(b: u8) -> Result<Self, DecodeError> {
-        match b {
-            0 => Ok(SerializeType::Json),
-            1 => Ok(SerializeType::RocketMq),
-            other => Err(DecodeError::UnknownSerializeType(other)),
-        }
-    }
-}
 
 /// A decoded frame. `ext_fields` is the "custom header"; an empty map is written as absent,
 /// exactly like Java's `null` map.

@@ -9,28 +9,7 @@ use std::fmt;
 
 use crate::{code::LanguageCode, error::DecodeError, fastjson::lenient};
 
-/// The header fields of a command, borrowed for encoding.
-pub(crate) struct HeaderFields<'a> {
-    pub code: i32,
-    pub language: LanguageCode,
-    pub version: i32,
-    pub opaque: i32,
-    pub flag: i32,
-    pub remark: Option<&'a str>,
-    pub ext_fields: &'a BTreeMap<String, String>,
-}
-
-/// The header fields of a command, owned after decoding.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct DecodedHeader {
-    pub code: i32,
-    pub language: LanguageCode,
-    pub version: i32,
-    pub opaque: i32,
-    pub flag: i32,
-    pub remark: Option<String>,
-    pub ext_fields: BTreeMap<String, String>,
-}
+pub(crate) use crate::header_fields::{DecodedHeader, HeaderFields};
 
 fn put_json_string(dst: &mut BytesMut, s: &str) {
     // Header keys and values are nearly always plain (names, numbers, addresses): those go out

@@ -6,7 +6,7 @@
 //! caller peeks first and decodes in full only when it needs more (a remark to classify, a
 //! header to read); `None` from a peek means "decode in full", never "invalid".
 
-use crate::command::SerializeType;
+use crate::frame_bits::SerializeType;
 
 /// `code`, `opaque` and `flag` of a header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

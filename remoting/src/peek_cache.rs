@@ -10,7 +10,7 @@
 //! and equal bytes hold them again; `code` is read from the start as before. Anything else is
 //! peeked as [`crate::peek_frame`] peeks it, and becomes the new layout to compare with.
 
-use crate::command::SerializeType;
+use crate::frame_bits::SerializeType;
 use crate::peek::{int_after, peek_json, peek_rocketmq, sorted_at, HeaderPeek, CODE};
 
 /// The layout of the last JSON header read from its ends (see the module).

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::code::LanguageCode;
-use crate::header::DecodedHeader;
+use crate::header_fields::DecodedHeader;
 
 struct Cursor<'a> {
     b: &'a [u8],
@@ -185,7 +185,7 @@ impl<'a> PlainFrame<'a> {
     }
 
     pub fn is_response(&self) -> bool {
-        self.flag & crate::command::FLAG_RESPONSE != 0
+        self.flag & crate::frame_bits::FLAG_RESPONSE != 0
     }
 }
 
@@ -195,7 +195,7 @@ impl<'a> PlainFrame<'a> {
 /// two to the same fields).
 pub fn read_frame(frame: &[u8]) -> Option<PlainFrame<'_>> {
     let mark = u32::from_be_bytes(frame.get(..4)?.try_into().ok()?);
-    if (mark >> 24) as u8 != crate::command::SerializeType::Json.as_byte() {
+    if (mark >> 24) as u8 != crate::frame_bits::SerializeType::Json.as_byte() {
         return None;
     }
     let header_len = (mark & 0x00FF_FFFF) as usize;

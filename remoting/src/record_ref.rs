@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::message::{
+use crate::record::{
     body_crc, Cursor, MessageDecodeError, MessageRecord, MAGIC_BLANK, MAGIC_V1, MAGIC_V2,
     SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6,
 };

@@ -128,7 +128,8 @@ impl BrokerConfig {
 
     /// Fails on contradictions a real broker would only discover at run time.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Err(reason) = crate::namesrv::Settings::from_config(self) {
+        let namesrv_addr = self.effective.get("namesrvAddr").map_or("", |s| s.trim());
+        if let Err(reason) = crate::namesrv::addr::name_servers(namesrv_addr) {
             return Err(ConfigError::BadValue {
                 key: "namesrvAddr".into(),
                 value: self

@@ -345,7 +345,7 @@ const SEND_PATH: &[KeySpec] = &[
     key(
         "messageDelayLevel",
         Str,
-        Fixed(crate::schedule::DEFAULT_MESSAGE_DELAY_LEVEL),
+        Fixed(crate::schedule::levels::DEFAULT_MESSAGE_DELAY_LEVEL),
         "delay of each level (space-separated, unit s/m/h/d as RocketMQ parses it); SCHEDULE_TOPIC_XXXX has one queue per level",
     ),
     key(

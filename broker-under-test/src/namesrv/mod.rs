@@ -1,7 +1,9 @@
-//! Registration with name servers (name-server reference §8): `settings` (the keys),
+//! Registration with name servers (name-server reference §8): `addr` (`namesrvAddr`'s syntax),
+//! `settings` (the keys),
 //! `client` (one kept-open connection per name server), `registrar` (the periodic thread and the
 //! registration of a new topic from its creating thread), `hook` (how processors reach it).
 
+pub mod addr;
 mod client;
 pub mod hook;
 mod registrar;

@@ -2,6 +2,7 @@
 
 use std::{net::SocketAddr, time::Duration};
 
+use super::addr::name_servers;
 use crate::config::BrokerConfig;
 
 /// Where and how often to register; `None` from [`Settings::from_config`] when `namesrvAddr`
@@ -24,23 +25,7 @@ impl Settings {
         if raw.is_empty() {
             return Ok(None);
         }
-        let name_servers: Vec<String> = raw
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        for ns in &name_servers {
-            let ok = ns
-                .rsplit_once(':')
-                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-            if !ok {
-                return Err(format!(
-                    "The Name Server Address[{raw}] illegal, please set it as follows, \
-                     \"127.0.0.1:9876;192.168.0.1:9876\""
-                ));
-            }
-        }
+        let name_servers = name_servers(raw)?;
         let ms = |k: &str| Duration::from_millis(get(k).parse().unwrap_or(30_000));
         Ok(Some(Settings {
             name_servers,

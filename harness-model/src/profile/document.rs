@@ -412,8 +412,8 @@ pub(super) fn check_axis(
     fault: &toml::Table,
     has_cluster: bool,
 ) -> Result<(), (String, Option<String>)> {
-    if key == super::CLUSTER_BROKERS_AXIS {
-        super::check_brokers_axis(values, has_cluster).map_err(|m| (m, None))?;
+    if key == super::cluster::CLUSTER_BROKERS_AXIS {
+        super::cluster::check_brokers_axis(values, has_cluster).map_err(|m| (m, None))?;
     } else if let Some(k) = key.strip_prefix("fault.") {
         if fault.contains_key(k) {
             return Err((

@@ -138,7 +138,7 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 })
             }
             other => {
-                let help = super::did_you_mean(other, FAULT_KEYS)
+                let help = super::diagnostics::did_you_mean(other, FAULT_KEYS)
                     .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
                 return Err(format!(
                     "unknown fault key `{other}`{help}; valid: {}",

@@ -12,7 +12,7 @@ use super::router::Router;
 use super::setup::{prepare, ClusterLoad};
 use crate::kind::{BrokerKind, Lifecycle, Member};
 use harness_model::matrix::Cell;
-use harness_model::profile::{ClusterSpec, Workload};
+use harness_model::profile::{ClusterSpec, FaultRole, Workload};
 use rmq_client::admin::AdminConn;
 
 /// A job's cluster.
@@ -191,5 +191,16 @@ impl JobCluster {
         let cell = self.cell.take()?;
         cell.stop(grace);
         reason
+    }
+}
+
+impl JobCluster {
+    /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
+    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut Box<dyn Member>> {
+        let cell = self.cell_mut()?;
+        match role {
+            FaultRole::Master => cell.brokers.first_mut(),
+            FaultRole::Slave => cell.slaves.first_mut(),
+        }
     }
 }

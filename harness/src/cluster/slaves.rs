@@ -17,7 +17,6 @@ use remoting::route::TopicRouteData;
 use super::cell::CellCluster;
 use super::router::Router;
 use crate::kind::{BrokerKind, Member, MemberSpec};
-use harness_model::profile::FaultRole;
 use rmq_client::admin::AdminConn;
 use rmq_client::name_server::fetch_route;
 
@@ -196,17 +195,6 @@ pub fn create_topic(
         }
     }
     Ok(())
-}
-
-impl crate::cluster::JobCluster {
-    /// Broker 0's master or slave, for `fault.role` (None with `--namesrv` or without slaves).
-    pub fn pair_member(&mut self, role: FaultRole) -> Option<&mut Box<dyn Member>> {
-        let cell = self.cell_mut()?;
-        match role {
-            FaultRole::Master => cell.brokers.first_mut(),
-            FaultRole::Slave => cell.slaves.first_mut(),
-        }
-    }
 }
 
 impl CellCluster {

@@ -21,7 +21,7 @@ use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::run_instance;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
-use crate::consumer::metrics::Metrics;
+use crate::consumer::metrics::{BrokerCounts, Metrics};
 use crate::consumer::offsets::max_offset;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::route::{refresh_loop, Route, Target};
@@ -206,13 +206,13 @@ impl ConsumerRun {
     }
 
     /// Per broker of the route so far: consumed from its queues, its lag.
-    pub fn per_broker(&self) -> Vec<(String, crate::consumer::BrokerCounts)> {
+    pub fn per_broker(&self) -> Vec<(String, BrokerCounts)> {
         self.shared.metrics.per_broker()
     }
 
     /// [`ConsumerRun::per_broker`] with every broker of the route, by name (a broker nothing
     /// was consumed from shows 0).
-    fn per_broker_all(&self) -> Vec<(String, crate::consumer::BrokerCounts)> {
+    fn per_broker_all(&self) -> Vec<(String, BrokerCounts)> {
         let mut all = self.per_broker();
         for b in self.shared.route.brokers() {
             if !all.iter().any(|(n, _)| *n == *b.name) {

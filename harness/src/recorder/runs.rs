@@ -3,60 +3,42 @@
 //! written at the refill's instant and answered at the read's), so the reader records each run
 //! with one histogram record per histogram instead of one per send.
 
-use crate::recorder::{Outcome, Recorder};
+use super::outcome::Outcome;
 
 /// Consecutive final outcomes with the same segment, outcome, latency and service time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct OutcomeRun {
-    seg: usize,
-    outcome: Outcome,
-    latency_us: Option<u64>,
-    service_us: Option<u64>,
-    n: u64,
+    pub(super) seg: usize,
+    pub(super) outcome: Outcome,
+    pub(super) latency_us: Option<u64>,
+    pub(super) service_us: Option<u64>,
+    pub(super) n: u64,
 }
 
-impl Recorder {
-    /// Calls `f`, recording the final outcomes it reports ([`Recorder::outcome`]) once per run
-    /// of equal ones. Every outcome is recorded when this returns, so a caller holding the
-    /// recorder's lock across the call never shows a partial state.
-    pub fn runs<R>(&mut self, f: impl FnOnce(&mut Recorder) -> R) -> R {
-        self.batching = true;
-        let r = f(self);
-        self.flush_run();
-        self.batching = false;
-        r
-    }
-
-    /// Records the run under way, if any.
-    pub(super) fn flush_run(&mut self) {
-        if let Some(r) = self.run.take() {
-            self.outcome_n(r.seg, r.outcome, r.latency_us, r.service_us, r.n);
-        }
-    }
-
-    /// One more outcome inside [`Recorder::runs`]: the run under way grows, or is recorded
-    /// and this one starts the next.
-    pub(super) fn push_run(
-        &mut self,
+impl OutcomeRun {
+    /// A run of one outcome.
+    pub(super) fn one(
         seg: usize,
         outcome: Outcome,
         latency_us: Option<u64>,
         service_us: Option<u64>,
-    ) {
-        let next = OutcomeRun {
+    ) -> OutcomeRun {
+        OutcomeRun {
             seg,
             outcome,
             latency_us,
             service_us,
             n: 1,
-        };
-        match &mut self.run {
-            Some(r) if OutcomeRun { n: 1, ..*r } == next => r.n += 1,
-            _ => {
-                self.flush_run();
-                self.run = Some(next);
-            }
         }
+    }
+
+    /// Adds `next` (a run of one) to this run if it is alike; false if it starts another.
+    pub(super) fn grow(&mut self, next: &OutcomeRun) -> bool {
+        let alike = OutcomeRun { n: 1, ..*self } == *next;
+        if alike {
+            self.n += next.n;
+        }
+        alike
     }
 }
 

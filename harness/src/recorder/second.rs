@@ -15,7 +15,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::recorder::{histogram, Interval, Segment};
+use super::segment::{histogram, Interval, Segment};
 
 /// What one segment's histograms held at the last take.
 #[derive(Debug, Clone)]
