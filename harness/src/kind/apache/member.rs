@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use rmq_client::admin::AdminConn;
 
 use super::conf::{self, BrokerPorts, Role};
+use super::jars::Jars;
 use super::jvm::{Jvm, JvmSpec, Stop};
-use super::Apache;
 use crate::kind::{write_conf, Member, MemberSpec, NameServer, StartError};
 
 /// The name server's and the broker's boot lines (stdout; 4.9 NamesrvStartup/BrokerStartup
@@ -42,7 +42,8 @@ fn conf_error(path: &Path) -> impl FnOnce(std::io::Error) -> StartError + '_ {
 
 /// Starts an Apache name server with its files `<dir>/<stem>.*`.
 pub(super) fn start_namesrv(
-    apache: &Apache,
+    jars: &Jars,
+    version: &str,
     dir: &Path,
     stem: &str,
     cpus: Option<&[usize]>,
@@ -51,18 +52,11 @@ pub(super) fn start_namesrv(
     let conf_path = dir.join(format!("{stem}.conf"));
     std::fs::write(&conf_path, format!("listenPort={port}\n")).map_err(conf_error(&conf_path))?;
     let home = dir.join(format!("{stem}-home"));
-    let args = conf::jvm_args(
-        Role::NameServer,
-        &apache.version,
-        &apache.jars.lib,
-        &home,
-        &conf_path,
-        128,
-    )
-    .map_err(conf_error(&home))?;
+    let args = conf::jvm_args(Role::NameServer, version, &jars.lib, &home, &conf_path, 128)
+        .map_err(conf_error(&home))?;
     let log = dir.join(format!("{stem}.log"));
     let jvm = Jvm::start(&JvmSpec {
-        java: apache.jars.java.clone(),
+        java: jars.java.clone(),
         args,
         log: &log,
         ready_line: NAMESRV_READY,
@@ -78,7 +72,8 @@ pub(super) fn start_namesrv(
 
 /// Starts a broker for `spec`; a broker whose keys name no name server gets one of its own.
 pub(super) fn start_broker(
-    apache: &Apache,
+    jars: &Jars,
+    version: &str,
     spec: &MemberSpec<'_>,
 ) -> Result<ApacheBroker, StartError> {
     let mut own_ns = None;
@@ -87,7 +82,8 @@ pub(super) fn start_broker(
             .map_err(|e| failed(format!("namesrvAddr {a}: {e}")))?,
         None => {
             let ns = start_namesrv(
-                apache,
+                jars,
+                version,
                 spec.dir,
                 &format!("{}-namesrv", spec.stem),
                 spec.cpus,
@@ -105,25 +101,18 @@ pub(super) fn start_broker(
         Some(p) if p > 0 => BrokerPorts { listen: p },
         _ => BrokerPorts::pick().map_err(|e| failed(format!("choosing ports: {e}")))?,
     };
-    let mut keys = conf::broker_conf(spec.conf, &apache.version, ports, namesrv);
+    let mut keys = conf::broker_conf(spec.conf, version, ports, namesrv);
     let home = spec.dir.join(format!("{}-home", spec.stem));
     keys.entry("storePathRootDir".into())
         .or_insert_with(|| home.join("store").display().to_string());
     let conf_path = spec.conf_path();
     write_conf(&conf_path, &keys).map_err(conf_error(&conf_path))?;
     let direct = conf::direct_memory_mb(&keys);
-    let args = conf::jvm_args(
-        Role::Broker,
-        &apache.version,
-        &apache.jars.lib,
-        &home,
-        &conf_path,
-        direct,
-    )
-    .map_err(conf_error(&home))?;
+    let args = conf::jvm_args(Role::Broker, version, &jars.lib, &home, &conf_path, direct)
+        .map_err(conf_error(&home))?;
     let log = spec.log_path();
     let jvm = Jvm::start(&JvmSpec {
-        java: apache.jars.java.clone(),
+        java: jars.java.clone(),
         args,
         log: &log,
         ready_line: BROKER_READY,

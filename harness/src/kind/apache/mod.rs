@@ -4,91 +4,24 @@
 //! started per cell with the cell's RocketMQ keys. Reference: `apache-rocketmq-java.md`.
 //!
 //! * conf.rs   — broker.conf, ports, logging files and the JVM's command line
+//! * jars.rs   — a version's fetched jars, key list and checksum
 //! * jvm.rs    — one JVM: start, boot line, SIGTERM then SIGKILL
 //! * member.rs — a broker (and its own name server) as a [`Member`]; readiness; key check
 
 mod conf;
+mod jars;
 mod jvm;
 mod member;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+pub use jars::{cache_dir, Jars};
 
-use anyhow::Context;
+use std::collections::BTreeSet;
+use std::path::Path;
+
 use harness_model::matrix::Cell;
 use harness_model::profile::{bare_key, did_you_mean, Profile};
 
 use super::{BrokerKind, KindRecord, Lifecycle, Member, MemberSpec, NameServer, StartError};
-
-/// One version's fetched jars.
-#[derive(Debug, Clone)]
-pub struct Jars {
-    pub lib: PathBuf,
-    /// Every broker key with its default, as `BrokerStartup -p` printed it.
-    pub keys: BTreeMap<String, String>,
-    /// sha256 over the jars.
-    pub checksum: String,
-    pub java: PathBuf,
-    /// `java -version`'s first line.
-    pub runtime: String,
-}
-
-/// The repository's root (where `apache/` and `scripts/` are).
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_owned)
-        .unwrap_or_default()
-}
-
-/// The cache of fetched versions: `APACHE_CACHE`, else `target/apache` in the repository.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("APACHE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target").join("apache"))
-}
-
-impl Jars {
-    /// The jars of `version`, fetched first when the cache lacks them (the only step that
-    /// needs the network; a missing JDK or Maven is named with its Debian package).
-    pub fn ensure(version: &str) -> anyhow::Result<Jars> {
-        let dir = cache_dir().join(version);
-        if !dir.join("complete").exists() {
-            let script = repo_root().join("scripts").join("apache-jars.sh");
-            let status = Command::new("bash")
-                .arg(&script)
-                .arg(version)
-                .env("APACHE_CACHE", cache_dir())
-                .status()
-                .with_context(|| format!("running {}", script.display()))?;
-            if !status.success() {
-                anyhow::bail!(
-                    "fetching Apache RocketMQ {version} failed ({status}); the message above names the fix (or run `make apache`)"
-                );
-            }
-        }
-        let read = |f: &str| {
-            std::fs::read_to_string(dir.join(f))
-                .with_context(|| format!("reading {}", dir.join(f).display()))
-        };
-        let keys = read("keys.txt")?
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        let java = std::env::var_os("JAVA_HOME")
-            .map(|h| PathBuf::from(h).join("bin").join("java"))
-            .unwrap_or_else(|| PathBuf::from("java"));
-        Ok(Jars {
-            lib: dir.join("lib"),
-            keys,
-            checksum: read("checksum")?.trim().to_owned(),
-            java,
-            runtime: read("java")?.trim().to_owned(),
-        })
-    }
-}
 
 /// Apache RocketMQ `version`.
 pub struct Apache {
@@ -179,10 +112,20 @@ impl BrokerKind for Apache {
     }
 
     fn start_broker(&self, spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError> {
-        Ok(Box::new(member::start_broker(self, spec)?))
+        Ok(Box::new(member::start_broker(
+            &self.jars,
+            &self.version,
+            spec,
+        )?))
     }
 
     fn start_namesrv(&self, dir: &Path) -> Result<Box<dyn NameServer>, StartError> {
-        Ok(Box::new(member::start_namesrv(self, dir, "namesrv", None)?))
+        Ok(Box::new(member::start_namesrv(
+            &self.jars,
+            &self.version,
+            dir,
+            "namesrv",
+            None,
+        )?))
     }
 }
