@@ -21,9 +21,11 @@ use std::{
 };
 
 use broker_under_test::{config::BrokerConfig, RunningBroker};
-use common::{send_v2, Client};
+use common::{remark, send_v2, Client};
 use remoting::{
-    headers::CreateTopicRequestHeader, message::MessageRecord, RemotingCommand, RequestCode,
+    headers::{CreateTopicRequestHeader, PullMessageRequestHeader},
+    message::MessageRecord,
+    RemotingCommand, RequestCode,
 };
 
 /// Generous: a 2-core machine shared with other builds.
@@ -234,6 +236,79 @@ async fn a_slave_never_re_puts_due_delayed_messages_of_its_own() {
         assert_eq!(retried(pair.slave.addr).await, 1, "{profile}");
         let m = info(pair.master.addr).await;
         assert_eq!(num(&m, "scheduleMessageDeliverNums"), 1, "{profile}");
+        pair.stop().await;
+    }
+}
+
+/// One PULL_MESSAGE with its own subscription (no heartbeat needed).
+async fn pull(addr: SocketAddr, queue_id: i32, offset: i64) -> RemotingCommand {
+    let mut c = Client::connect(addr).await;
+    let h = PullMessageRequestHeader {
+        consumer_group: "G".into(),
+        topic: TOPIC.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: 4,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some("*".into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
+    };
+    let o = c.opaque();
+    c.call(RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))
+        .await
+}
+
+fn ext(r: &RemotingCommand, key: &str) -> i64 {
+    r.ext(key)
+        .unwrap_or_else(|| panic!("answer lacks {key}"))
+        .parse()
+        .unwrap()
+}
+
+/// #2: out-of-range pulls on a slave keep the requested offset and answer 20, suggesting the
+/// group's brokerId; `offsetCheckInSlave=true` restores the master's 21 and correction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_keeps_out_of_range_pull_offsets_unless_offset_check_in_slave() {
+    for (profile, check) in [("4.9", "false"), ("5.3", "false"), ("4.9", "true")] {
+        let pair = Pair::start(profile, &[("offsetCheckInSlave", check)]).await;
+        for i in 0..3 {
+            send_to_master(&pair, format!("m{i}").as_bytes()).await;
+        }
+        pair.caught_up().await;
+        let what = format!("{profile} offsetCheckInSlave={check}");
+        // The master corrects: queue 0 holds 3 (overflow → max from 4.9.4), queue 1 none (→ 0).
+        let r = pull(pair.master.addr, 0, 10).await;
+        assert_eq!(
+            (r.code, remark(&r)),
+            (21, "OFFSET_OVERFLOW_BADLY"),
+            "{what}"
+        );
+        assert_eq!(ext(&r, "nextBeginOffset"), 3, "{what}");
+        let r = pull(pair.master.addr, 1, 5).await;
+        assert_eq!((r.code, remark(&r)), (21, "NO_MESSAGE_IN_QUEUE"), "{what}");
+        assert_eq!(ext(&r, "nextBeginOffset"), 0, "{what}");
+        for (queue, offset, status, corrected) in [
+            (0, 10, "OFFSET_OVERFLOW_BADLY", 3),
+            (1, 5, "NO_MESSAGE_IN_QUEUE", 0),
+        ] {
+            let r = pull(pair.slave.addr, queue, offset).await;
+            let (code, next) = if check == "true" {
+                (21, corrected)
+            } else {
+                (20, offset)
+            };
+            assert_eq!((r.code, remark(&r)), (code, status), "{what} q{queue}");
+            assert_eq!(ext(&r, "nextBeginOffset"), next, "{what} q{queue}");
+            assert_eq!(ext(&r, "suggestWhichBrokerId"), 0, "{what} q{queue}");
+        }
+        // In range the slave serves as before.
+        let r = pull(pair.slave.addr, 0, 0).await;
+        assert_eq!(r.code, 0, "{what}: {:?}", r.remark);
+        assert_eq!(ext(&r, "nextBeginOffset"), 3, "{what}");
         pair.stop().await;
     }
 }

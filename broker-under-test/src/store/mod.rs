@@ -54,7 +54,7 @@ mod types;
 mod waiter;
 
 pub use config::{
-    FaultInjection, FlushDiskType, PutLockKind, ReputEnd, StoreConfig, StoreRole,
+    FaultInjection, FlushDiskType, OffsetCorrection, PutLockKind, ReputEnd, StoreConfig, StoreRole,
     MIN_MAPPED_FILE_SIZE,
 };
 pub use error::StoreError;
