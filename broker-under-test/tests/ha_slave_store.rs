@@ -312,3 +312,29 @@ async fn a_slave_keeps_out_of_range_pull_offsets_unless_offset_check_in_slave() 
         pair.stop().await;
     }
 }
+
+/// #3: a 4.x slave looks the message up, then its store refuses the put: code 1 with the put
+/// status name, nothing appended, the failure counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_4x_slave_refuses_a_send_back_with_service_not_available() {
+    for profile in ["4.3", "4.9"] {
+        let pair = Pair::start(profile, &[]).await;
+        let m = send_to_master(&pair, b"consumed-on-the-slave").await;
+        let end = pair.caught_up().await;
+        let r = send_back(pair.slave.addr, m.physical_offset, 0).await;
+        assert_eq!(
+            (r.code, remark(&r)),
+            (1, "SERVICE_NOT_AVAILABLE"),
+            "{profile}"
+        );
+        let s = info(pair.slave.addr).await;
+        assert_eq!(
+            num(&s, "commitLogMaxOffset"),
+            end,
+            "{profile}: nothing appended"
+        );
+        assert_eq!(num(&s, "sndbckFailedNums"), 1, "{profile}");
+        assert_eq!(num(&s, "SNDBCK_PUT_NUMS"), 0, "{profile}");
+        pair.stop().await;
+    }
+}
