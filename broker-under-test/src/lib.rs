@@ -172,10 +172,19 @@ async fn serve(
         .context("starting the consumer-offset flush thread")?
     };
 
-    let schedule = broker
-        .schedule
-        .start(broker.config.flush_delay_offset_interval)
-        .context("starting ScheduleMessageService")?;
+    // Never on a SLAVE: its SCHEDULE_TOPIC_XXXX records are replicated, and so are the master's
+    // re-puts of them; a re-put of its own would make its CommitLog differ from the master's.
+    // 4.3.2 DefaultMessageStore.start l.224; 4.9.8 handleScheduleMessageService l.1552-1561;
+    // 5.3.3 BrokerController l.1780 changeSpecialServiceStatus(brokerId == MASTER_ID).
+    let schedule = if broker.config.broker_role == BrokerRole::Slave {
+        None
+    } else {
+        let threads = broker
+            .schedule
+            .start(broker.config.flush_delay_offset_interval)
+            .context("starting ScheduleMessageService")?;
+        Some(threads)
+    };
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -269,8 +278,9 @@ async fn serve(
         // Pulls the last queued tasks parked.
         b.pull_hold.clear();
         // After the executors: no send-back adds to a level any more.
-        let mut schedule = schedule;
-        schedule.stop();
+        if let Some(mut schedule) = schedule {
+            schedule.stop();
+        }
         let mut offset_flush = offset_flush;
         offset_flush.stop();
         b.persist(true);

@@ -11,7 +11,7 @@ use super::spec::{
     Unit,
 };
 
-pub(super) const HA: [KeySpec; 11] = [
+pub(super) const HA: [KeySpec; 12] = [
     key(
         "brokerId",
         int(Unit::Count, 0, 1_000_000),
@@ -77,5 +77,11 @@ pub(super) const HA: [KeySpec; 11] = [
         Bool,
         Fixed("false"),
         "pulls answer suggestWhichBrokerId = 1 when the consumer reads beyond accessMessageInMemoryMaxRatio; a 5.3 SLAVE without it answers pulls with code 2",
+    ),
+    key(
+        "offsetCheckInSlave",
+        Bool,
+        Fixed("false"),
+        "SLAVE: a pull whose offset is out of range gets the corrected nextBeginOffset and 21 (PULL_OFFSET_MOVED) as on a master; false keeps the requested offset and answers 20 (PULL_RETRY_IMMEDIATELY, suggestWhichBrokerId = the group's brokerId); ignored on a master",
     ),
 ];

@@ -20,7 +20,7 @@ use crate::{
     ha,
     keys::VersionProfile,
     processor::header::header_error,
-    store::GetMessageStatus,
+    store::{GetMessageStatus, OffsetCorrection},
     task::{AnswerSource, RequestTask},
 };
 
@@ -120,15 +120,14 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask, allow_suspend: bool) {
         );
         return;
     }
-    if code == ResponseCode::PULL_OFFSET_MOVED {
-        eprintln!(
-            "PULL_OFFSET_MOVED:correction offset. topic={}, groupId={}, requestOffset={}, \
-             newOffset={}, suggestBrokerId=0",
-            h.topic, h.consumer_group, h.queue_offset, got.next_begin_offset
-        );
-    }
+    let mut suggest = suggest_broker(broker, &h.consumer_group, &got.body);
+    let code = if code == ResponseCode::PULL_OFFSET_MOVED {
+        offset_moved(broker, &h, got.next_begin_offset, &mut suggest)
+    } else {
+        code
+    };
     let header = PullMessageResponseHeader {
-        suggest_which_broker_id: suggest_broker(broker, &h.consumer_group, &got.body),
+        suggest_which_broker_id: suggest,
         next_begin_offset: got.next_begin_offset,
         min_offset: got.min_offset,
         max_offset: got.max_offset,
@@ -140,6 +139,40 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask, allow_suspend: bool) {
         r
     };
     finish(&task, r)
+}
+
+/// PULL_OFFSET_MOVED's last step (4.9.8 PullMessageProcessor l.428-452, 5.3.3
+/// DefaultPullMessageResultHandler l.191-214, same in 4.3.2): a master, or a SLAVE with
+/// `offsetCheckInSlave`, answers 21 with the corrected offset; any other SLAVE answers 20
+/// PULL_RETRY_IMMEDIATELY with the requested offset (the store kept it) and suggests the
+/// group's `brokerId`, so the consumer keeps its offset and pulls again at once.
+fn offset_moved(
+    broker: &Broker,
+    h: &PullMessageRequestHeader,
+    next_begin_offset: i64,
+    suggest: &mut i64,
+) -> ResponseCode {
+    match broker.config.store.offset_correction {
+        OffsetCorrection::Correct => {
+            eprintln!(
+                "PULL_OFFSET_MOVED:correction offset. topic={}, groupId={}, requestOffset={}, \
+                 newOffset={next_begin_offset}, suggestBrokerId={suggest}",
+                h.topic, h.consumer_group, h.queue_offset
+            );
+            ResponseCode::PULL_OFFSET_MOVED
+        }
+        OffsetCorrection::KeepRequested => {
+            *suggest = broker
+                .find_group(&h.consumer_group)
+                .map_or(0, |g| g.broker_id);
+            eprintln!(
+                "PULL_OFFSET_MOVED:none correction. topic={}, groupId={}, requestOffset={}, \
+                 suggestBrokerId={suggest}",
+                h.topic, h.consumer_group, h.queue_offset
+            );
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        }
+    }
 }
 
 /// §2.1 in order, up to the subscription; the filter to read with, or the early answer.

@@ -14,7 +14,7 @@ use crate::{
         memory,
     },
     keys::VersionProfile,
-    store::GetMessageStatus,
+    store::{GetMessageStatus, OffsetCorrection},
 };
 
 /// Consume-queue entries per file (`mappedFileSizeConsumeQueue` / 20).
@@ -95,9 +95,12 @@ pub fn read(
         min_offset: first.min_offset,
         max_offset: first.max_offset,
     };
-    if first.status == GetMessageStatus::OffsetOverflowBadly && cfg.profile != VersionProfile::V4_3
+    if first.status == GetMessageStatus::OffsetOverflowBadly
+        && cfg.profile != VersionProfile::V4_3
+        && cfg.store.offset_correction == OffsetCorrection::Correct
     {
-        // 4.9.4 (issue #4215): the next offset is the max, no longer 0 for a queue starting at 0.
+        // 4.9.4 (issue #4215): the next offset is the max, no longer 0 for a queue starting at 0
+        // (still through nextOffsetCorrection: a SLAVE keeps the requested offset).
         out.next_begin_offset = first.max_offset;
     }
     if first.status != GetMessageStatus::Found {

@@ -39,6 +39,30 @@ pub enum ReputEnd {
     FlushedWhere,
 }
 
+/// `brokerRole` as the store sees it (MessageStoreConfig.brokerRole): a SLAVE's CommitLog is
+/// written by replication only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreRole {
+    /// ASYNC_MASTER or SYNC_MASTER.
+    Master,
+    /// SLAVE: every put is refused with SERVICE_NOT_AVAILABLE (4.9.8
+    /// `DefaultMessageStore.checkStoreStatus` l.405-411; 5.3.3 `HookUtils.checkBeforePutMessage`
+    /// l.66-73; 4.3.2 `putMessage` l.311-318).
+    Slave,
+}
+
+/// What a read that finds the request offset out of range sets `nextBeginOffset` to
+/// (`DefaultMessageStore.nextOffsetCorrection`, 4.9.8 l.1255-1261, 5.3.3 l.1729-1736).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetCorrection {
+    /// A master, or a SLAVE with `offsetCheckInSlave=true`: the corrected offset (0, the
+    /// queue's min or max).
+    Correct,
+    /// A SLAVE with `offsetCheckInSlave=false` (the default): the requested offset, unchanged;
+    /// the pull processor turns 21 into 20 (PullMessageProcessor 4.9.8 l.428-452).
+    KeepRequested,
+}
+
 /// Our own fault-injection knobs (not RocketMQ's). All zero = off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultInjection {
@@ -117,6 +141,10 @@ pub struct StoreConfig {
     pub store_host: SocketAddr,
     /// How far ReputMessageService dispatches. Default: MaxOffset (5.3 under ASYNC_FLUSH).
     pub reput_end: ReputEnd,
+    /// From `brokerRole`. Default: Master.
+    pub role: StoreRole,
+    /// From `brokerRole` and `offsetCheckInSlave`. Default: Correct.
+    pub offset_correction: OffsetCorrection,
     /// `brokerRole=SLAVE`: ReputMessageService counts every replicated message as a put
     /// (`putTps`, `putMessageTimesTotal`), as RocketMQ's slave dispatch does. Default: false.
     pub count_replicated_puts: bool,
@@ -189,6 +217,16 @@ impl StoreConfig {
                 ReputEnd::FlushedWhere
             } else {
                 ReputEnd::MaxOffset
+            },
+            role: if slave {
+                StoreRole::Slave
+            } else {
+                StoreRole::Master
+            },
+            offset_correction: if slave && !r.bool("offsetCheckInSlave")? {
+                OffsetCorrection::KeepRequested
+            } else {
+                OffsetCorrection::Correct
             },
             count_replicated_puts: slave,
             retention: RetentionConfig::from_keys(&r, profile)?,

@@ -1,12 +1,24 @@
 //! The read path for PULL_MESSAGE: a consume-queue lookup, then the CommitLog records copied out.
 
 use super::commitlog::CommitLog;
+use super::config::OffsetCorrection;
 use super::types::{GetMessageResult, GetMessageStatus};
 
+/// `nextOffsetCorrection(old, new)` (4.9.8 DefaultMessageStore l.1255-1261, 5.3.3 l.1729-1736,
+/// 4.3.2 l.1110-1116): a SLAVE without `offsetCheckInSlave` keeps the requested offset.
+fn corrected(correction: OffsetCorrection, requested: i64, new: i64) -> i64 {
+    match correction {
+        OffsetCorrection::Correct => new,
+        OffsetCorrection::KeepRequested => requested,
+    }
+}
+
 /// Reads up to `max_msg_nums` messages (and roughly `max_total_bytes`) from a queue, like
-/// `DefaultMessageStore.getMessage` without the subscription filter.
+/// `DefaultMessageStore.getMessage` without the subscription filter. Every out-of-range answer
+/// goes through [`corrected`], as RocketMQ's does.
 pub(super) fn get_message(
     log: &CommitLog,
+    correction: OffsetCorrection,
     topic: &str,
     queue_id: i32,
     offset: i64,
@@ -22,7 +34,7 @@ pub(super) fn get_message(
         max_offset: 0,
     };
     let Some(cq) = log.consume_queues.find(topic, queue_id) else {
-        result.next_begin_offset = 0;
+        result.next_begin_offset = corrected(correction, offset, 0);
         return result;
     };
     let min = cq.min_offset();
@@ -31,16 +43,18 @@ pub(super) fn get_message(
     result.max_offset = max;
     if max == 0 {
         result.status = GetMessageStatus::NoMessageInQueue;
-        result.next_begin_offset = 0;
+        result.next_begin_offset = corrected(correction, offset, 0);
     } else if offset < min {
         result.status = GetMessageStatus::OffsetTooSmall;
-        result.next_begin_offset = min;
+        result.next_begin_offset = corrected(correction, offset, min);
     } else if offset == max {
         result.status = GetMessageStatus::OffsetOverflowOne;
         result.next_begin_offset = offset;
     } else if offset > max {
         result.status = GetMessageStatus::OffsetOverflowBadly;
-        result.next_begin_offset = if min == 0 { min } else { max };
+        // 4.3's rule; the pull path applies 4.9.4+'s (always max) on top.
+        let new = if min == 0 { min } else { max };
+        result.next_begin_offset = corrected(correction, offset, new);
     } else {
         result.status = GetMessageStatus::OffsetFoundNull;
         let max_nums = max_msg_nums.max(1) as usize;

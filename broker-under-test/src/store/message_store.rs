@@ -181,6 +181,7 @@ impl MessageStore {
     ) -> GetMessageResult {
         get::get_message(
             &self.inner.commit_log,
+            self.inner.config.offset_correction,
             topic,
             queue_id,
             offset,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use remoting::message::offset_msg_id;
 
 use super::commitlog::{AppendState, Appended};
-use super::config::{FlushDiskType, StoreConfig};
+use super::config::{FlushDiskType, StoreConfig, StoreRole};
 use super::error::AppendError;
 use super::flush_request::FlushRequest;
 use super::inner::StoreInner;
@@ -84,6 +84,16 @@ fn put_inner(
     };
     // §7.2: store status first.
     if !inner.running.load(Ordering::Acquire) {
+        return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
+    }
+    // A SLAVE's CommitLog is written by replication only: any put (a send, a send-back, a
+    // schedule re-put) would make it differ from the master's (StoreRole::Slave cites the
+    // sources; the role check comes right after the shut-down check in all three releases).
+    if inner.config.role == StoreRole::Slave {
+        inner
+            .retention
+            .flags
+            .refuse_on_slave(inner.retention.config.profile);
         return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
     }
     // RunningFlags.isWriteable: DISK_FULL (retention) refuses before any append.

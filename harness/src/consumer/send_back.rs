@@ -36,8 +36,16 @@ pub const BROKER_RETRY_KEYS: [&str; 4] = [
     "scheduleMessageDeliverNums",
 ];
 
-/// One CONSUMER_SEND_MSG_BACK for `m` at `delay_level`, to `broker`, the broker the message
-/// was pulled from (`getBrokerNameFromMessageQueue`); Err names the code or the failure.
+/// One CONSUMER_SEND_MSG_BACK for `m` at `delay_level`, to the master of `broker`, the broker
+/// name the message was pulled from (`getBrokerNameFromMessageQueue`); Err names the code or
+/// the failure.
+///
+/// The address is `findBrokerAddressInPublish(name)`: the master's only, never a slave's (4.9.8
+/// DefaultMQPushConsumerImpl.sendMessageBack l.522-549, 5.3.3 l.759-800). With the master gone
+/// from the route there is no address and the send-back fails without a request: 5.3.3 throws
+/// `master node does not exist`, 4.3 fails on the null address (VIP channel on by default).
+/// Not copied: a 4.9 client (VIP off) sends the request to a name server instead, which never
+/// answers code 36, so its send-back fails only after the 5000 ms timeout.
 pub async fn send_back(
     inst: &Instance,
     broker: &Arc<str>,
@@ -56,7 +64,8 @@ pub async fn send_back(
         bname: Some(broker.to_string()),
     };
     let cmd = RemotingCommand::request(RequestCode::CONSUMER_SEND_MSG_BACK, 0).with_header(&header);
-    match inst.call(broker, cmd, SEND_BACK_TIMEOUT).await {
+    let link = inst.master_link(broker).map_err(|e| e.to_string())?;
+    match link.call(cmd, SEND_BACK_TIMEOUT).await {
         Ok(r) if r.code == 0 => Ok(()),
         Ok(r) => Err(format!(
             "CODE: {} DESC: {}",

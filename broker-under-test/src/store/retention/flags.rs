@@ -57,6 +57,28 @@ impl RunningFlags {
         self.refused_total.load(Ordering::Relaxed)
     }
 
+    /// The put path's role check on a SLAVE (4.3 `putMessage` / 4.9 `checkStoreStatus` /
+    /// 5.3 `HookUtils.checkBeforePutMessage`): every put is refused, with the release's warn line
+    /// on the first and then every 50,000th refusal (the same `printTimes` counter).
+    pub(crate) fn refuse_on_slave(&self, profile: VersionProfile) {
+        if self
+            .refused
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(WARN_EVERY)
+        {
+            eprintln!(
+                "{}",
+                match profile {
+                    VersionProfile::V4_3 =>
+                        "message store is slave mode, so putMessage is forbidden ",
+                    VersionProfile::V4_9 => "broke role is slave, so putMessage is forbidden",
+                    VersionProfile::V5_3 =>
+                        "message store is in slave mode, so putMessage is forbidden ",
+                }
+            );
+        }
+    }
+
     /// The put path's store-status check: false refuses the put (SERVICE_NOT_AVAILABLE), with
     /// the release's warn line on the first and then every 50,000th refusal in a row.
     pub(crate) fn check_before_put(&self, profile: VersionProfile) -> bool {
