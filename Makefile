@@ -35,9 +35,11 @@ apache: ## Fetch Apache RocketMQ's released jars (apache/<version>/pom.xml, Mave
 bench-apache: build apache ## The main job on Apache RocketMQ APACHE (default 5.3.3): waitTimeMillsInSendQueue 200/1000/3000 under a real overload (APACHE_PROFILE)
 	$(HARNESS) run $(APACHE_PROFILE) --broker apache-$(APACHE)
 
-apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI: 5.3.3): sends, consumers, runtime info, a kill -9 and reconciliation
+apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI: 5.3.3): sends, consumers, runtime info, a kill -9 and reconciliation, then its [gate] rules
 	bash scripts/apache-jars.sh $(APACHE)
+	rm -rf $(RESULTS)/ci-apache-smoke
 	$(HARNESS) run profiles/apache-smoke.toml --broker apache-$(APACHE) --out $(RESULTS)/ci-apache-smoke
+	$(HARNESS) gate --candidate $(RESULTS)/ci-apache-smoke --rules profiles/apache-smoke.toml
 
 # The test binaries run TEST_JOBS at a time (scripts/run-tests.py): most integration tests wait
 # on real time, so one at a time (cargo test) left CI's 2 cores half idle.
@@ -135,7 +137,7 @@ processing-bench: build ## The consumers' processing-time model: 1, 4 and 20 con
 # The A/B perf gate comes last: its base build shares target/ and overwrites the work tree's
 # remoting and broker libraries (same package hashes), so any `make build` after it recompiles
 # them and the harness (129 s in a CI run on 2 cores).
-ci: lint docs test smoke gate interop-cpp ci-gate-perf ## What CI runs: lint, the book and its links, tests, the smoke profile, the regression gate, the C++ client interop and the A/B perf gate against the parent commit
+ci: lint docs apache test smoke gate apache-smoke interop-cpp ci-gate-perf ## What CI runs: lint, the book and its links, Apache RocketMQ's jars, tests, the smoke profile, the regression gate, Apache RocketMQ 5.3.3's smoke profile, the C++ client interop and the A/B perf gate against the parent commit
 
 interop-cpp: build ## Real-client interop: Apache's C++ client (PyPI rocketmq 0.4.4, virtualenv in target/) drives broker-under-test + name-server; passes on counts
 	bash interop/run.sh cpp

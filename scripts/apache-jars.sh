@@ -18,6 +18,10 @@ missing() {
   exit 4
 }
 command -v "$JAVA" >/dev/null || missing java openjdk-17-jdk-headless
+mkdir -p "$CACHE"
+# Tests and runs may ask for the same version at once: one fetch at a time.
+exec 9>"$CACHE/.lock"
+flock 9
 for v in "$@"; do
   pom="$ROOT/apache/$v/pom.xml"
   if [ ! -f "$pom" ]; then
