@@ -131,19 +131,10 @@ fn a_value_apache_ignores_in_silence_refuses_the_broker() {
 )]
 fn a_broker_under_test_key_is_refused_before_cell_1() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("p.toml");
-    std::fs::write(
-        &profile,
-        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n[broker]\nkind = \"apache\"\nversion = \"5.3.3\"\ninjectPutStallMillis = 400\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["run", profile.to_str().unwrap(), "--out"])
-        .arg(dir.path().join("out"))
-        .env("BROKER_UNDER_TEST_BIN", common_broker())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = run(
+        dir.path(),
+        "version = \"5.3.3\"\ninjectPutStallMillis = 400\n",
+    );
     assert_eq!(
         out.status.code(),
         Some(harness::exit::INVALID_INPUT as i32),
@@ -158,18 +149,8 @@ fn a_broker_under_test_key_is_refused_before_cell_1() {
 #[test]
 fn version_4_9_8_is_refused_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
+    let (out, stderr) = run(dir.path(), "version = \"4.9.8\"\n");
     let profile = dir.path().join("p.toml");
-    std::fs::write(
-        &profile,
-        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n[broker]\nkind = \"apache\"\nversion = \"4.9.8\"\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["run", profile.to_str().unwrap(), "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),
         Some(harness::exit::INVALID_INPUT as i32),
@@ -184,9 +165,23 @@ fn version_4_9_8_is_refused_with_the_fix() {
     assert!(String::from_utf8_lossy(&typo.stderr).contains("4.9.7, 5.3.3"));
 }
 
-/// broker-under-test's binary, so the refusal can say which keys are its own.
-fn common_broker() -> std::path::PathBuf {
-    common::broker_bin()
+/// Runs a one-cell Apache profile in `dir` whose `[broker]` table ends with `broker_tail`
+/// (after `kind = "apache"`, line 7 on); broker-under-test's binary is named so a refusal can
+/// say which keys are its own.
+fn run(dir: &Path, broker_tail: &str) -> (std::process::Output, String) {
+    let profile = dir.join("p.toml");
+    let text = format!(
+        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n[broker]\nkind = \"apache\"\n{broker_tail}"
+    );
+    std::fs::write(&profile, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", profile.to_str().unwrap(), "--out"])
+        .arg(dir.join("out"))
+        .env("BROKER_UNDER_TEST_BIN", common::broker_bin())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
 }
 
 mod common;

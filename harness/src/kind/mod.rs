@@ -187,3 +187,17 @@ pub fn write_conf(path: &Path, conf: &BTreeMap<String, String>) -> std::io::Resu
     std::fs::write(path, &text)?;
     Ok(text)
 }
+
+/// [`BrokerKind::check_cells`]'s verdict: Ok with no problems, else every problem at once as
+/// invalid input (exit 3).
+pub fn refuse_cells(problems: Vec<String>) -> anyhow::Result<()> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(crate::exit::invalid(anyhow::anyhow!(
+        "{} problem{} with the broker configuration, nothing was run:\n{}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems.join("\n")
+    )))
+}

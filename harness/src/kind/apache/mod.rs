@@ -100,15 +100,7 @@ impl BrokerKind for Apache {
                 }
             }
         }
-        if problems.is_empty() {
-            return Ok(());
-        }
-        Err(crate::exit::invalid(anyhow::anyhow!(
-            "{} problem{} with the broker configuration, nothing was run:\n{}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems.into_iter().collect::<Vec<_>>().join("\n")
-        )))
+        super::refuse_cells(problems.into_iter().collect())
     }
 
     fn start_broker(&self, spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError> {

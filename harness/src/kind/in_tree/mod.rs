@@ -79,15 +79,7 @@ impl BrokerKind for InTree {
                 problems.extend(check_cells(bin, cells, &confs, scratch.path())?);
             }
         }
-        if problems.is_empty() {
-            return Ok(());
-        }
-        Err(crate::exit::invalid(anyhow::anyhow!(
-            "{} problem{} with the broker configuration, nothing was run:\n{}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems.join("\n")
-        )))
+        super::refuse_cells(problems)
     }
 
     fn start_broker(&self, spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError> {
