@@ -1,5 +1,9 @@
 //! harness: `profile → matrix → runner → recorder → report → compare/gate`.
 //!
+//! The top crate: it owns running (the runner, its job parts, the kinds of broker it starts),
+//! recording, writing results and analysing them. It builds on `harness-model` (what a run is)
+//! and `rmq-client` (the wire client); nothing in the workspace imports it.
+//!
 //! `main.rs` parses the command line and calls [`run_cli`]; everything else lives here so
 //! integration tests can call it in-process.
 
