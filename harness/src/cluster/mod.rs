@@ -5,21 +5,21 @@
 //! * cell.rs     — the name server and broker processes of one job, per-broker broker.conf
 //! * discover.rs — GET_ROUTEINFO_BY_TOPIC / GET_BROKER_CLUSTER_INFO, the 30-s route refresh
 //! * router.rs   — queue selection (round robin, retry elsewhere, fault avoidance)
-//! * fault.rs    — the client's latency / not-available-duration tables
+//! * latency_fault.rs — the client's latency / not-available-duration tables
 //! * job.rs      — the cluster of one job: started (`[cluster]`) or existing (`--namesrv`)
 //! * setup.rs    — what a job does before its load: topic on every broker, route, router
 //! * slaves.rs   — `[cluster] slaves = 1`: a slave per broker, wired to its master, connected
 
 pub mod cell;
 pub mod discover;
-pub mod fault;
 pub mod job;
+pub mod latency_fault;
 pub mod router;
 pub mod setup;
 pub mod slaves;
 
 pub use cell::{broker_conf, broker_name, CellCluster};
-pub use fault::FaultVersion;
 pub use job::JobCluster;
+pub use latency_fault::FaultVersion;
 pub use router::{BrokerRoute, Queue, Router, Selection};
 pub use setup::{prepare, ClusterLoad};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use remoting::route::TopicRouteData;
 
-use super::fault::{update, FaultItem, FaultVersion};
+use super::latency_fault::{update, FaultItem, FaultVersion};
 
 /// One broker of the cluster, as the routes named it when the load started.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::discover::{brokers_of, wait_for_route, Refresher, ROUTE_REFRESH};
-use super::fault::FaultVersion;
+use super::latency_fault::FaultVersion;
 use super::router::{Router, Selection};
 use harness_model::profile::{RetryPolicy, Workload};
 use rmq_client::admin::AdminConn;

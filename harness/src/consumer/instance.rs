@@ -13,10 +13,10 @@ use remoting::headers::UnregisterClientRequestHeader;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
-use crate::consumer::gate::{per_queue, Thresholds};
 use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance, Balance};
 use crate::consumer::offsets::{compute_pull_from_where, consumer_ids, persist, persist_all};
 use crate::consumer::pull::pull_loop;
+use crate::consumer::pull_gate::{per_queue, Thresholds};
 use crate::consumer::retry_pull::retry_loop;
 use crate::consumer::route::Mq;
 use crate::consumer::state::publish_committed;

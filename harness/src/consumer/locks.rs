@@ -275,7 +275,7 @@ pub fn next_rebalance(version: ClientVersion, balance: Balance) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consumer::gate::Thresholds;
+    use crate::consumer::pull_gate::Thresholds;
     use tokio::time::Instant as Clock;
 
     fn queue(id: i32, locked: bool) -> Arc<QueueState> {

@@ -12,8 +12,8 @@ use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
 use crate::consumer::backlog::Backlog;
-use crate::consumer::gate::FlowControl;
 use crate::consumer::process_queue::Msg;
+use crate::consumer::pull_gate::FlowControl;
 use crate::consumer::seqset::SeqSet;
 use crate::consumer::tracking::SendTracking;
 use crate::order::ledger::OrderLedger;

@@ -10,7 +10,7 @@
 //! * concurrent.rs    — ConsumeMessageConcurrentlyService: consume requests, their bookkeeping
 //! * workers.rs       — the consume executor: worker tasks over one bounded request queue
 //! * offset_illegal.rs — code 21: the queue dropped, its offset fixed per client version
-//! * gate.rs          — the decision order before each pull, and its log texts
+//! * pull_gate.rs     — the decision order before each pull, and its log texts
 //! * locks.rs         — orderly locks: lockAll, lock(mq), relock and resubmit delays
 //! * process_queue.rs — ProcessQueue: the cache ordered by offset, the offset to commit
 //! * offset_map.rs    — its map by offset: a sorted ring for offsets that arrive in order
@@ -38,7 +38,6 @@ mod body;
 mod concurrent;
 mod failure;
 mod figures;
-mod gate;
 mod instance;
 mod link;
 mod links;
@@ -54,6 +53,7 @@ mod processing;
 mod pull;
 mod pull_answer;
 mod pull_frame;
+mod pull_gate;
 mod restart;
 mod retry_pull;
 mod route;
@@ -71,9 +71,9 @@ pub use backlog::drain_rate;
 pub use bench::{run_bench, ProcessingBenchArgs, Timing};
 pub use body::decode_pull_body;
 pub use figures::{ConsumerFigures, ConsumerSecond};
-pub use gate::{decide, FlowControl, Gate, QueueView, Thresholds};
 pub use metrics::BrokerCounts;
 pub use process_queue::{Msg, ProcessQueue};
+pub use pull_gate::{decide, FlowControl, Gate, QueueView, Thresholds};
 pub use route::{Mq, Target};
 pub use run::ConsumerRun;
 pub use seqset::SeqSet;

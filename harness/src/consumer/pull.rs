@@ -12,13 +12,15 @@ use bytes::BytesMut;
 use remoting::headers::PullMessageRequestHeader;
 
 use crate::consumer::body::decode_pull_body;
-use crate::consumer::gate::{decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds};
 use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
 use crate::consumer::offsets::query_offset;
 use crate::consumer::outbox::Owed;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::pull_frame::{PullFields, PullFrame};
+use crate::consumer::pull_gate::{
+    decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds,
+};
 use crate::consumer::route::MASTER_ID;
 use crate::consumer::send_back;
 use crate::consumer::state::{publish_committed, Instance, QueueState};

@@ -20,9 +20,9 @@ use remoting::headers::UpdateConsumerOffsetRequestHeader;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::consumer::allocate::allocate_averagely;
-use crate::consumer::gate::Thresholds;
 use crate::consumer::offsets::consumer_ids;
 use crate::consumer::pull::pull_loop;
+use crate::consumer::pull_gate::Thresholds;
 use crate::consumer::route::Mq;
 use crate::consumer::state::{Instance, QueueState};
 

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
-use crate::consumer::gate::{QueueView, Thresholds};
 use crate::consumer::link::Link;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
@@ -20,6 +19,7 @@ use crate::consumer::metrics::Metrics;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
+use crate::consumer::pull_gate::{QueueView, Thresholds};
 use crate::consumer::restart::RestartWatch;
 use crate::consumer::route::{find_in_subscribe, Mq, Route, MASTER_ID};
 use crate::consumer::threads::ConsumeThreads;
