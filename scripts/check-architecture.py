@@ -32,14 +32,17 @@ MAX_LINES = 600
 LAYERS = [
     ["remoting"],
     ["remoting-server", "harness-model"],
-    ["rmq-client"],
+    ["harness-results", "rmq-client"],
     ["name-server", "floor", "broker-under-test"],
     ["harness"],
 ]
 
-# Direct [dependencies] a crate must not have: harness-model is the offline crate (profiles,
-# matrices, rules), usable without a runtime or the wire format.
-FORBIDDEN = {"harness-model": ["tokio", "remoting"]}
+# Direct [dependencies] a crate must not have: the offline crates are usable without a runtime or
+# the wire format: harness-model (profiles, matrices, rules), harness-results (the result-folder
+# contract) and harness-analysis (compare, gate, drift, the HTML report), which also never reach
+# back up into the runner.
+OFFLINE = ["tokio", "remoting", "rmq-client", "harness"]
+FORBIDDEN = {"harness-model": OFFLINE, "harness-results": OFFLINE, "harness-analysis": OFFLINE}
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 PATH_STRING = re.compile(r"\$?" + IDENT + r"(?:::" + IDENT + r")+")
@@ -106,7 +109,7 @@ def check_layers(root, members, layers=LAYERS, forbidden=FORBIDDEN):
                 )
         for dep in forbidden.get(name, []):
             if dep in deps:
-                problems.append(f"{name}: depends on {dep}: it is the offline crate, keep {dep} out of it")
+                problems.append(f"{name}: depends on {dep}: it is an offline crate, keep {dep} out of it")
     return problems
 
 

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::compare::load::{load, Second};
+use harness_results::read::{load, Second};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DriftArgs {

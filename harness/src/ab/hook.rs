@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use crate::compare::gate::{evaluate, Outcome};
-use crate::compare::load::{load, RunData};
 use crate::compare::model::StatOptions;
 use crate::exit;
 use harness_model::profile::{ab_settings_of, AbSettings};
 use harness_model::rules::{parse_rules_toml, GateRules};
+use harness_results::read::{load, RunData};
 
 use super::verdict::{gate_lines, is_ab, judge, table};
 

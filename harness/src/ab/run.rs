@@ -11,13 +11,13 @@ use std::time::SystemTime;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::compare::load;
 use crate::exit;
 use crate::provenance::{utc, Provenance};
 use crate::report::write_atomic;
 use crate::runner::{check_broker_profile, run_profile, RunOptions};
 use harness_model::matrix;
 use harness_model::profile::{Model, Profile};
+use harness_results::read as load;
 
 use super::args::AbArgs;
 use super::build::{resolve_sides, BuildPlaces, SideBinary};

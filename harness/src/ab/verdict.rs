@@ -12,9 +12,9 @@
 use std::fmt::Write as _;
 
 use crate::compare::gate::Outcome;
-use crate::compare::load::{Row, RunData};
 use crate::compare::render::num;
 use harness_model::profile::{AbSettings, FailWhen};
+use harness_results::read::{Row, RunData};
 
 use super::paired::{bootstrap_median_ci, hodges_lehmann, median, signed_rank, SignedRank};
 
@@ -416,7 +416,7 @@ mod tests {
             csv += &format!("a,{r},capacity,c,{r},{a},true\nb,{r},capacity,c,{r},{b},true\n");
         }
         std::fs::write(dir.path().join("summary.csv"), csv).unwrap();
-        let run = crate::compare::load::load(dir.path()).unwrap();
+        let run = harness_results::read::load(dir.path()).unwrap();
         (dir, run)
     }
 
@@ -494,7 +494,7 @@ mod tests {
             );
         }
         std::fs::write(dir.path().join("summary.csv"), csv).unwrap();
-        let run = crate::compare::load::load(dir.path()).unwrap();
+        let run = harness_results::read::load(dir.path()).unwrap();
         (dir, run)
     }
 

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use super::load::{CellKey, Row, RunData};
 use super::model::{self, metric_named, Method, StatOptions, Verdict};
 use super::stats::median;
 use harness_model::rules::{eval, AllowInvalid, Env, EvalError, GateRules, Rule, RuleKind};
+use harness_results::read::{CellKey, Row, RunData};
 
 /// Result of a gate, in increasing order of severity. The exit code is the discriminant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -9,7 +9,8 @@
 //! * gate.rs   — rule evaluation and exit codes (0 pass, 1 regression, 2 inconclusive, 3 invalid)
 
 pub mod gate;
-pub mod load;
+/// The result-folder reader, which lives in `harness-results` now (the path stays for callers).
+pub use harness_results::read as load;
 pub mod model;
 pub mod render;
 

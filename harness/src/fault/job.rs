@@ -7,9 +7,9 @@ use std::path::Path;
 use crate::fault::injector::{Injector, Restarter};
 use crate::kind::Kind;
 use crate::reconcile::{reconcile_store, Tally};
-use crate::report::cells::Fixed;
 use crate::report::FaultColumns;
 use harness_model::matrix::Cell;
+use harness_results::cells::Fixed;
 
 /// The injector of a cell with `[fault]`, over `sends` scheduled sends. `kind` and `conf` are
 /// the job's own broker (None with `--target`).

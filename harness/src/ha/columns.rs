@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::cells::Fixed;
 pub use crate::report::{HaColumns, TimeseriesHa};
+use harness_results::cells::Fixed;
 
 /// The master's lag behind it: `commitLogMaxOffset − haSlaveAckOffset` once a slave reported.
 pub const LAG_KEY: &str = "haSlaveFallBehindBytes";

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::compare::load::{self, RunData};
 use crate::merge::error::MergeError;
 use crate::merge::hlog_read::{self, Hlog};
+use harness_results::read::{self as load, RunData};
 
 /// `timeseries.csv` as written: its header and rows of text.
 #[derive(Debug, Clone, Default)]

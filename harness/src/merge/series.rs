@@ -18,9 +18,9 @@ use crate::merge::error::MergeError;
 use crate::merge::folder::ShardFolder;
 use crate::merge::rates::{phase_rates, rate_of};
 use crate::recorder::{histogram, BusyClass};
-use crate::report::cells::Fixed;
 use crate::report::hlog_totals::{parse_tag, TagKind};
 use crate::report::{TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use harness_results::cells::Fixed;
 
 /// (job ordinal, wall-clock second): where a row or a second's histogram goes.
 type Key = (usize, i64);

@@ -4,13 +4,13 @@
 
 use hdrhistogram::Histogram;
 
-use crate::compare::load::Row;
 use crate::merge::error::MergeError;
 use crate::merge::folder::ShardFolder;
 use crate::merge::rates::{phase_rates, rate_of};
 use crate::recorder::{histogram, BusyClass, Counts, Segment};
 use crate::report::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
 use crate::report::{Resources, SegmentFigures, SummaryRow};
+use harness_results::read::Row;
 
 fn count(row: &Row, column: &str) -> u64 {
     row.get(column)

@@ -9,12 +9,12 @@ use serde_json::json;
 
 use crate::merge::merge_folders;
 use crate::recorder::{histogram, Counts, Recorder};
-use crate::report::cells::Fixed;
 use crate::report::hlog_totals::{job_tag, push_segment_totals};
 use crate::report::{
     summary_csv, HlogWriter, Resources, SegmentFigures, SummaryRow, TimeseriesKey, TimeseriesRow,
     TimeseriesTail, TimeseriesWriter,
 };
+use harness_results::cells::Fixed;
 
 /// Latencies of one shard: spread over six decades so that bucket boundaries matter.
 fn samples(seed: u64, n: usize) -> Vec<u64> {
@@ -243,7 +243,7 @@ fn merged_percentiles_are_those_of_the_concatenated_samples() {
     assert_eq!(events, ["pause", "kill restart"]);
 
     // compare reads the merged folder like any run.
-    let data = crate::compare::load::load(&out).unwrap();
+    let data = harness_results::read::load(&out).unwrap();
     assert_eq!(data.rows.len(), 1);
     assert_eq!(data.series.values().next().map(Vec::len), Some(2));
 }

@@ -1,76 +1,25 @@
-//! What a send's answer was: the outcome classes, their columns and the broker counters behind
-//! them, and the queue figures of a fast-failure remark.
+//! What a send's answer was: the outcome classes and the queue figures of a fast-failure remark.
+//! The busy classes themselves, and their column names, are `harness_results::BusyClass`.
 
 use remoting::ResponseCode;
-use serde::Serialize;
 
-/// Which flow-control path produced a busy answer (reference §4.2, §6, §7.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum BusyClass {
-    PcbusyCleanQueue,
-    TimeoutCleanQueue,
-    RejectRequest,
-    Overload,
-    PcSynchronized,
-    Other,
-}
+pub use harness_results::BusyClass;
 
-impl BusyClass {
-    pub const ALL: [BusyClass; 6] = [
-        BusyClass::PcbusyCleanQueue,
-        BusyClass::TimeoutCleanQueue,
-        BusyClass::RejectRequest,
-        BusyClass::Overload,
-        BusyClass::PcSynchronized,
-        BusyClass::Other,
-    ];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Column suffix in the CSV files.
-    pub fn column(self) -> &'static str {
-        match self {
-            BusyClass::PcbusyCleanQueue => "pcbusy_clean_queue",
-            BusyClass::TimeoutCleanQueue => "timeout_clean_queue",
-            BusyClass::RejectRequest => "rejectrequest",
-            BusyClass::Overload => "overload",
-            BusyClass::PcSynchronized => "pc_synchronized",
-            BusyClass::Other => "other",
-        }
-    }
-
-    /// The broker-under-test runtime-info counters that count this class for sends.
-    pub fn broker_counters(self) -> &'static [&'static str] {
-        match self {
-            BusyClass::PcbusyCleanQueue => &["flowControlPcBusyCleanQueue"],
-            BusyClass::TimeoutCleanQueue => &["flowControlTimeoutCleanQueueSend"],
-            BusyClass::RejectRequest => &[
-                "flowControlRejectRequestPageCache",
-                "flowControlRejectRequestPool",
-            ],
-            BusyClass::Overload => &["flowControlOverloadSend"],
-            BusyClass::PcSynchronized => &["flowControlPcSynchronized"],
-            BusyClass::Other => &[],
-        }
-    }
-
-    fn from_remark(remark: &str) -> BusyClass {
-        let r = remark.trim_start();
-        if r.starts_with("[PCBUSY_CLEAN_QUEUE]") {
-            BusyClass::PcbusyCleanQueue
-        } else if r.starts_with("[TIMEOUT_CLEAN_QUEUE]") {
-            BusyClass::TimeoutCleanQueue
-        } else if r.starts_with("[REJECTREQUEST]") {
-            BusyClass::RejectRequest
-        } else if r.starts_with("[OVERLOAD]") {
-            BusyClass::Overload
-        } else if r.starts_with("[PC_SYNCHRONIZED]") {
-            BusyClass::PcSynchronized
-        } else {
-            BusyClass::Other
-        }
+/// The flow-control path a SYSTEM_BUSY remark names.
+fn busy_class_of(remark: &str) -> BusyClass {
+    let r = remark.trim_start();
+    if r.starts_with("[PCBUSY_CLEAN_QUEUE]") {
+        BusyClass::PcbusyCleanQueue
+    } else if r.starts_with("[TIMEOUT_CLEAN_QUEUE]") {
+        BusyClass::TimeoutCleanQueue
+    } else if r.starts_with("[REJECTREQUEST]") {
+        BusyClass::RejectRequest
+    } else if r.starts_with("[OVERLOAD]") {
+        BusyClass::Overload
+    } else if r.starts_with("[PC_SYNCHRONIZED]") {
+        BusyClass::PcSynchronized
+    } else {
+        BusyClass::Other
     }
 }
 
@@ -159,7 +108,7 @@ pub fn classify(code: i32, remark: Option<&str>) -> Outcome {
     const SLAVE_NOT_AVAILABLE: i32 = ResponseCode::SLAVE_NOT_AVAILABLE as i32;
     match code {
         SUCCESS => Outcome::Ok,
-        SYSTEM_BUSY => Outcome::Busy(BusyClass::from_remark(remark.unwrap_or(""))),
+        SYSTEM_BUSY => Outcome::Busy(busy_class_of(remark.unwrap_or(""))),
         SYSTEM_ERROR if remark.is_some_and(|r| r.trim_start().starts_with("[PC_SYNCHRONIZED]")) => {
             Outcome::Busy(BusyClass::PcSynchronized)
         }

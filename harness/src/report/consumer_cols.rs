@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::consumer::{BrokerCounts, ConsumerFigures, ConsumerSecond};
-use crate::report::cells::{ms, Fixed};
+use harness_results::cells::{ms, Fixed};
 
 /// `summary.csv`'s consumer columns, after `invalid_reason`.
 #[derive(Debug, Default, Serialize)]

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::report::cells::Fixed;
+use harness_results::cells::Fixed;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct KneeColumns {

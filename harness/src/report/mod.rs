@@ -4,8 +4,6 @@
 //! `timeseries.csv` and `latency.hlog` are appended line by line as each second ends.
 
 pub mod advice;
-mod atomic;
-pub mod cells;
 mod consumer_cols;
 mod disk_cols;
 mod ha_cols;
@@ -18,9 +16,10 @@ mod summary;
 mod table;
 mod timeseries;
 
-pub use atomic::write_atomic;
 pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
 pub use ha_cols::{HaColumns, TimeseriesHa};
+pub use harness_results::cells;
+pub use harness_results::write_atomic;
 pub use hlog::HlogWriter;
 pub use order_cols::{OrderColumns, TimeseriesOrder};
 pub use summary::{

@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use crate::consumer::ConsumerFigures;
 use crate::recorder::{quantile, Counts, Segment};
-use crate::report::cells::{busy_columns, field_names, ms, Fixed};
 use crate::report::consumer_cols::SummaryConsumer;
 use crate::report::disk_cols::DiskColumns;
 use crate::report::ha_cols::HaColumns;
 use crate::report::knee_columns::KneeColumns;
 use crate::report::order_cols::OrderColumns;
 use crate::write_blocks::WriteBlocks;
+use harness_results::cells::{busy_columns, field_names, ms, Fixed};
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -412,6 +412,17 @@ pub fn summary_csv(axis_keys: &[String], rows: &[SummaryRow]) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader's contract (`harness_results::columns`) names every column the writer
+    /// writes, in the writer's order: a new field needs its name there too.
+    #[test]
+    fn columns_are_the_results_contract() {
+        assert_eq!(
+            *SUMMARY_METRICS,
+            harness_results::columns::SUMMARY_METRICS,
+            "summary.csv columns"
+        );
+    }
 
     /// The exact text of one row: the committed baselines and `compare` read these cells, so
     /// decimals, empty cells and quoting must never drift.

@@ -6,9 +6,7 @@
 
 use std::borrow::Borrow;
 
-use crate::compare::load::{CellKey, Row};
 use crate::kind::{Lifecycle, Member};
-use crate::report::cells::Fixed;
 use crate::report::{summary_csv, SummaryRow};
 use crate::runner::context::{Ctx, Probe};
 use crate::runner::job::{run_job, start_broker};
@@ -16,6 +14,8 @@ use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
 use harness_model::matrix::Cell;
 use harness_model::profile::{Knee, Model, Slo};
 use harness_model::rules::{Env, EvalError};
+use harness_results::cells::Fixed;
+use harness_results::read::{CellKey, Row};
 
 /// Runs the knee search of one cell and repetition. Like `run_job`, never fails: problems
 /// become invalid rows, and a probe that could send nothing ends the search.

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 
 use crate::recorder::{Interval, NotAvailableClass};
-use crate::report::cells::Fixed;
 use crate::report::{Resources, TimeseriesKey, TimeseriesRow, TimeseriesTail};
 use crate::runner::plan::LoadConfig;
 use harness_model::matrix::Cell;
 use harness_model::profile::Model;
+use harness_results::cells::Fixed;
 
 /// One sampled second (or the short drain interval at the end).
 pub struct Sample {

@@ -1,7 +1,7 @@
 //! The comparison of two runs (or of cells within one run): one row per metric and pair,
 //! plus the notes that qualify it.
 
-use crate::compare::load::{CellKey, RunData};
+use harness_results::read::{CellKey, RunData};
 
 use super::decide::{decide, seed_for, Method, StatOptions, Verdict};
 use super::metric::{Direction, Metric};

@@ -1,9 +1,9 @@
 //! One verdict for one metric of one pair of cells: the noise threshold, then the rank test
 //! on repetitions, then the per-second block bootstrap.
 
-use crate::compare::load::{CellKey, Second};
 use crate::compare::stats::{self, median};
 use harness_model::fnv::Fnv1a;
+use harness_results::read::{CellKey, Second};
 
 use super::metric::{Direction, Metric, SeriesStat};
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::load::{CellKey, RunData};
+use harness_results::read::{CellKey, RunData};
 
 /// Per-repetition values of a metric in a cell (missing values skipped).
 pub fn cell_values(run: &RunData, key: &CellKey, name: &str) -> Vec<f64> {

@@ -4,7 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::recorder::BusyClass;
+use crate::busy::BusyClass;
 
 /// A float written with exactly `D` decimals (`{:.D}`), never in exponent form.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

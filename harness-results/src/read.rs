@@ -447,15 +447,15 @@ fn trim_drain(secs: &mut Vec<Second>) {
     }
 }
 
-/// Whether `col` is a numeric column of the `summary.csv` contract written by
-/// [`crate::report`]: a non-number there is an error, not text.
+/// Whether `col` is a numeric column of the `summary.csv` contract ([`crate::columns`]): a
+/// non-number there is an error, not text.
 fn is_summary_numeric(col: &str) -> bool {
-    crate::report::SUMMARY_METRICS.contains(&col) && !TEXT_COLUMNS.contains(&col)
+    crate::columns::SUMMARY_METRICS.contains(&col) && !TEXT_COLUMNS.contains(&col)
 }
 
 /// Whether `col` is a numeric column of the `timeseries.csv` contract.
 fn is_series_numeric(col: &str) -> bool {
-    crate::report::TIMESERIES_COLUMNS.contains(&col) && !TEXT_COLUMNS.contains(&col)
+    crate::columns::TIMESERIES_COLUMNS.contains(&col) && !TEXT_COLUMNS.contains(&col)
 }
 
 #[cfg(test)]
