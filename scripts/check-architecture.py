@@ -33,7 +33,7 @@ LAYERS = [
     ["remoting"],
     ["remoting-server", "harness-model"],
     ["harness-results", "rmq-client"],
-    ["name-server", "floor", "broker-under-test"],
+    ["harness-analysis", "name-server", "floor", "broker-under-test"],
     ["harness"],
 ]
 
