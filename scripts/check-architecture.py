@@ -6,7 +6,7 @@
   imports it back, directly or through others), which also rules out hub `mod.rs` files whose
   children import from them;
 - the workspace's crates form layers (LAYERS, lowest first): a crate's [dependencies] name only
-  workspace crates of a lower layer, and the offline crate stays offline (FORBIDDEN).
+  workspace crates of a lower layer, and the offline crates stay offline (FORBIDDEN).
 
 The crates are the workspace `Cargo.toml`'s `members`. A module's imports are every path into the
 crate outside `#[cfg(test)]` code: `use` and `pub use` lines, and inline paths (`crate::a::f(..)`,
@@ -33,7 +33,7 @@ LAYERS = [
     ["remoting"],
     ["remoting-server", "harness-model"],
     ["harness-results", "rmq-client"],
-    ["name-server", "floor", "broker-under-test"],
+    ["harness-analysis", "name-server", "floor", "broker-under-test"],
     ["harness"],
 ]
 

@@ -1,8 +1,11 @@
 //! harness: `profile → matrix → runner → recorder → report → compare/gate`.
 //!
 //! The top crate: it owns running (the runner, its job parts, the kinds of broker it starts),
-//! recording, writing results and analysing them. It builds on `harness-model` (what a run is)
-//! and `rmq-client` (the wire client); nothing in the workspace imports it.
+//! recording, writing results, `harness merge`, and the command line over the analysis: compare,
+//! gate, drift and the HTML report are `harness-analysis` (re-exported as [`compare`], [`drift`],
+//! [`html`]); this crate prints them and maps them to exit codes. It builds on `harness-model`
+//! (what a run is), `harness-results` (the result-folder contract), `harness-analysis` and
+//! `rmq-client` (the wire client); nothing in the workspace imports it.
 //!
 //! `main.rs` parses the command line and calls [`run_cli`]; everything else lives here so
 //! integration tests can call it in-process.

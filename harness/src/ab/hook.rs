@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use crate::compare::gate::{evaluate, Outcome};
-use crate::compare::model::StatOptions;
 use crate::exit;
+use harness_analysis::compare::gate::{evaluate, Outcome};
+use harness_analysis::compare::model::StatOptions;
 use harness_model::profile::{ab_settings_of, AbSettings};
 use harness_model::rules::{parse_rules_toml, GateRules};
 use harness_results::read::{load, RunData};

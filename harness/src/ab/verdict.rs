@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
-use crate::compare::gate::Outcome;
-use crate::compare::render::num;
+use harness_analysis::compare::gate::Outcome;
+use harness_analysis::compare::render::num;
 use harness_model::profile::{AbSettings, FailWhen};
 use harness_results::read::{Row, RunData};
 

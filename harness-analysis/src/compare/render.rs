@@ -1,6 +1,7 @@
 //! Rendering a [`Comparison`]: aligned table, CSV, JSON, Markdown. Pure functions of the
 //! model so every format shows the same numbers.
 
+use super::error::RenderError;
 use super::model::{Comparison, Method, MetricComparison, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -243,7 +244,7 @@ pub fn markdown(c: &Comparison, all: bool) -> String {
     out
 }
 
-pub fn csv(c: &Comparison) -> anyhow::Result<String> {
+pub fn csv(c: &Comparison) -> Result<String, RenderError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "cell",
@@ -291,10 +292,11 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
             r.note.clone(),
         ])?;
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes)?)
 }
 
-pub fn json(c: &Comparison) -> anyhow::Result<String> {
+pub fn json(c: &Comparison) -> Result<String, RenderError> {
     let mut s = serde_json::to_string_pretty(c)?;
     s.push('\n');
     Ok(s)
@@ -302,7 +304,7 @@ pub fn json(c: &Comparison) -> anyhow::Result<String> {
 
 /// Render in `format`; `all` keeps rows that are 0 on both sides in table and markdown
 /// (csv and json always hold every row).
-pub fn render(c: &Comparison, format: Format, all: bool) -> anyhow::Result<String> {
+pub fn render(c: &Comparison, format: Format, all: bool) -> Result<String, RenderError> {
     Ok(match format {
         Format::Table => table(c, all),
         Format::Markdown => markdown(c, all),

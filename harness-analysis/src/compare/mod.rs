@@ -1,27 +1,29 @@
 //! `harness compare` and `harness gate`: load results, compute a comparison model, then
-//! render it (compare) or judge rules against it (gate).
+//! render it (compare) or judge rules against it (gate). The printing and the exit codes are
+//! `harness`'s (it also tries `harness ab`'s folders first).
 //!
-//! * load.rs   — summary.csv / timeseries.csv, matched by column name
+//! * load      — summary.csv / timeseries.csv, matched by column name (`harness_results::read`)
 //! * stats.rs  — Mann–Whitney U and the moving-block bootstrap
 //! * model/    — cell pairing, metrics, verdicts
 //! * render.rs — table, csv, json, markdown
-//! * rules/    — the gate's rule language and `[gate]` table
-//! * gate.rs   — rule evaluation and exit codes (0 pass, 1 regression, 2 inconclusive, 3 invalid)
+//! * gate.rs   — rule evaluation and exit codes (0 pass, 1 regression, 2 inconclusive, 3 invalid);
+//!   the rule language and the `[gate]` table are `harness_model::rules`
+//! * error.rs  — why a comparison, a gate or a rendering could not be made
 
+mod error;
 pub mod gate;
-/// The result-folder reader, which lives in `harness-results` now (the path stays for callers).
-pub use harness_results::read as load;
 pub mod model;
 pub mod render;
-
 pub mod stats;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::Context;
+use harness_results::read::{self, RunData};
 
+pub use error::{CompareError, RenderError};
 pub use gate::{GateReport, Outcome};
+/// The result-folder reader, which lives in `harness-results` (the path stays for callers).
+pub use harness_results::read as load;
 pub use model::{Comparison, StatOptions, Verdict};
 pub use render::Format;
 
@@ -52,24 +54,22 @@ impl StatArgs {
         &self,
         file_threshold: Option<f64>,
         file_alpha: Option<f64>,
-    ) -> anyhow::Result<StatOptions> {
+    ) -> Result<StatOptions, CompareError> {
         let d = StatOptions::default();
         let threshold_pct = self.threshold.or(file_threshold).unwrap_or(d.threshold_pct);
         let alpha = self.alpha.or(file_alpha).unwrap_or(d.alpha);
-        anyhow::ensure!(
-            threshold_pct.is_finite() && threshold_pct >= 0.0,
-            "--threshold {threshold_pct}: must be a percentage >= 0"
-        );
-        anyhow::ensure!(
-            alpha > 0.0 && alpha < 1.0,
-            "--alpha {alpha}: must be in (0, 1)"
-        );
-        anyhow::ensure!(self.block >= 1, "--block must be >= 1 second");
-        anyhow::ensure!(
-            (100..=1_000_000).contains(&self.resamples),
-            "--resamples {}: use 100..=1000000 (>= 1000 recommended)",
-            self.resamples
-        );
+        if !(threshold_pct.is_finite() && threshold_pct >= 0.0) {
+            return Err(CompareError::Threshold(threshold_pct));
+        }
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(CompareError::Alpha(alpha));
+        }
+        if self.block < 1 {
+            return Err(CompareError::Block);
+        }
+        if !(100..=1_000_000).contains(&self.resamples) {
+            return Err(CompareError::Resamples(self.resamples));
+        }
         Ok(StatOptions {
             threshold_pct,
             alpha,
@@ -126,7 +126,7 @@ pub struct GateArgs {
 }
 
 /// Build the comparison model for compare's arguments.
-pub fn build_comparison(args: &CompareArgs) -> anyhow::Result<Comparison> {
+pub fn build_comparison(args: &CompareArgs) -> Result<Comparison, CompareError> {
     let opts = args.stats.options(None, None)?;
     let metrics: Vec<model::Metric> = if args.metrics.is_empty() {
         model::METRICS.to_vec()
@@ -136,10 +136,10 @@ pub fn build_comparison(args: &CompareArgs) -> anyhow::Result<Comparison> {
             .map(|m| model::metric_named(m.trim()))
             .collect()
     };
-    let base = load::load(&args.base)?;
+    let base = read::load(&args.base)?;
     let comparison = match (&args.candidate, &args.reference) {
         (Some(c), None) => {
-            let cand = load::load(c)?;
+            let cand = read::load(c)?;
             check_metrics(&metrics, &[&base, &cand])?;
             let (pairs, ub, uc) = model::pair_runs(&base, &cand);
             model::build(&base, &cand, &pairs, &metrics, &opts, None, &ub, &uc)
@@ -147,23 +147,32 @@ pub fn build_comparison(args: &CompareArgs) -> anyhow::Result<Comparison> {
         (None, Some(r)) => {
             let (k, v) = r
                 .split_once('=')
-                .with_context(|| format!("--reference {r}: write KEY=VALUE, e.g. broker.useReentrantLockWhenPutMessage=false"))?;
+                .ok_or_else(|| CompareError::ReferenceSyntax(r.clone()))?;
             check_metrics(&metrics, &[&base])?;
-            let (pairs, orphans) =
-                model::pair_reference(&base, k.trim(), v.trim()).map_err(anyhow::Error::msg)?;
+            let (pairs, orphans) = model::pair_reference(&base, k.trim(), v.trim())?;
             let label = format!("{}={}", model::param_name(k.trim()), v.trim());
-            model::build(&base, &base, &pairs, &metrics, &opts, Some(label), &orphans, &[])
+            model::build(
+                &base,
+                &base,
+                &pairs,
+                &metrics,
+                &opts,
+                Some(label),
+                &orphans,
+                &[],
+            )
         }
-        (Some(_), Some(_)) => anyhow::bail!("give either CANDIDATE or --reference, not both"),
-        (None, None) => anyhow::bail!(
-            "nothing to compare: give CANDIDATE (another run) or --reference KEY=VALUE (cells within {})",
-            args.base.display()
-        ),
+        (Some(_), Some(_)) => return Err(CompareError::Both),
+        (None, None) => {
+            return Err(CompareError::Nothing {
+                base: args.base.clone(),
+            })
+        }
     };
     Ok(comparison)
 }
 
-fn check_metrics(metrics: &[model::Metric], runs: &[&load::RunData]) -> anyhow::Result<()> {
+fn check_metrics(metrics: &[model::Metric], runs: &[&RunData]) -> Result<(), CompareError> {
     for run in runs {
         let Some(row) = run.rows.first() else {
             continue;
@@ -171,39 +180,30 @@ fn check_metrics(metrics: &[model::Metric], runs: &[&load::RunData]) -> anyhow::
         for m in metrics {
             let known = model::METRICS.iter().any(|k| k.name == m.name);
             if !known && row.get(&m.name).is_err() {
-                anyhow::bail!(
-                    "--metric {}: no such column in {}",
-                    m.name,
-                    run.source.display()
-                );
+                return Err(CompareError::NoColumn {
+                    metric: m.name.to_string(),
+                    run: run.source.clone(),
+                });
             }
         }
     }
     Ok(())
 }
 
-pub fn run_compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    if args.reference.is_none() {
-        let (t, a) = (args.stats.threshold, args.stats.alpha);
-        if let Some(text) = crate::ab::compare_ab(&args.base, args.candidate.as_deref(), t, a)? {
-            print!("{text}");
-            return Ok(ExitCode::SUCCESS);
-        }
-    }
-    let c = build_comparison(args)?;
-    let text = render::render(&c, args.format, args.all)?;
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The gate without printing: parsed inputs → report. Errors are invalid input (exit 3).
-pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
+pub fn gate_report(args: &GateArgs) -> Result<GateReport, CompareError> {
     let rules = match &args.rules {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("{}: cannot read rules file", p.display()))?;
-            harness_model::rules::parse_rules_toml(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+            let text = std::fs::read_to_string(p).map_err(|source| CompareError::ReadRules {
+                path: p.clone(),
+                source,
+            })?;
+            harness_model::rules::parse_rules_toml(&text).map_err(|message| {
+                CompareError::Rules {
+                    path: p.clone(),
+                    message,
+                }
+            })?
         }
         None => harness_model::rules::GateRules::default(),
     };
@@ -214,13 +214,13 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
             let text = format!("{}: regression <= {}%", m.name, opts.threshold_pct);
             rules.rules.push(
                 harness_model::rules::parse_rule(&text, Default::default())
-                    .map_err(anyhow::Error::msg)?,
+                    .map_err(CompareError::DefaultRule)?,
             );
         }
     }
-    let cand = load::load(&args.candidate)?;
+    let cand = read::load(&args.candidate)?;
     let base = match &args.baseline {
-        Some(b) => Some(load::load(b)?),
+        Some(b) => Some(read::load(b)?),
         None => None,
     };
     Ok(gate::evaluate(
@@ -230,29 +230,4 @@ pub fn gate_report(args: &GateArgs) -> anyhow::Result<GateReport> {
         &opts,
         args.verbose,
     ))
-}
-
-pub fn run_gate(args: &GateArgs) -> anyhow::Result<ExitCode> {
-    let (b, r, s) = (args.baseline.as_deref(), args.rules.as_deref(), &args.stats);
-    match crate::ab::gate_ab(&args.candidate, b, r, s.threshold, s.alpha, args.verbose) {
-        Ok(Some(code)) => return Ok(ExitCode::from(code)),
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("gate: invalid input: {e:#}");
-            return Ok(ExitCode::from(Outcome::Invalid.exit_code()));
-        }
-    }
-    match gate_report(args) {
-        Ok(report) => {
-            for line in &report.lines {
-                println!("{line}");
-            }
-            println!("{}", report.summary());
-            Ok(ExitCode::from(report.outcome().exit_code()))
-        }
-        Err(e) => {
-            eprintln!("gate: invalid input: {e:#}");
-            Ok(ExitCode::from(Outcome::Invalid.exit_code()))
-        }
-    }
 }

@@ -21,4 +21,9 @@ pub enum ReportError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `compare`'s verdicts for two runs could not be built.
+    #[error(transparent)]
+    Compare(#[from] crate::compare::CompareError),
+    #[error(transparent)]
+    Render(#[from] crate::compare::RenderError),
 }

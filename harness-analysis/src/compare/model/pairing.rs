@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use harness_results::read::{CellKey, RunData};
 
+use crate::compare::error::PairError;
+
 /// Per-repetition values of a metric in a cell (missing values skipped).
 pub fn cell_values(run: &RunData, key: &CellKey, name: &str) -> Vec<f64> {
     run.cell_rows(key)
@@ -70,18 +72,14 @@ pub fn pair_reference(
     run: &RunData,
     key: &str,
     value: &str,
-) -> Result<(Vec<Pair>, Vec<CellKey>), String> {
+) -> Result<(Vec<Pair>, Vec<CellKey>), PairError> {
     let key = param_name(key);
     if !run.param_keys.iter().any(|k| k == key) {
-        return Err(format!(
-            "{}: no column `param_{key}`; parameters in this run: {}",
-            run.source.display(),
-            if run.param_keys.is_empty() {
-                "(none)".to_string()
-            } else {
-                run.param_keys.join(", ")
-            }
-        ));
+        return Err(PairError::NoParameter {
+            run: run.source.clone(),
+            key: key.to_string(),
+            params: run.param_keys.clone(),
+        });
     }
     if !run
         .cells
@@ -93,11 +91,12 @@ pub fn pair_reference(
             .keys()
             .filter_map(|k| k.params.get(key).map(String::as_str))
             .collect();
-        return Err(format!(
-            "{}: no cell has {key}={value}; values present: {}",
-            run.source.display(),
-            values.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+        return Err(PairError::NoValue {
+            run: run.source.clone(),
+            key: key.to_string(),
+            value: value.to_string(),
+            present: values.into_iter().map(str::to_string).collect(),
+        });
     }
     let mut pairs = Vec::new();
     let mut orphans = Vec::new();

@@ -32,7 +32,6 @@ mod view;
 mod words;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 pub use error::ReportError;
 pub use view::RunView;
@@ -46,13 +45,6 @@ pub struct ReportArgs {
     /// The HTML file to write. Default: report.html in the (second) result folder.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// Writes the report and prints its path.
-pub fn run_report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let path = write_report(args)?;
-    println!("{}", path.display());
-    Ok(ExitCode::SUCCESS)
 }
 
 /// summary.csv columns compared beyond `compare`'s defaults when either run has them filled:
@@ -101,7 +93,7 @@ fn verdict_metrics(runs: &[RunView]) -> Vec<String> {
 }
 
 /// Writes the report; returns its path.
-pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
+pub fn write_report(args: &ReportArgs) -> Result<PathBuf, ReportError> {
     let mut runs = vec![RunView::load(&args.run)?];
     let mut verdicts = None;
     if let Some(second) = &args.run2 {
@@ -129,7 +121,7 @@ pub fn write_report(args: &ReportArgs) -> Result<PathBuf, anyhow::Error> {
         .out
         .clone()
         .unwrap_or_else(|| args.run2.as_ref().unwrap_or(&args.run).join("report.html"));
-    crate::report::write_atomic(&out, html.as_bytes()).map_err(|source| ReportError::Write {
+    harness_results::write_atomic(&out, html.as_bytes()).map_err(|source| ReportError::Write {
         path: out.clone(),
         source,
     })?;

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use crate::recorder::BusyClass;
 use harness_results::read::Second;
+use harness_results::BusyClass;
 
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::ScopeError;
 use super::model::{self, metric_named, Method, StatOptions, Verdict};
 use super::stats::median;
 use harness_model::rules::{eval, AllowInvalid, Env, EvalError, GateRules, Rule, RuleKind};
@@ -94,18 +95,18 @@ fn in_scope(
     key: &CellKey,
     cell_id: &str,
     scope: &BTreeMap<String, String>,
-) -> Result<bool, String> {
+) -> Result<bool, ScopeError> {
     for (k, v) in scope {
         let ok = match k.as_str() {
             "step" => key.step == *v,
             "cell_id" => cell_id == v,
             _ => {
                 if !run.param_keys.iter().any(|p| p == k) {
-                    return Err(format!(
-                        "where: no parameter `{k}` in {} (parameters: {})",
-                        run.source.display(),
-                        run.param_keys.join(", ")
-                    ));
+                    return Err(ScopeError {
+                        run: run.source.clone(),
+                        key: k.clone(),
+                        params: run.param_keys.clone(),
+                    });
                 }
                 key.params.get(k) == Some(v)
             }
@@ -337,7 +338,7 @@ fn check_relative(
     )
 }
 
-fn allowed_invalid(allow: &AllowInvalid, run: &RunData, row: &Row) -> Result<bool, String> {
+fn allowed_invalid(allow: &AllowInvalid, run: &RunData, row: &Row) -> Result<bool, ScopeError> {
     match allow {
         AllowInvalid::None => Ok(false),
         AllowInvalid::All => Ok(true),
