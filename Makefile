@@ -32,7 +32,7 @@ APACHE_PROFILE ?= profiles/apache-wait-time.toml
 apache: ## Fetch Apache RocketMQ's released jars (apache/<version>/pom.xml, Maven Central) into target/apache; a second call needs no network
 	bash scripts/apache-jars.sh
 
-bench-apache: build apache ## The main job on Apache RocketMQ APACHE (default 5.3.3): waitTimeMillsInSendQueue 200/1000/3000 under a real overload (APACHE_PROFILE)
+bench-apache: build apache ## The main job on Apache RocketMQ APACHE (default 5.3.3): waitTimeMillsInSendQueue 200/1000/3000 overloaded from a cold start (APACHE_PROFILE)
 	$(HARNESS) run $(APACHE_PROFILE) --broker apache-$(APACHE)
 
 apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI: 5.3.3): sends, consumers, runtime info, a kill -9 and reconciliation, then its [gate] rules
