@@ -12,11 +12,8 @@ use std::{
 };
 
 use broker_under_test::{config::BrokerConfig, RunningBroker};
-use common::{send_v2, Client};
+use common::{info, num, send_v2, wait_for, Client};
 use remoting::{headers::CreateTopicRequestHeader, RemotingCommand, RequestCode};
-
-/// Generous: a 2-core machine shared with other builds.
-const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The test that kills its master leaves its slave reconnecting to the dead master's HA port
 /// until the test ends. A master of another test that is given that port (ephemeral ports are
@@ -30,33 +27,6 @@ const QUEUES: i32 = 4;
 async fn start(dir: &Path, set: &[(&str, &str)]) -> RunningBroker {
     let config = BrokerConfig::for_test(dir, set).expect("config");
     RunningBroker::start(config).await.expect("broker start")
-}
-
-async fn info(addr: SocketAddr) -> BTreeMap<String, String> {
-    Client::connect(addr).await.runtime_info().await
-}
-
-fn num(info: &BTreeMap<String, String>, key: &str) -> i64 {
-    info.get(key)
-        .unwrap_or_else(|| panic!("runtime info lacks {key}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number"))
-}
-
-/// Polls `probe` until it returns Some, failing after [`DEADLINE`].
-async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Waits until the slave's CommitLog ends where the master's does and is dispatched.

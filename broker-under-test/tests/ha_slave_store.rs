@@ -13,23 +13,16 @@
 
 mod common;
 
-use std::{
-    collections::BTreeMap,
-    net::SocketAddr,
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, path::Path};
 
 use broker_under_test::{config::BrokerConfig, RunningBroker};
-use common::{remark, send_v2, Client};
+use common::{info, num, remark, send_v2, wait_for, Client};
 use remoting::{
     headers::{CreateTopicRequestHeader, PullMessageRequestHeader},
     message::MessageRecord,
     RemotingCommand, RequestCode,
 };
 
-/// Generous: a 2-core machine shared with other builds.
-const DEADLINE: Duration = Duration::from_secs(60);
 const TOPIC: &str = "SlaveTopic";
 /// Level 1 is 1 s: a sent-back message falls due 1 s after it was stored.
 const LEVELS: &str = "1s 1s 1s";
@@ -118,33 +111,6 @@ fn create_topic(topic: &str, queues: i32) -> RemotingCommand {
             order: Some(false),
         },
     )
-}
-
-async fn info(addr: SocketAddr) -> BTreeMap<String, String> {
-    Client::connect(addr).await.runtime_info().await
-}
-
-fn num(info: &BTreeMap<String, String>, key: &str) -> i64 {
-    info.get(key)
-        .unwrap_or_else(|| panic!("runtime info lacks {key}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number"))
-}
-
-/// Polls `probe` until it returns Some, failing after [`DEADLINE`].
-async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Sends one message to the master's queue 0 and returns it as stored.

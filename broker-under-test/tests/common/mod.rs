@@ -327,3 +327,39 @@ impl Client {
         assert_eq!(r.code, 0, "heartbeat: {:?}", r.remark);
     }
 }
+
+/// How long the replication tests wait for observable state before failing. Generous: a
+/// 2-core machine shared with other builds.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// GET_BROKER_RUNTIME_INFO's table.
+pub async fn info(addr: std::net::SocketAddr) -> BTreeMap<String, String> {
+    Client::connect(addr).await.runtime_info().await
+}
+
+/// A numeric runtime-info key (panics naming the key when it is missing or not a number).
+pub fn num(info: &BTreeMap<String, String>, key: &str) -> i64 {
+    info.get(key)
+        .unwrap_or_else(|| panic!("runtime info lacks {key}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} is not a number"))
+}
+
+/// Polls `probe` until it returns Some, failing after [`DEADLINE`].
+pub async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
