@@ -16,11 +16,9 @@ mod common;
 use std::{net::SocketAddr, path::Path};
 
 use broker_under_test::{config::BrokerConfig, RunningBroker};
-use common::{info, num, remark, send_v2, wait_for, Client};
+use common::{info, num, pull_header, remark, send_v2, wait_for, Client};
 use remoting::{
-    headers::{CreateTopicRequestHeader, PullMessageRequestHeader},
-    message::MessageRecord,
-    RemotingCommand, RequestCode,
+    headers::CreateTopicRequestHeader, message::MessageRecord, RemotingCommand, RequestCode,
 };
 
 const TOPIC: &str = "SlaveTopic";
@@ -209,20 +207,7 @@ async fn a_slave_never_re_puts_due_delayed_messages_of_its_own() {
 /// One PULL_MESSAGE with its own subscription (no heartbeat needed).
 async fn pull(addr: SocketAddr, queue_id: i32, offset: i64) -> RemotingCommand {
     let mut c = Client::connect(addr).await;
-    let h = PullMessageRequestHeader {
-        consumer_group: "G".into(),
-        topic: TOPIC.into(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: 4,
-        commit_offset: 0,
-        suspend_timeout_millis: 0,
-        subscription: Some("*".into()),
-        sub_version: 0,
-        expression_type: Some("TAG".into()),
-        max_msg_bytes: None,
-    };
+    let h = pull_header("G", TOPIC, queue_id, offset, 32);
     let o = c.opaque();
     c.call(RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))
         .await

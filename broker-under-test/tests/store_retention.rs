@@ -9,10 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{props, remark, send_v2, Client, TestBroker};
-use remoting::{
-    headers::PullMessageRequestHeader, message::decode_records, RemotingCommand, RequestCode,
-};
+use common::{props, pull_header, remark, send_v2, Client, TestBroker};
+use remoting::{message::decode_records, RemotingCommand, RequestCode};
 
 const TOPIC: &str = "Retained";
 const BODY: usize = 4000;
@@ -48,20 +46,7 @@ async fn send(c: &mut Client, seq: u32) -> (i32, Option<i64>, String) {
 
 async fn pull(c: &mut Client, offset: i64) -> RemotingCommand {
     let o = c.opaque();
-    let h = PullMessageRequestHeader {
-        consumer_group: "far-behind".into(),
-        topic: TOPIC.into(),
-        queue_id: 0,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: 4,
-        commit_offset: 0,
-        suspend_timeout_millis: 0,
-        subscription: Some("*".into()),
-        sub_version: 0,
-        expression_type: Some("TAG".into()),
-        max_msg_bytes: None,
-    };
+    let h = pull_header("far-behind", TOPIC, 0, offset, 32);
     c.call(RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))
         .await
 }

@@ -206,21 +206,8 @@ impl Client {
         let mut offset = 0i64;
         loop {
             let o = self.opaque();
-            let h = PullMessageRequestHeader {
-                consumer_group: "test-group".into(),
-                topic: topic.into(),
-                queue_id,
-                queue_offset: offset,
-                max_msg_nums: 1000,
-                // SUBSCRIPTION: the expression below is used, no heartbeat needed.
-                sys_flag: 4,
-                commit_offset: 0,
-                suspend_timeout_millis: 0,
-                subscription: Some("*".into()),
-                sub_version: 0,
-                expression_type: Some("TAG".into()),
-                max_msg_bytes: Some(4 << 20),
-            };
+            let mut h = pull_header("test-group", topic, queue_id, offset, 1000);
+            h.max_msg_bytes = Some(4 << 20);
             let r = self
                 .call(RemotingCommand::request(RequestCode::PULL_MESSAGE, o).with_header(&h))
                 .await;
@@ -361,5 +348,30 @@ where
             "timed out waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A PULL_MESSAGE header of `group` for `topic`'s queue from `offset`: `*` by tag with the
+/// SUBSCRIPTION flag (the expression is used, no heartbeat needed), no commit, no suspension.
+pub fn pull_header(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max_msg_nums: i32,
+) -> PullMessageRequestHeader {
+    PullMessageRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums,
+        sys_flag: 4,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some("*".into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
     }
 }

@@ -188,8 +188,8 @@ fn keys_took(addr: SocketAddr, keys: &BTreeMap<String, String>) -> Result<(), St
     }
 }
 
-/// Values as RocketMQ prints them back: `true` for `True`, `8` for `8.0` is not RocketMQ's
-/// business but a number is compared as one.
+/// A value written against the one RocketMQ prints back: the same text, the same up to case
+/// (`True` / `true`), or the same number.
 pub(super) fn same_value(want: &str, got: &str) -> bool {
     let (w, g) = (want.trim(), got.trim());
     w == g
