@@ -127,7 +127,8 @@ pub(super) fn start_broker(
         ports,
     };
     let ready = registered(namesrv, broker.addr, Duration::from_secs(30))
-        .and_then(|()| keys_took(broker.addr, &keys));
+        .and_then(|()| keys_took(broker.addr, &keys))
+        .and_then(|()| stats_sampled(broker.addr, Duration::from_secs(30)));
     if let Err(reason) = ready {
         let why = StartError::with_log(reason, &log);
         Box::new(broker).stop(Duration::from_secs(5));
@@ -185,6 +186,37 @@ fn keys_took(addr: SocketAddr, keys: &BTreeMap<String, String>) -> Result<(), St
             "broker.conf keys that did not take (Apache ignores bad keys and values in silence): {}",
             wrong.join(", ")
         ))
+    }
+}
+
+/// Waits until GET_BROKER_RUNTIME_INFO (28) answers. StoreStatsService takes its first sample
+/// one second after it starts (`FREQUENCY_OF_SAMPLING`), and until then the broker answers 28
+/// with code 1 and `java.util.NoSuchElementException` (`putTimesList.getLast()` on an empty
+/// list): a cell's first per-second sample, or anyone else's, must not meet that.
+fn stats_sampled(addr: SocketAddr, within: Duration) -> Result<(), String> {
+    let end = Instant::now() + within;
+    let timeout = Duration::from_secs(5);
+    let mut conn = None;
+    loop {
+        let last = match conn
+            .take()
+            .map_or_else(|| AdminConn::connect(addr, timeout), Ok)
+        {
+            Ok(mut c) => match c.runtime_info(timeout) {
+                Ok(_) => return Ok(()),
+                Err(e) => {
+                    conn = Some(c);
+                    e.to_string()
+                }
+            },
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= end {
+            return Err(format!(
+                "GET_BROKER_RUNTIME_INFO (28) did not answer within {within:?} of the broker's start ({last})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
