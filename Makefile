@@ -95,6 +95,9 @@ disk-full: build ## A full disk: one broker, then broker 0 of 2, per retry polic
 cluster-capacity: build ## Knee search: one broker against two behind a name server (profiles/cluster-capacity.toml)
 	$(HARNESS) run profiles/cluster-capacity.toml --broker-bin $(RELEASE_BIN)/broker-under-test
 
+compare-stats: ## The compare verdicts' false-positive rates on synthetic series (Mann-Whitney 8 v 8; the block bootstrap on autocorrelated p99 and on rates), 200 seeded trials each, as compare.md quotes them
+	bash -o pipefail -c "cargo test -p harness --test compare_stats -- --nocapture --test-threads=1 false_positive 2>&1 | grep -E 'false positive rate|test result'"
+
 cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant lock; ACL signing per send; the header peek per answer; the pieces of a send; the per-second take)
 	$(CARGO) bench -p broker-under-test -p remoting -p harness $(EXTRA_CARGO_ARGS)
 

@@ -104,6 +104,9 @@ fn block_bootstrap_false_positive_rate_is_near_alpha() {
     eprintln!("block bootstrap false positive rate: p99 60 s {p99}, rate 20 s {rate}");
     assert!(p99 <= 2.0 * ALPHA, "p99: false positive rate {p99}");
     assert!(rate <= 2.0 * ALPHA, "rate: false positive rate {rate}");
+    // Two in 200 at least: a bootstrap that never fires would pass the bounds above.
+    assert!(p99 >= 0.01, "p99: suspiciously conservative: {p99}");
+    assert!(rate >= 0.01, "rate: suspiciously conservative: {rate}");
 }
 
 #[test]

@@ -230,3 +230,78 @@ fn the_books_invalid_reason_table_is_the_one_the_footer_uses() {
          harness/src/report/advice.rs; paste this between the invalid-reasons markers"
     );
 }
+
+/// measured.md's "reproduce with" column names only things that exist: every `make X` is a
+/// Makefile target, every `scripts/...` and `profiles/...` path a file, every `--test NAME` /
+/// `--bench NAME` of `-p CRATE` a file of that crate, every `harness-at.sh REV` a revision git
+/// knows. (The audit found `OLD=` and `<harness built at X>`, which no script reads.)
+#[test]
+fn measured_md_names_only_commands_that_exist() {
+    let doc = read("docs/src/measured.md");
+    let makefile = read("Makefile");
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "-_./~".contains(*c))
+            .collect()
+    };
+    let mut problems = Vec::new();
+    for (i, _) in doc.match_indices("make ") {
+        // Only `make X` inside code spans: prose says "make" too.
+        let code_before = doc[..i].matches('`').count() % 2 == 1;
+        let target = word(&doc[i + 5..]);
+        if code_before && !target.is_empty() && !makefile.contains(&format!("\n{target}:")) {
+            problems.push(format!("`make {target}`: no such Makefile target"));
+        }
+    }
+    for prefix in ["scripts/", "profiles/"] {
+        for (i, _) in doc.match_indices(prefix) {
+            let path = format!("{prefix}{}", word(&doc[i + prefix.len()..]));
+            let path = path.trim_end_matches('.');
+            if !root().join(path).exists() {
+                problems.push(format!("{path}: no such file"));
+            }
+        }
+    }
+    for (i, _) in doc.match_indices("cargo ") {
+        let rest: String = doc[i..].chars().take_while(|c| *c != '`').collect();
+        let krate = rest
+            .split_once("-p ")
+            .map(|(_, r)| word(r))
+            .unwrap_or_default();
+        for (flag, folder) in [("--test ", "tests"), ("--bench ", "benches")] {
+            if let Some((_, r)) = rest.split_once(flag) {
+                let name = word(r);
+                let file = root().join(&krate).join(folder).join(format!("{name}.rs"));
+                if !file.is_file() {
+                    problems.push(format!("{rest}: no {}", file.display()));
+                }
+            }
+        }
+    }
+    for bad in ["OLD=", "harness built at", "<older harness>"] {
+        if doc.contains(bad) {
+            problems.push(format!("`{bad}`: no script reads it"));
+        }
+    }
+    for (i, _) in doc.match_indices("harness-at.sh ") {
+        let rev = word(&doc[i + 14..]);
+        let known = std::process::Command::new("git")
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{rev}^{{commit}}"),
+            ])
+            .current_dir(root())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        // A shallow clone lacks old revisions: only a full history can be checked.
+        let shallow = root().join(".git/shallow").exists();
+        if !known && !shallow && rev != "REV" {
+            problems.push(format!("harness-at.sh {rev}: git knows no such revision"));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "measured.md:\n{}", problems.join("\n"));
+}
