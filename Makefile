@@ -162,7 +162,7 @@ gate-perf: build ## A/B perf gate: BASE (a git revision, default HEAD~1) against
 # failure, never a quiet pass; CI_GATE_PERF=skip skips it on purpose and says it is not a pass.
 CI_GATE_PERF ?= run
 ci-gate-perf:
-	@if [ "$(CI_GATE_PERF)" = skip ]; then echo "gate-perf: SKIPPED on request (CI_GATE_PERF=skip); this is not a pass"; exit 0; fi; \
+	@if [ "$(CI_GATE_PERF)" = skip ]; then echo "gate-perf: SKIPPED on request (CI_GATE_PERF=skip): not a pass, so this target fails (exit 2) after everything before it ran"; exit 2; fi; \
 	if ! git rev-parse --verify -q 'HEAD~1^{commit}' >/dev/null && [ "$$(git rev-parse --is-shallow-repository)" = true ]; then \
 		echo "gate-perf: shallow clone, fetching the parent commit (git fetch --deepen=1)"; \
 		git fetch -q --deepen=1 || true; \
