@@ -304,9 +304,12 @@ fn a_prefilled_backlog_has_its_own_phase_and_drain_rate() {
     eprintln!("figures: {c:?}");
     assert_eq!(c.lost, Some(0), "{c:?}");
     let rate = c.drain_rate.expect("the backlog drained");
+    // Two threads at 1 ms bound the drain at 2,000/s (N/T); a quarter of that leaves room for
+    // a busy machine's late wake-ups, where 100/s (the old bound) passed a consumer that
+    // hardly consumed.
     assert!(
-        (100.0..=2_200.0).contains(&rate),
-        "two threads at 1 ms bound the drain: {rate}"
+        (500.0..=2_200.0).contains(&rate),
+        "two threads at 1 ms bound the drain at 2,000/s: {rate}"
     );
     let mut r = csv::Reader::from_path(dir.path().join("timeseries.csv")).unwrap();
     let h = r.headers().unwrap().clone();
