@@ -22,6 +22,9 @@ pub struct FlowControlCounters {
     /// Indexed by [`ExecutorKind::index`].
     overload: [AtomicU64; ExecutorKind::COUNT],
     pc_synchronized: AtomicU64,
+    /// Rounds BrokerFastFailure has run (not an answer class: not in [`Self::snapshot`]'s
+    /// total). Its first round comes 1000 ms after start; tests wait for it on this.
+    fast_failure_rounds: AtomicU64,
 }
 
 /// The executors BrokerFastFailure scans: only they have a `[TIMEOUT_CLEAN_QUEUE]` counter.
@@ -51,6 +54,14 @@ impl FlowControlCounters {
 
     pub fn overload(&self, kind: ExecutorKind) {
         self.overload[kind.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn fast_failure_round(&self) {
+        self.fast_failure_rounds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn fast_failure_rounds(&self) -> u64 {
+        self.fast_failure_rounds.load(Ordering::Relaxed)
     }
 
     pub fn pc_synchronized(&self) {

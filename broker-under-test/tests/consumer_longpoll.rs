@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{counter, send_v2, Client, TestBroker};
+use common::{counter, fast_failure_running, send_v2, Client, TestBroker};
 use remoting::{
     headers::PullMessageRequestHeader, message::decode_records, RemotingCommand, RequestCode,
 };
@@ -256,9 +256,9 @@ async fn released_long_polls_meet_timeout_clean_queue() {
     for q in 0..4 {
         assert_eq!(admin.call(send_v2(q + 1, "Burst", q, b"x")).await.code, 0);
     }
-    // BrokerFastFailure starts 1 s after the broker (a scheduled start, which the broker
-    // exposes no state for): released pulls must meet a running cleaner.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    // Released pulls must meet a running cleaner: BrokerFastFailure's first round comes 1 s
+    // after the broker starts.
+    fast_failure_running(b.addr()).await;
     let mut consumers = Vec::new();
     for _ in 0..4 {
         consumers.push(b.client().await);

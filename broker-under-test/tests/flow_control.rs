@@ -290,8 +290,7 @@ async fn timeout_clean_queue_expires_waiting_sends() {
             ("waitTimeMillsInSendQueue", "100"),
         ])
         .await;
-        // BrokerFastFailure starts 1000 ms after the broker.
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        fast_failure_running(b.addr()).await;
         let mut c = b.client().await;
         let answers = burst(&mut c, "Timeout", profile, 4).await;
         let mut ok = BTreeSet::new();
@@ -329,7 +328,7 @@ async fn timeout_clean_queue_expires_waiting_pulls() {
         ("waitTimeMillsInPullQueue", "1"),
     ])
     .await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    fast_failure_running(b.addr()).await;
     let mut c = b.client().await;
     // Enough data that each pull copies ~256 KiB: the single pull thread falls behind.
     let big = vec![b'p'; 60_000];

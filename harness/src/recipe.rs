@@ -194,11 +194,9 @@ pub fn run(recipe: &Recipe, broker_bin: Option<&Path>) -> anyhow::Result<Check> 
         Duration::from_secs(20),
     )
     .with_context(|| format!("starting {}", bin.display()))?;
-    let started = Instant::now();
     let mut session = Session {
         wire: AdminConn::connect(broker.addr, CONNECT_TIMEOUT)?,
         probe: AdminConn::connect(broker.addr, CONNECT_TIMEOUT)?,
-        started,
         sent: 0,
     };
     let check = (recipe.run)(&mut session);
@@ -211,7 +209,6 @@ pub fn run(recipe: &Recipe, broker_bin: Option<&Path>) -> anyhow::Result<Check> 
 pub struct Session {
     wire: AdminConn,
     probe: AdminConn,
-    started: Instant,
     /// Sends so far: numbers each message's UNIQ_KEY.
     sent: u64,
 }
@@ -255,11 +252,18 @@ impl Session {
     }
 
     /// Sleeps until `ms` after the broker reported ready.
-    fn wait_since_start(&self, ms: u64) {
-        let at = self.started + Duration::from_millis(ms);
-        if let Some(left) = at.checked_duration_since(Instant::now()) {
-            std::thread::sleep(left);
+    /// Waits until BrokerFastFailure has run once (`brokerFastFailureRounds`, the broker's
+    /// count of its rounds; the first comes 1000 ms after start): a sleep from start could end
+    /// before it on a loaded machine.
+    fn wait_fast_failure_running(&mut self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.runtime_counter("brokerFastFailureRounds")? == 0 {
+            if Instant::now() > deadline {
+                bail!("BrokerFastFailure never ran (brokerFastFailureRounds stayed 0 for 10 s)");
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
+        Ok(())
     }
 }
 
@@ -402,7 +406,7 @@ fn pcbusy_clean_queue(s: &mut Session) -> anyhow::Result<Check> {
 }
 
 fn timeout_clean_queue(s: &mut Session) -> anyhow::Result<Check> {
-    s.wait_since_start(1100);
+    s.wait_fast_failure_running()?;
     let mut sent = Vec::new();
     for i in 0..4 {
         sent.push(s.send(&format!("m{i}"), true, b"timeout")?);
@@ -424,7 +428,7 @@ fn timeout_clean_queue(s: &mut Session) -> anyhow::Result<Check> {
 }
 
 fn timeout_clean_queue_pull(s: &mut Session) -> anyhow::Result<Check> {
-    s.wait_since_start(1100);
+    s.wait_fast_failure_running()?;
     let big = vec![b'p'; 60_000];
     for i in 0..40 {
         let o = s.send(&format!("m{i}"), true, &big)?;

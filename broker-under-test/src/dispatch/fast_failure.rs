@@ -32,6 +32,7 @@ pub fn start(broker: Arc<Broker>) -> io::Result<Periodic> {
             if broker.config.broker_fast_failure_enable {
                 clean(&broker);
             }
+            broker.counters.fast_failure_round();
         },
     )
 }

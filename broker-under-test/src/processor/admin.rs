@@ -144,6 +144,11 @@ pub fn runtime_info(broker: &Broker) -> BTreeMap<String, String> {
     for (k, v) in broker.counters.snapshot() {
         t.insert(k, v.to_string());
     }
+    // Ours: BrokerFastFailure's rounds so far (0 until its first, 1000 ms after start).
+    t.insert(
+        "brokerFastFailureRounds".into(),
+        broker.counters.fast_failure_rounds().to_string(),
+    );
     t.extend(broker.consumer_runtime_info());
     t.extend(broker.ha.runtime_info(broker.store.commit_log_max_offset()));
     t

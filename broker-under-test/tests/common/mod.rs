@@ -375,3 +375,13 @@ pub fn pull_header(
         max_msg_bytes: None,
     }
 }
+
+/// Waits until BrokerFastFailure has run once (its first round comes 1000 ms after the broker
+/// starts): a test that needs the cleaner running waits on the broker's count of its rounds
+/// (`brokerFastFailureRounds`), not on a sleep that a loaded machine can outlast.
+pub async fn fast_failure_running(addr: std::net::SocketAddr) {
+    wait_for("BrokerFastFailure's first round", || async move {
+        (num(&info(addr).await, "brokerFastFailureRounds") > 0).then_some(())
+    })
+    .await
+}
