@@ -49,7 +49,18 @@ impl LockManager {
         mqs: &[MessageQueue],
         client_id: &str,
     ) -> Vec<MessageQueue> {
-        let now = Instant::now();
+        self.try_lock_batch_at(group, mqs, client_id, Instant::now())
+    }
+
+    /// [`Self::try_lock_batch`] at `now`: a lock held longer than `rebalanceLockMaxLiveTime`
+    /// (strictly, as RebalanceLockManager's `LockEntry.isExpired`) goes to the asker.
+    fn try_lock_batch_at(
+        &self,
+        group: &str,
+        mqs: &[MessageQueue],
+        client_id: &str,
+        now: Instant,
+    ) -> Vec<MessageQueue> {
         let mut table = self.table.lock();
         let locks = table.entry(group.to_owned()).or_default();
         let mut ok = Vec::new();
@@ -141,8 +152,26 @@ mod tests {
         );
         m.unlock_batch("G", &[mq(0)], "A");
         assert_eq!(m.try_lock_batch("G", &[mq(0)], "B"), [mq(0)]);
-        std::thread::sleep(Duration::from_millis(80));
-        assert_eq!(m.try_lock_batch("G", &[mq(1)], "B"), [mq(1)], "expired");
+        // A renews queue 1 at t; B asks at t + 50 ms (not expired: the rule is strictly
+        // longer) and at t + 51 ms (expired: B takes it over).
+        let t = Instant::now();
+        assert_eq!(m.try_lock_batch_at("G", &[mq(1)], "A", t), [mq(1)]);
+        let at = |ms| t + Duration::from_millis(ms);
+        assert_eq!(
+            m.try_lock_batch_at("G", &[mq(1)], "B", at(50)),
+            Vec::<MessageQueue>::new(),
+            "held exactly max live: still A's"
+        );
+        assert_eq!(
+            m.try_lock_batch_at("G", &[mq(1)], "B", at(51)),
+            [mq(1)],
+            "expired"
+        );
+        assert_eq!(
+            m.try_lock_batch_at("G", &[mq(1)], "A", at(52)),
+            Vec::<MessageQueue>::new(),
+            "now B's"
+        );
         assert_eq!(m.held(), 4);
     }
 }
