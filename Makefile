@@ -62,7 +62,7 @@ smoke: build ## Run profiles/smoke.toml (under 30 s) into results/ci-smoke
 	rm -rf $(SMOKE_OUT)
 	$(HARNESS) run profiles/smoke.toml --broker-bin $(RELEASE_BIN)/broker-under-test --out $(SMOKE_OUT)
 
-gate: ## Gate the smoke result against the committed baseline with the rules in profiles/smoke.toml
+gate: smoke ## Gate the smoke result against the committed baseline with the rules in profiles/smoke.toml
 	$(HARNESS) gate --baseline $(BASELINE) --candidate $(SMOKE_OUT) --rules profiles/smoke.toml
 
 compare: ## Compare two runs: make compare BASE=results/a CANDIDATE=results/b (default: the two newest)

@@ -16,6 +16,11 @@ pub fn broker_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         if let Some(p) = std::env::var_os("BROKER_UNDER_TEST_BIN") {
+            // Said once per test binary: a stale binary here is tested instead of the tree's.
+            eprintln!(
+                "tests: BROKER_UNDER_TEST_BIN={} replaces this tree's broker-under-test",
+                Path::new(&p).display()
+            );
             return PathBuf::from(p);
         }
         let exe = std::env::current_exe().expect("test executable path");
