@@ -113,7 +113,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             pids: &broker_pids,
             store_dirs: own_stores.then_some(job_dir.as_path()),
         };
-        let outcome = drive(ctx, cell, repetition, brokers, &mut parts, &mut out);
+        let outcome =
+            drive(ctx, cell, repetition, brokers, &mut parts, &mut out).map_err(|e| e.to_string());
         let interrupted = out.interrupted;
         if let Some(p) = process {
             let killed_for_good = parts.board.down.is_some();

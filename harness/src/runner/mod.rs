@@ -11,6 +11,7 @@ mod context;
 mod inflight;
 mod inline;
 mod job;
+mod job_error;
 pub mod knee;
 mod knee_job;
 pub mod load;

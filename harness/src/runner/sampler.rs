@@ -1,6 +1,7 @@
 //! The sampling loop of one job: the load runs while this thread takes one interval per second
 //! (our counts and histograms, broker CPU/RSS, harness CPU, the broker's runtime info), then
-//! compares the broker's own busy counters with ours.
+//! compares the broker's own busy counters with ours. The job's parts (`crate::part`: consumers,
+//! faults, cluster routing, replication and order columns) ride along through their hooks.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use crate::recorder::{quantile, BusyClass, Interval, Recorder};
 use crate::report::{FaultColumns, OrderColumns, Resources};
 use crate::runner::broker_sampler::BrokerSampler;
 use crate::runner::context::Ctx;
+use crate::runner::job_error::JobError;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
 use crate::runner::rows::JobRows;
@@ -77,7 +79,7 @@ pub fn drive(
     brokers: JobBrokers<'_>,
     parts: &mut JobParts,
     out: &mut JobOutput,
-) -> Result<(), String> {
+) -> Result<(), JobError> {
     let JobBrokers {
         addr,
         process,
@@ -100,17 +102,17 @@ pub fn drive(
     let w = &cell.workload;
     let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
     // A cluster's routing may point the load (and the admin requests) at its broker 0.
-    parts
-        .prepare(&mut members, &mut cfg)
-        .map_err(|e| e.to_string())?;
+    parts.prepare(&mut members, &mut cfg)?;
     *broker_names = parts.board.broker_names.clone();
     let addr = cfg.addr;
-    let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
-        .map_err(|e| format!("admin connection: {e}"))?;
+    let mut admin = AdminConn::connect(addr, Duration::from_secs(2)).map_err(JobError::Admin)?;
     if w.create_topic && cfg.cluster.is_none() {
         admin
             .create_topic(&w.topic, w.queues, Duration::from_secs(5))
-            .map_err(|e| format!("creating topic {}: {e}", w.topic))?;
+            .map_err(|source| JobError::CreateTopic {
+                topic: w.topic.clone(),
+                source,
+            })?;
     }
     let info_timeout = Duration::from_millis(300);
     // A cluster: every broker's counters summed; broker 0 answers the other admin requests.
@@ -125,15 +127,13 @@ pub fn drive(
         let row_cfg = cfg.clone();
         let job = (cell, repetition);
         let mut rows = JobRows::new(ctx, job, &row_cfg, &mut second, Some(&mut brokers));
-        parts
-            .before_load(baseline.as_ref(), namesrv, &mut cfg, &mut rows)
-            .map_err(|e| e.to_string())?;
+        parts.before_load(baseline.as_ref(), namesrv, &mut cfg, &mut rows)?;
     }
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
-    let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
+    let load = LoadHandle::start(cfg.clone())?;
     let schedule_start = load.start.saturating_duration_since(ctx.run_start);
     parts.load_started(LoadStarted {
         addr,
@@ -162,7 +162,7 @@ pub fn drive(
                 load.stop();
             }
             if let Err(e) = parts.tick(Instant::now(), &mut members) {
-                crashed.get_or_insert(e.to_string());
+                crashed.get_or_insert(e.into());
                 load.stop();
             }
             if let Some(pid) = members.process.as_deref().and_then(|p| p.pid()) {
@@ -186,14 +186,15 @@ pub fn drive(
                     .filter(|_| !expected_dead)
                     .and_then(|p| p.exited())
                 {
-                    crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
+                    let why = format!("broker exited mid-cell ({st}); see broker.log");
+                    crashed = Some(JobError::BrokerExited(why));
                     load.stop();
                 } else if let Some(why) = members
                     .cluster
                     .as_mut()
                     .and_then(|c| c.crashed(dead_broker))
                 {
-                    crashed = Some(why);
+                    crashed = Some(JobError::BrokerExited(why));
                     load.stop();
                 }
             }
@@ -316,7 +317,7 @@ pub fn drive(
                 .hlog
                 .flush_second()
                 .and_then(|()| streams.series.append(&row))
-                .map_err(|e| format!("writing the time series: {e}"))?;
+                .map_err(JobError::Series)?;
         }
         samples.push(sample);
         if finished {
@@ -338,13 +339,11 @@ pub fn drive(
             &phases,
             recorder,
         )
-        .map_err(|e| format!("writing the segment histograms: {e}"))?;
+        .map_err(JobError::SegmentHistograms)?;
     }
     {
         let mut rows = JobRows::new(ctx, (cell, repetition), &cfg, &mut second, None);
-        parts
-            .drain(*interrupted || crashed.is_some(), &mut rows)
-            .map_err(|e| e.to_string())?;
+        parts.drain(*interrupted || crashed.is_some(), &mut rows)?;
     }
 
     // Resources over the measured seconds.
@@ -400,7 +399,7 @@ pub fn drive(
         fault: fault_cols,
     };
     if let Err(e) = parts.finish(cols) {
-        crashed.get_or_insert(e.to_string());
+        crashed.get_or_insert(e.into());
     }
     match crashed {
         Some(c) => Err(c),
