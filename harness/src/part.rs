@@ -455,3 +455,7 @@ impl Rows for WithOthers<'_, '_> {
         self.rows.line(text);
     }
 }
+
+#[cfg(test)]
+#[path = "part_tests.rs"]
+mod tests;
