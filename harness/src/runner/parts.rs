@@ -1,6 +1,7 @@
 //! The one place a job part registers (`crate::part`): the parts of one job, in the order
 //! their hooks run. A new part is a type implementing `JobPart` beside its feature plus one
-//! `parts.push(..)` line here; the job and its sampling loop know no part by name.
+//! `parts.push(..)` line here (and, for a part that refuses some profiles before the run, a line
+//! in [`problem`]); the job, its sampling loop and the run know no part by name.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::ha::HaSampler;
 use crate::order::hook::OrderPart;
 use crate::part::JobParts;
 use crate::runner::context::Ctx;
+use crate::runner::options::RunOptions;
 use harness_model::matrix::Cell;
 
 /// What the job has decided before its broker starts.
@@ -26,6 +28,16 @@ pub struct JobSetup<'a> {
     pub job_dir: &'a Path,
     /// Sends the load schedules (0 for the closed loop).
     pub sends: u64,
+}
+
+/// Why the parts cannot run the profile's cells as asked with these options (exit 3), checked
+/// before anything starts: a fault against a broker the harness did not start.
+pub fn problem(cells: &[Cell], opts: &RunOptions) -> Option<String> {
+    let namesrv = opts.namesrv.is_some();
+    crate::fault::cluster::problem(cells, namesrv, &opts.broker_pids).or_else(|| {
+        opts.target
+            .and_then(|_| crate::fault::job::target_problem(cells, opts.broker_pid))
+    })
 }
 
 /// The parts of one job of `cell`.
