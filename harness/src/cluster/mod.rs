@@ -7,12 +7,14 @@
 //! * router.rs   — queue selection (round robin, retry elsewhere, fault avoidance)
 //! * latency_fault.rs — the client's latency / not-available-duration tables
 //! * job.rs      — the cluster of one job: started (`[cluster]`) or existing (`--namesrv`)
+//! * job_part.rs — its routing as a job part (`crate::part`): route and router before the load
 //! * setup.rs    — what a job does before its load: topic on every broker, route, router
 //! * slaves.rs   — `[cluster] slaves = 1`: a slave per broker, wired to its master, connected
 
 pub mod cell;
 pub mod discover;
 pub mod job;
+pub mod job_part;
 pub mod latency_fault;
 pub mod router;
 pub mod setup;

@@ -4,6 +4,7 @@
 //! (end-to-end latency, lag, flow-control events, lost and duplicated messages).
 //!
 //! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
+//! * job_part.rs      — the consumers as a job part (`crate::part`): the hooks the job calls
 //! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop, and orderly's consume task per queue
 //! * pull_frame.rs    — its PULL_MESSAGE, encoded once and re-emitted per pull
@@ -39,6 +40,7 @@ mod concurrent;
 mod failure;
 mod figures;
 mod instance;
+pub mod job_part;
 mod link;
 mod links;
 mod locks;

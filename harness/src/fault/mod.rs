@@ -5,6 +5,7 @@
 //! * outcomes.rs — every send's final outcome by send number, and the recovery time
 //! * injector.rs — the schedule of signals and restarts, driven from the job's sampling loop
 //! * job.rs      — the job's hooks: an injector before the load, the reconciliation after it
+//! * job_part.rs — the job part (`crate::part`) that drives the injector and the reconciliation
 //! * cluster.rs  — the same for one broker of a cluster (`[fault] broker = K`), every broker
 //!   read back
 //! * pids.rs     — `--broker-pid PID` / `NAME=PID`: brokers the harness did not start
@@ -15,6 +16,7 @@
 pub mod cluster;
 mod injector;
 pub mod job;
+pub mod job_part;
 mod outcomes;
 mod pids;
 mod port_hold;
@@ -22,11 +24,4 @@ mod port_hold;
 pub use injector::{Injector, Restarter};
 pub use pids::BrokerPids;
 
-/// The second's `event` cell: what the job's injector did since the last row (none without
-/// `[fault]`).
-pub fn event_of(injector: Option<&mut Injector>) -> crate::report::TimeseriesEvent {
-    crate::report::TimeseriesEvent {
-        event: injector.map_or_else(String::new, Injector::take_events),
-    }
-}
 pub use outcomes::{OutcomeLog, Recovery, SendState};

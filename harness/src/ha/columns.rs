@@ -162,11 +162,23 @@ fn mean(prev: (u64, u64), now: (u64, u64)) -> Option<Fixed<1>> {
 }
 
 impl crate::part::JobPart for HaSampler {
-    fn second(&mut self, second: crate::part::Second<'_>, row: &mut crate::report::TimeseriesRow) {
+    fn before_load(
+        &mut self,
+        b: crate::part::BeforeLoad<'_>,
+    ) -> Result<(), crate::part::PartError> {
+        self.baseline(b.baseline);
+        Ok(())
+    }
+
+    fn second(
+        &mut self,
+        second: &mut crate::part::Second<'_>,
+        row: &mut crate::report::TimeseriesRow,
+    ) {
         row.ha = HaSampler::second(self, second.info);
     }
 
-    fn finish(self: Box<Self>, cols: crate::part::JobColumns<'_>) -> Result<(), String> {
+    fn finish(&mut self, cols: crate::part::JobColumns<'_>) -> Result<(), crate::part::PartError> {
         cols.res.ha = self.job();
         Ok(())
     }

@@ -10,14 +10,14 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::merge::args::MergeArgs;
-use crate::merge::check::check;
-use crate::merge::error::MergeError;
-use crate::merge::folder::{self, ShardFolder};
 use crate::merge::series::{merge_series, MergedSecond};
 use crate::merge::summary::merge_rows;
 use crate::recorder::histogram;
 use crate::report::hlog_totals::{parse_tag, TagKind, SECOND_HISTOGRAMS};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
+use harness_analysis::merge::check::check;
+use harness_analysis::merge::folder::{self, ShardFolder};
+use harness_analysis::merge::MergeError;
 use harness_model::profile::higher_is_better;
 
 /// What a merge produced.

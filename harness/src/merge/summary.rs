@@ -4,12 +4,12 @@
 
 use hdrhistogram::Histogram;
 
-use crate::merge::error::MergeError;
-use crate::merge::folder::ShardFolder;
-use crate::merge::rates::{phase_rates, rate_of};
 use crate::recorder::{histogram, BusyClass, Counts, Segment};
 use crate::report::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
 use crate::report::{Resources, SegmentFigures, SummaryRow};
+use harness_analysis::merge::folder::ShardFolder;
+use harness_analysis::merge::rates::{phase_rates, rate_of};
+use harness_analysis::merge::MergeError;
 use harness_results::read::Row;
 
 fn count(row: &Row, column: &str) -> u64 {

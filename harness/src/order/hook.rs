@@ -1,4 +1,4 @@
-//! The order accounting of one job, as the sampling loop (`runner::sampler`) drives it:
+//! The order accounting of one job, a job part (`crate::part`):
 //! started before the load (so the consumers count from their first pull of its messages),
 //! given the load's UNIQ_KEY prefix once it runs, sampled every second, finished after it.
 //!
@@ -9,11 +9,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::consumer::ConsumerRun;
 use crate::order::key::Streams;
 use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
 use crate::order::readback::StoreReader;
-use crate::report::{OrderColumns, TimeseriesOrder};
+use crate::part::{BeforeLoad, JobColumns, JobPart, LoadStarted, PartError, Second};
+use crate::report::{OrderColumns, TimeseriesOrder, TimeseriesRow};
 use harness_model::profile::{ConsumeMode, SendOrdering, Workload};
 use rmq_client::uniq_key::KeySpace;
 
@@ -30,26 +30,24 @@ pub enum JobOrder {
 }
 
 impl JobOrder {
-    /// Before the load: with consumers, a ledger for the load's messages (UNIQ_KEY prefix
-    /// `tracking_prefix`, which the load will write) handed to them now.
+    /// Before the load: with consumers (whose acknowledgement tracking writes UNIQ_KEY
+    /// prefix `tracking_prefix`), a ledger for the load's messages, to hand to them.
     pub fn before_load(
         w: &Workload,
         clustered: bool,
-        consumers: Option<(&ConsumerRun, ConsumeMode)>,
+        consumers: Option<(&str, ConsumeMode)>,
     ) -> Option<JobOrder> {
         if w.batch > 1 || clustered {
             return None;
         }
         let streams = Streams::of(w);
         match consumers {
-            Some((run, mode)) => {
+            Some((prefix, mode)) => {
                 let check = match mode {
                     ConsumeMode::Orderly => ConsumeOrder::Checked,
                     ConsumeMode::Concurrently => ConsumeOrder::Unchecked,
                 };
-                let prefix = run.tracking().prefix.clone();
-                let ledger = Arc::new(OrderLedger::new(&prefix, streams, Source::Pull, check));
-                run.watch_order(ledger.clone());
+                let ledger = Arc::new(OrderLedger::new(prefix, streams, Source::Pull, check));
                 Some(JobOrder::Pulls(ledger))
             }
             None if w.ordering != SendOrdering::None => Some(JobOrder::Store {
@@ -129,17 +127,50 @@ impl JobOrder {
     }
 }
 
-impl crate::part::JobPart for JobOrder {
-    fn load_started(&mut self, load: crate::part::LoadStarted<'_>) {
-        JobOrder::load_started(self, load.addr, load.workload, load.keys);
+/// Order accounting as a job part: decided once the consumers (if any) have started.
+pub struct OrderPart {
+    /// The cell's consumers' mode (None without consumers).
+    consumers: Option<ConsumeMode>,
+    order: Option<JobOrder>,
+}
+
+impl OrderPart {
+    /// The part of a job whose cell has consumers of `mode` (or none).
+    pub fn new(consumers: Option<ConsumeMode>) -> OrderPart {
+        OrderPart {
+            consumers,
+            order: None,
+        }
+    }
+}
+
+impl JobPart for OrderPart {
+    fn before_load(&mut self, b: BeforeLoad<'_>) -> Result<(), PartError> {
+        let tracking = b.cfg.tracking.as_ref();
+        let consumers = tracking.map(|t| t.prefix.as_str()).zip(self.consumers);
+        self.order = JobOrder::before_load(&b.cfg.workload, b.cfg.cluster.is_some(), consumers);
+        if let Some(JobOrder::Pulls(ledger)) = &self.order {
+            b.board.order_ledger = Some(ledger.clone());
+        }
+        Ok(())
     }
 
-    fn second(&mut self, second: crate::part::Second<'_>, row: &mut crate::report::TimeseriesRow) {
-        row.order = JobOrder::second(self, second.last);
+    fn load_started(&mut self, load: LoadStarted<'_>) {
+        if let Some(o) = self.order.as_mut() {
+            o.load_started(load.addr, load.workload, load.keys);
+        }
     }
 
-    fn finish(self: Box<Self>, cols: crate::part::JobColumns<'_>) -> Result<(), String> {
-        *cols.order = JobOrder::finish(*self)?;
+    fn second(&mut self, second: &mut Second<'_>, row: &mut TimeseriesRow) {
+        if let Some(o) = self.order.as_mut() {
+            row.order = o.second(second.last);
+        }
+    }
+
+    fn finish(&mut self, cols: JobColumns<'_>) -> Result<(), PartError> {
+        if let Some(o) = self.order.take() {
+            *cols.order = o.finish().map_err(PartError::Order)?;
+        }
         Ok(())
     }
 }

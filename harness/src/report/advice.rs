@@ -3,7 +3,7 @@
 //! two equal). The reasons themselves are written by `runner/validity.rs` (the `[validity]`
 //! limits), `runner/job.rs` and `runner/sampler.rs` (a broker that exited, a result file that
 //! could not be written, Ctrl-C), and
-//! `runner/consumer_hook.rs` (consumers that did not drain); each starts with the `starts`
+//! `consumer/job_part.rs` (consumers that did not drain); each starts with the `starts`
 //! text of one row here.
 
 /// One kind of invalid row.

@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cluster::JobCluster;
-use crate::fault::{self, Injector};
 use crate::kind::{Lifecycle, Member, MemberSpec};
-use crate::report::{FaultColumns, SegmentFigures, SummaryRow};
+use crate::part::{JobColumns, JobParts, Stopped};
+use crate::report::{SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
+use crate::runner::parts::{job_parts, JobSetup};
 use crate::runner::plan::LoadConfig;
 use crate::runner::sample::segment_resources;
 use crate::runner::sampler::{drive, JobBrokers, JobOutput};
@@ -44,7 +45,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
     let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
     let mut invalid: Option<String> = None;
     let mut out = JobOutput::new(cfg_probe.segments());
-    let mut fault_cols = FaultColumns::default();
+    // The job's parts (`crate::part`), kept until its rows are made.
+    let mut parts = JobParts::default();
     ctx.progress.line(&format!(
         "cell {} rep {repetition}: {}",
         cell.id, cell.label
@@ -74,19 +76,14 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             (None, None, true) => Some((&ctx.kind, &conf)),
             _ => None,
         };
-        let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
-        let sends = cfg_probe.scheduled_sends().unwrap_or(0);
-        let mut injector = match &cluster {
-            Some(c) => fault::cluster::injector_for(cell, sends, c, &ctx.kind, &job_dir, cpus),
-            None => fault::job::injector_for(
-                cell,
-                sends,
-                own_broker,
-                &job_dir,
-                cpus,
-                ctx.opts.broker_pid,
-            ),
+        let job = JobSetup {
+            cluster: cluster.as_ref(),
+            own_conf: own_broker.map(|(_, conf)| conf),
+            owned,
+            job_dir: &job_dir,
+            sends: cfg_probe.scheduled_sends().unwrap_or(0),
         };
+        parts = job_parts(ctx, cell, repetition, job);
         let (addr, mut process, pid) = match (first, shared) {
             (Some(Some((addr, pid))), _) => (addr, None, pid),
             (Some(None), _) => (
@@ -116,10 +113,11 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             pids: &broker_pids,
             store_dirs: own_stores.then_some(job_dir.as_path()),
         };
-        let outcome = drive(ctx, cell, repetition, brokers, injector.as_mut(), &mut out);
+        let outcome =
+            drive(ctx, cell, repetition, brokers, &mut parts, &mut out).map_err(|e| e.to_string());
         let interrupted = out.interrupted;
         if let Some(p) = process {
-            let killed_for_good = injector.as_ref().is_some_and(Injector::broker_dead);
+            let killed_for_good = parts.board.down.is_some();
             match p.stop(Duration::from_secs(10)) {
                 Some(st)
                     if !st.success() && outcome.is_ok() && !interrupted && !killed_for_good =>
@@ -129,35 +127,20 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                 _ => {}
             }
         }
-        // `fault.role`: broker 0's pair is stopped and both its stores read together (a send
-        // is kept when either has it), before the cluster removes them.
-        let pair_fault = injector.as_ref().is_some_and(|i| i.role().is_some());
-        if let (Some(inj), Some(c), true, true) = (&injector, cluster.as_mut(), owned, pair_fault) {
-            match crate::ha::reconcile_pair(c, ctx.kind.as_ref(), &job_dir, &cell.workload, inj) {
-                Ok(Some(t)) => t.fill(&mut fault_cols, &mut out.res.ha),
-                Ok(None) => {}
-                Err(e) => {
-                    invalid.get_or_insert(e);
-                }
-            }
-        } else if let (Some(inj), Some(c)) = (&injector, cluster.as_mut()) {
-            let (cols, stop) = fault::cluster::finish(inj, c, ctx.kind.as_ref(), &job_dir, cell);
-            match cols {
-                Ok(cols) => fault_cols = cols,
-                Err(e) => {
-                    invalid.get_or_insert(e);
-                }
-            }
-            if let Some(reason) = stop.filter(|_| outcome.is_ok() && !interrupted) {
-                invalid.get_or_insert(reason);
-            }
-        } else if let Some(inj) = &injector {
-            match fault::job::finish(inj, own_broker, &job_dir, cell) {
-                Ok(cols) => fault_cols = cols,
-                Err(e) => {
-                    invalid.get_or_insert(e);
-                }
-            }
+        // Columns that need the stopped brokers' stores (the faults' reconciliation).
+        let stopped = Stopped {
+            cluster: cluster.as_mut(),
+            outcome_ok: outcome.is_ok(),
+            interrupted,
+        };
+        let cols = JobColumns {
+            res: &mut out.res,
+            order: &mut out.order,
+            consumer: &mut out.consumer,
+            fault: &mut out.fault,
+        };
+        for e in parts.after_stop(stopped, cols) {
+            invalid.get_or_insert(e.to_string());
         }
         if own_broker.is_some() {
             let _ = std::fs::remove_dir_all(&store);
@@ -182,14 +165,13 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         interrupted,
         consumer,
         order: order_cols,
+        fault: fault_cols,
     } = out;
     if interrupted {
         invalid = Some("interrupted".into());
     }
-    if let (Some(f), Some(c)) = (&consumer, &cell.consumer) {
-        if let Some(r) = crate::runner::consumer_hook::not_drained(f, c.drain_timeout.duration()) {
-            invalid.get_or_insert(r);
-        }
+    for r in parts.invalid_reasons() {
+        invalid.get_or_insert(r);
     }
 
     // Summary rows: one per measured segment.
@@ -253,9 +235,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             if r.valid { String::new() } else { format!("  INVALID: {}", r.invalid_reason) }
         ));
     }
-    if let Some(f) = &consumer {
-        ctx.progress
-            .line(&crate::runner::consumer_hook::progress_line(f));
+    for line in parts.progress_lines() {
+        ctx.progress.line(&line);
     }
     (rows, interrupted)
 }

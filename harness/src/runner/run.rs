@@ -18,6 +18,7 @@ use crate::runner::context::{effective_conf, Ctx, Streams};
 use crate::runner::job::run_job;
 use crate::runner::knee_job::{capacity_table, run_knee_job};
 use crate::runner::options::{RunOptions, RunOutcome};
+use crate::runner::parts;
 use crate::runner::progress::Progress;
 use crate::runner::shard;
 use harness_model::matrix;
@@ -53,14 +54,8 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if let (Some(access_key), false) = (signing, opts.quiet) {
         eprintln!("ACL: every request is signed with access key {access_key}");
     }
-    let namesrv = opts.namesrv.is_some();
-    if let Some(why) = crate::fault::cluster::problem(&cells, namesrv, &opts.broker_pids) {
+    if let Some(why) = parts::problem(&cells, opts) {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
-    }
-    if opts.target.is_some() {
-        if let Some(why) = crate::fault::job::target_problem(&cells, opts.broker_pid) {
-            return Err(crate::exit::invalid(anyhow::anyhow!(why)));
-        }
     }
     let jobs = matrix::schedule(
         cells.len(),

@@ -1,6 +1,7 @@
 //! The sampling loop of one job: the load runs while this thread takes one interval per second
 //! (our counts and histograms, broker CPU/RSS, harness CPU, the broker's runtime info), then
-//! compares the broker's own busy counters with ours.
+//! compares the broker's own busy counters with ours. The job's parts (`crate::part`: consumers,
+//! faults, cluster routing, replication and order columns) ride along through their hooks.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,18 +10,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cluster::job::JobCluster;
 use crate::consumer::ConsumerFigures;
-use crate::fault::Injector;
 use crate::kind::Member;
-use crate::order::hook::JobOrder;
-use crate::part::{JobColumns, JobPart, LoadStarted, Second};
+use crate::part::{Brokers, JobColumns, JobParts, LoadStarted};
 use crate::proc::cpu::self_cpu_time;
 use crate::recorder::{quantile, BusyClass, Interval, Recorder};
-use crate::report::{OrderColumns, Resources};
+use crate::report::{FaultColumns, OrderColumns, Resources};
 use crate::runner::broker_sampler::BrokerSampler;
-use crate::runner::consumer_hook;
 use crate::runner::context::Ctx;
+use crate::runner::job_error::JobError;
 use crate::runner::load::LoadHandle;
 use crate::runner::plan::LoadConfig;
+use crate::runner::rows::JobRows;
 use crate::runner::sample::{timeseries_row, Sample};
 use crate::runner::store_disk::store_disk_mb;
 use harness_model::matrix::Cell;
@@ -51,6 +51,7 @@ pub struct JobOutput {
     pub interrupted: bool,
     pub consumer: Option<ConsumerFigures>,
     pub order: OrderColumns,
+    pub fault: FaultColumns,
 }
 
 impl JobOutput {
@@ -64,26 +65,29 @@ impl JobOutput {
             interrupted: false,
             consumer: None,
             order: OrderColumns::default(),
+            fault: FaultColumns::default(),
         }
     }
 }
 
-/// Topic, baseline counters, the load with per-second sampling, final counters.
+/// Topic, baseline counters, the load with per-second sampling, final counters. The job's
+/// parts (`crate::part`) are called at each step; this loop knows none of them by name.
 pub fn drive(
     ctx: &Ctx,
     cell: &Cell,
     repetition: u32,
     brokers: JobBrokers<'_>,
-    mut fault: Option<&mut Injector>,
+    parts: &mut JobParts,
     out: &mut JobOutput,
-) -> Result<(), String> {
+) -> Result<(), JobError> {
     let JobBrokers {
         addr,
-        mut process,
-        mut cluster,
+        process,
+        cluster,
         pids: broker_pids,
         store_dirs,
     } = brokers;
+    let mut members = Brokers { process, cluster };
     let JobOutput {
         broker_names,
         samples,
@@ -92,75 +96,52 @@ pub fn drive(
         interrupted,
         consumer: consumer_figures,
         order: order_cols,
+        fault: fault_cols,
     } = out;
     let harness_cpus = ctx.harness_cpus();
     let w = &cell.workload;
-    // A cluster: topic on every broker, routes from the name server; broker 0 answers the
-    // admin requests, every broker's process is sampled.
-    let router = match cluster.as_mut() {
-        Some(c) => Some(c.prepare(w)?),
-        None => None,
-    };
-    let addr = router.as_ref().map_or(addr, |r| r.brokers[0].addr);
-    if let Some(c) = &cluster {
-        *broker_names = c.broker_names();
-        if let Some(f) = fault.as_deref_mut() {
-            crate::fault::cluster::resolve(f, c, &ctx.opts.broker_pids)?;
-        }
-    }
-    let mut admin = AdminConn::connect(addr, Duration::from_secs(2))
-        .map_err(|e| format!("admin connection: {e}"))?;
-    if w.create_topic && router.is_none() {
+    let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
+    // A cluster's routing may point the load (and the admin requests) at its broker 0.
+    parts.prepare(&mut members, &mut cfg)?;
+    *broker_names = parts.board.broker_names.clone();
+    let addr = cfg.addr;
+    let mut admin = AdminConn::connect(addr, Duration::from_secs(2)).map_err(JobError::Admin)?;
+    if w.create_topic && cfg.cluster.is_none() {
         admin
             .create_topic(&w.topic, w.queues, Duration::from_secs(5))
-            .map_err(|e| format!("creating topic {}: {e}", w.topic))?;
+            .map_err(|source| JobError::CreateTopic {
+                topic: w.topic.clone(),
+                source,
+            })?;
     }
     let info_timeout = Duration::from_millis(300);
-    let baseline = match &cluster {
+    // A cluster: every broker's counters summed; broker 0 answers the other admin requests.
+    let baseline = match members.cluster.as_deref() {
         Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
         None => admin.runtime_info(info_timeout).ok(),
     };
-    let mut ha = crate::ha::HaSampler::default();
-    ha.baseline(baseline.as_ref());
-    // The job's parts, in column order: each fills its own columns (see crate::part).
-    let mut parts: Vec<Box<dyn JobPart>> = vec![Box::new(ha)];
     let mut brokers = BrokerSampler::new(broker_pids);
-    let mut cfg = LoadConfig::new(addr, w).spread(ctx.opts.spread.shard, ctx.job_start);
-    cfg.cluster = router;
-    if let Some(f) = &fault {
-        cfg.outcomes = Some(f.log.clone());
-    }
-    let namesrv = cluster.as_ref().map(|c| c.namesrv);
-    let mut consumers = consumer_hook::start(ctx, cell, repetition, addr, namesrv, &mut cfg)?;
+    let namesrv = members.cluster.as_deref().map(|c| c.namesrv);
     let mut second = 0u64;
-    let hooked = (consumers.as_mut(), &mut brokers);
-    consumer_hook::backlog(ctx, cell, repetition, &cfg, hooked, &mut second)?;
-    let consumer_mode = cell.consumer.as_ref().map(|c| c.mode);
-    if let Some(order) = JobOrder::before_load(
-        w,
-        cfg.cluster.is_some(),
-        consumers.as_ref().zip(consumer_mode),
-    ) {
-        parts.push(Box::new(order));
+    {
+        let row_cfg = cfg.clone();
+        let job = (cell, repetition);
+        let mut rows = JobRows::new(ctx, job, &row_cfg, &mut second, Some(&mut brokers));
+        parts.before_load(baseline.as_ref(), namesrv, &mut cfg, &mut rows)?;
     }
     let total_secs = cfg.total().as_secs();
     let bar = ctx
         .progress
         .cell_bar(&format!("{} r{repetition}", cell.id), total_secs);
-    let load = LoadHandle::start(cfg.clone()).map_err(|e| e.to_string())?;
+    let load = LoadHandle::start(cfg.clone())?;
     let schedule_start = load.start.saturating_duration_since(ctx.run_start);
-    for p in &mut parts {
-        p.load_started(LoadStarted {
-            addr,
-            workload: w,
-            keys: &load.keys,
-        });
-    }
-    if let Some(f) = fault.as_deref_mut() {
-        let warmup = cfg.phases.first().map_or(Duration::ZERO, |p| p.duration);
-        f.arm(load.start + warmup, load.start + cfg.total());
-        f.keys = Some(load.keys.clone());
-    }
+    parts.load_started(LoadStarted {
+        addr,
+        workload: w,
+        keys: &load.keys,
+        start: load.start,
+        cfg: &cfg,
+    });
     let mut crashed = None;
     let mut last_cpu = self_cpu_time();
     let mut last_spin = 0u64;
@@ -172,7 +153,7 @@ pub fn drive(
         let finished = load.is_finished();
         if !finished && Instant::now() < next {
             let mut nap = Duration::from_millis(20);
-            if let Some(due) = fault.as_deref().and_then(Injector::next_due) {
+            if let Some(due) = parts.next_due() {
                 nap = nap.min(due.saturating_duration_since(Instant::now()));
             }
             std::thread::sleep(nap);
@@ -180,51 +161,40 @@ pub fn drive(
                 *interrupted = true;
                 load.stop();
             }
-            if let Some(f) = fault.as_deref_mut() {
-                // `fault.role`: the member of broker 0's pair (never another broker: no pair,
-                // no target, an error); else the job's one broker, or broker K of the cell (None
-                // with --namesrv, signalled by pid).
-                let k = f.broker_index();
-                let target = match (f.role(), process.as_deref_mut()) {
-                    (Some(role), _) => cluster.as_deref_mut().and_then(|c| c.pair_member(role)),
-                    (None, Some(p)) => Some(p),
-                    (None, None) => cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
-                };
-                if let Err(e) = f.tick(Instant::now(), target) {
-                    crashed.get_or_insert(e);
-                    load.stop();
-                }
-                if let Some(c) = consumers.as_mut() {
-                    // On a cluster the consumers' recovery is broker K's queues'.
-                    let name = f.faulted_name(broker_names);
-                    c.follow_restarts(f.restarts(), Some(name.as_str()).filter(|n| !n.is_empty()));
-                }
+            if let Err(e) = parts.tick(Instant::now(), &mut members) {
+                crashed.get_or_insert(e.into());
+                load.stop();
             }
-            if let Some(pid) = process.as_deref().and_then(|p| p.pid()) {
+            if let Some(pid) = members.process.as_deref().and_then(|p| p.pid()) {
                 brokers.follow(pid);
             }
-            if let (Some(f), Some(c)) = (fault.as_deref(), cluster.as_deref_mut()) {
-                let k = f.broker_index();
+            let replaced = parts.board.replaced;
+            if let (Some(k), Some(c)) = (replaced, members.cluster.as_deref_mut()) {
                 if let Some(pid) = c.broker_mut(k).and_then(|p| p.pid()) {
                     brokers.follow_at(k, pid);
                 }
             }
-            let expected_dead = fault.as_deref().is_some_and(Injector::broker_dead);
-            let dead_broker = expected_dead
-                .then(|| fault.as_deref().map(Injector::broker_index))
-                .flatten();
+            let down = parts.board.down;
+            let expected_dead = down.is_some();
+            let dead_broker = down.map(|d| d.broker);
             // A member of a pair killed on purpose is not a crash (its pair is read back after).
-            let pair_dead = expected_dead && fault.as_deref().and_then(Injector::role).is_some();
+            let pair_dead = down.is_some_and(|d| d.pair_member);
             if crashed.is_none() && !pair_dead {
-                if let Some(st) = process
+                if let Some(st) = members
+                    .process
                     .as_mut()
                     .filter(|_| !expected_dead)
                     .and_then(|p| p.exited())
                 {
-                    crashed = Some(format!("broker exited mid-cell ({st}); see broker.log"));
+                    let why = format!("broker exited mid-cell ({st}); see broker.log");
+                    crashed = Some(JobError::BrokerExited(why));
                     load.stop();
-                } else if let Some(why) = cluster.as_mut().and_then(|c| c.crashed(dead_broker)) {
-                    crashed = Some(why);
+                } else if let Some(why) = members
+                    .cluster
+                    .as_mut()
+                    .and_then(|c| c.crashed(dead_broker))
+                {
+                    crashed = Some(JobError::BrokerExited(why));
                     load.stop();
                 }
             }
@@ -253,7 +223,7 @@ pub fn drive(
                 .or(if finished { None } else { Some(0) });
         let (broker_sample, broker_cpu_s) = brokers.sample();
         let mut info = admin.runtime_info(info_timeout).ok();
-        if info.is_none() && fault.is_some() {
+        if info.is_none() && parts.board.restarting {
             // A kill broke the admin connection; a restarted broker answers a new one.
             if let Ok(a) = AdminConn::connect(addr, Duration::from_millis(200)) {
                 admin = a;
@@ -305,14 +275,15 @@ pub fn drive(
             &interval,
             info.as_ref(),
         );
-        row.event = crate::fault::event_of(fault.as_deref_mut());
-        let this = Second {
-            info: info.as_ref(),
-            last: finished,
-        };
-        for p in &mut parts {
-            p.second(this, &mut row);
-        }
+        // The parts' histograms of the second go to the log before the load's own.
+        let mut part_hists = Vec::new();
+        let measuring = segment.is_some_and(|g| g > 0);
+        parts.second(
+            info.as_ref(),
+            (finished, measuring),
+            &mut part_hists,
+            &mut row,
+        );
         let start = wall_clock
             .duration_since(ctx.run_start_wall)
             .unwrap_or_default()
@@ -325,16 +296,11 @@ pub fn drive(
         }
         {
             let mut streams = ctx.streams.lock();
-            consumer_hook::second(
-                consumers.as_mut(),
-                segment.is_some_and(|g| g > 0),
-                &mut row,
-                |name, h| {
-                    streams
-                        .hlog
-                        .push(&format!("{tag_base}/{name}"), start, 1.0, h)
-                },
-            );
+            for (name, h) in &part_hists {
+                streams
+                    .hlog
+                    .push(&format!("{tag_base}/{name}"), start, 1.0, h);
+            }
             for (name, h) in [
                 ("latency", &interval.latency),
                 ("service", &interval.service),
@@ -351,7 +317,7 @@ pub fn drive(
                 .hlog
                 .flush_second()
                 .and_then(|()| streams.series.append(&row))
-                .map_err(|e| format!("writing the time series: {e}"))?;
+                .map_err(JobError::Series)?;
         }
         samples.push(sample);
         if finished {
@@ -373,72 +339,11 @@ pub fn drive(
             &phases,
             recorder,
         )
-        .map_err(|e| format!("writing the segment histograms: {e}"))?;
+        .map_err(JobError::SegmentHistograms)?;
     }
-    let empty = Interval::default();
-    *consumer_figures = consumer_hook::drain(
-        ctx,
-        consumers,
-        *interrupted || crashed.is_some(),
-        || {
-            second += 1;
-            let sample = Sample {
-                partial: false,
-                drain: true,
-                second,
-                segment: cfg.phases.last().map(|p| p.segment),
-                broker: None,
-                broker_cpu_s: None,
-                harness_cpu: 0.0,
-                harness_rss_mb: crate::proc::cpu::self_rss_mb(),
-                store_disk_mb: None,
-                end_unix_s: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .as_secs_f64(),
-            };
-            let name = &ctx.profile.name;
-            let mut row = timeseries_row(name, cell, repetition, &cfg, &sample, &empty, None);
-            let drained = Second {
-                info: None,
-                last: false,
-            };
-            for p in &mut parts {
-                p.second(drained, &mut row);
-            }
-            row
-        },
-        |row, e2e, stored| {
-            let start = SystemTime::now()
-                .duration_since(ctx.run_start_wall)
-                .unwrap_or_default()
-                .as_secs_f64()
-                - 1.0;
-            let tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
-            let mut streams = ctx.streams.lock();
-            for (name, h) in [("e2e", e2e), ("stored_e2e", stored)] {
-                if let Some(h) = h {
-                    streams
-                        .hlog
-                        .push(&format!("{tag_base}/{name}"), start, 1.0, h);
-                }
-            }
-            streams
-                .hlog
-                .flush_second()
-                .and_then(|()| streams.series.append(row))
-                .map_err(|e| format!("writing the time series: {e}"))
-        },
-    )?;
-
-    for p in parts {
-        let cols = JobColumns {
-            res: &mut *res,
-            order: &mut *order_cols,
-        };
-        if let Err(e) = p.finish(cols) {
-            crashed.get_or_insert(e);
-        }
+    {
+        let mut rows = JobRows::new(ctx, (cell, repetition), &cfg, &mut second, None);
+        parts.drain(*interrupted || crashed.is_some(), &mut rows)?;
     }
 
     // Resources over the measured seconds.
@@ -461,7 +366,7 @@ pub fn drive(
     res.harness_cpu_max = measured.iter().map(|s| s.harness_cpu).reduce(f64::max);
 
     // The broker's own busy counters against ours, over the whole job (warm-up included).
-    let last = match &cluster {
+    let last = match members.cluster.as_deref() {
         Some(c) => c.runtime_info_sum(Duration::from_secs(2)),
         None => admin.runtime_info(Duration::from_secs(2)).ok(),
     };
@@ -487,10 +392,14 @@ pub fn drive(
         }
         res.broker_counters_match = known.then_some(all);
     }
-    if fault.as_deref().is_some_and(Injector::killed) {
-        // The broker's counters started again at zero with the restarted process.
-        res.broker_flow_control_total = None;
-        res.broker_counters_match = None;
+    let cols = JobColumns {
+        res,
+        order: order_cols,
+        consumer: consumer_figures,
+        fault: fault_cols,
+    };
+    if let Err(e) = parts.finish(cols) {
+        crashed.get_or_insert(e.into());
     }
     match crashed {
         Some(c) => Err(c),

@@ -1,0 +1,33 @@
+//! Why one job's load did not run to its end: the typed error of `sampler::drive`. The job
+//! turns it into its rows' `invalid_reason` (its text is the reason; `report/advice.rs`
+//! explains each by its start).
+
+use rmq_client::admin::ClientError;
+
+use crate::part::PartError;
+use crate::runner::load::LoadError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A job part failed (`crate::part`).
+    #[error(transparent)]
+    Part(#[from] PartError),
+    #[error("admin connection: {0}")]
+    Admin(#[source] ClientError),
+    #[error("creating topic {topic}: {source}")]
+    CreateTopic {
+        topic: String,
+        #[source]
+        source: ClientError,
+    },
+    /// The load could not start.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("writing the time series: {0}")]
+    Series(#[source] std::io::Error),
+    #[error("writing the segment histograms: {0}")]
+    SegmentHistograms(#[source] std::io::Error),
+    /// A broker the job started exited mid-cell (the text names it and its log).
+    #[error("{0}")]
+    BrokerExited(String),
+}
