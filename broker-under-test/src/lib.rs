@@ -19,6 +19,7 @@ pub mod periodic;
 pub mod processor;
 pub mod schedule;
 pub mod server;
+pub mod slave_sync;
 pub mod store;
 pub mod task;
 
@@ -186,6 +187,13 @@ async fn serve(
         Some(threads)
     };
 
+    // A slave copies its master's offsets and configs (SlaveSynchronize, per version).
+    let slave_sync = if broker.config.broker_role == BrokerRole::Slave {
+        Some(slave_sync::start(broker.clone()).context("starting SlaveSynchronize")?)
+    } else {
+        None
+    };
+
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
     let fast = bind_fast_port(&broker.config, local).await?;
@@ -280,6 +288,9 @@ async fn serve(
         // After the executors: no send-back adds to a level any more.
         if let Some(mut schedule) = schedule {
             schedule.stop();
+        }
+        if let Some(mut s) = slave_sync {
+            s.stop();
         }
         let mut offset_flush = offset_flush;
         offset_flush.stop();

@@ -120,16 +120,24 @@ async fn the_slave_reports_rocketmqs_offsets_and_appends_at_the_given_offset() {
             ("brokerRole", "SLAVE"),
             ("brokerId", "1"),
             ("haMasterAddress", ha.as_str()),
+            ("haSendHeartbeatInterval", "1500"),
         ],
     )
     .unwrap();
+    let started = Instant::now();
     let slave = RunningBroker::start(config).await.unwrap();
     let (mut conn, _) = tokio::time::timeout(DEADLINE, fake_master.accept())
         .await
         .expect("the slave connects")
         .unwrap();
-    // 5.3 reports at once after connecting: its CommitLog end, 0.
+    // 5.3's first report: its CommitLog end, 0, a heartbeat interval after the client was
+    // built, not at connect (5.3.3 DefaultHAClient lastWriteTimestamp l.67; audit #10).
     assert_eq!(read_exactly(&mut conn, 8).await, [0u8; 8]);
+    let first = started.elapsed();
+    assert!(
+        first >= Duration::from_millis(1400),
+        "a 5.3 slave's first report came {first:?} after its start"
+    );
 
     // 64 bytes of a blank file at offset 0: the slave appends them and reports 64.
     let mut frame = 0i64.to_be_bytes().to_vec();

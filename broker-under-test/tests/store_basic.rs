@@ -399,6 +399,17 @@ fn shutdown_refuses_puts_and_is_idempotent() {
     );
 }
 
+/// Audit #19 (fidelity-after-wave-3): an empty store's min offset is −1, as CommitLog
+/// .getMinOffset returns without a first file (4.9.8 CommitLog l.928-939); 0 once a file exists.
+#[test]
+fn an_empty_store_reports_commit_log_min_offset_minus_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), PutLockKind::Reentrant, false)).unwrap();
+    assert_eq!(store.runtime_info()["commitLogMinOffset"], "-1");
+    put(&store, message("I", 0, vec![1; 100]));
+    assert_eq!(store.runtime_info()["commitLogMinOffset"], "0");
+}
+
 #[test]
 fn runtime_info_has_rocketmq_keys() {
     let dir = tempfile::tempdir().unwrap();

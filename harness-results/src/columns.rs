@@ -97,6 +97,7 @@ pub const SUMMARY_METRICS: &[&str] = &[
     "consumer_retry_pending",
     "consumer_send_backs",
     "consumer_send_back_failed",
+    "consumer_send_back_fallback",
     "consumer_suspends",
     "retry_delay_p50_ms",
     "retry_delay_p99_ms",

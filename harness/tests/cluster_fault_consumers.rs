@@ -149,3 +149,61 @@ fn consumers_resume_both_brokers_after_broker_1_of_2_restarts() {
         "broker-0 − broker-1 = {gap}, rate × {dead:.2} s = {expected}: {end:?}"
     );
 }
+
+/// Audit #4 (fidelity-after-wave-3): a send-back that fails is followed by the Java client's
+/// fallback publish to `%RETRY%<group>` (4.9.8 DefaultMQPushConsumerImpl.sendMessageBack
+/// l.529-545), which its inner producer sends to a broker that has a master. Broker 1 of 2 is
+/// dead for 3 s while the group, far behind, still holds broker 1's messages, each failing its
+/// first delivery: their send-backs to broker 1 fail, the fallback stores them on broker 0, and
+/// none is left to the local re-consume.
+#[test]
+fn a_failed_send_back_is_published_to_the_retry_topic_of_the_other_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = KILL
+        .replace("cluster-kill-consumers", "cluster-kill-fallback")
+        .replace("rate = 300", "rate = 60")
+        .replace("duration = \"4s\"", "duration = \"6s\"")
+        .replace("consume_threads = 4", "consume_threads = 1\nfail_until = 1")
+        .replace("processing_time = \"0ms\"", "processing_time = \"20ms\"\npull_threshold_for_queue = 16")
+        .replace("restart_after = \"1.5s\"", "restart_after = \"3s\"")
+        .replace(
+            "[broker]\n",
+            "[broker]\nmessageDelayLevel = \"1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s\"\n",
+        );
+    let profile = Profile::parse(&text, "kill.toml", Path::new("kill.toml"), &[]).unwrap();
+    run_profile(&profile, &options(dir.path())).unwrap();
+    let job = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let log = std::fs::read_to_string(job.join("consumer.log")).unwrap();
+    // Read by name from summary.csv: the figures as a user reads them.
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| -> u64 {
+        let i = head
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name} in summary.csv"));
+        row[i]
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} = {:?}", row[i]))
+    };
+    let failed_send_backs = log
+        .lines()
+        .filter(|l| l.contains("sendMessageBack exception"))
+        .count();
+    let ctx = format!("{summary}\n{log}");
+    assert!(failed_send_backs > 0, "no send-back failed: {ctx}");
+    assert_eq!(col("consumer_send_back_failed"), 0, "{ctx}");
+    assert_eq!(
+        col("consumer_send_back_fallback") as usize,
+        failed_send_backs,
+        "{ctx}"
+    );
+    assert_eq!(col("consumer_lost"), 0, "{ctx}");
+    assert_eq!(col("consumer_retry_pending"), 0, "{ctx}");
+}

@@ -93,3 +93,53 @@ fn with_the_master_killed_consumers_read_the_slave() {
     eprintln!("{line}\n{c:?}\nacked {}", r.seg.counts.ok);
     assert!(n >= 10, "few pulls went to the slave: {line}");
 }
+
+/// Audit #3 (fidelity-after-wave-3), the harness side: a send-back goes to the master only
+/// (`findBrokerAddressInPublish`, 4.9.8 DefaultMQPushConsumerImpl.sendMessageBack l.524-527,
+/// 5.3.3 l.766-771), never to a slave. Every message fails its first delivery; once the route
+/// has dropped the killed master the send-backs find no address and fail without a request
+/// (the message is consumed again locally). Sent to the slave, a 4.9 slave would answer
+/// code 1 `SERVICE_NOT_AVAILABLE` (its store refuses the put, 4.9.8
+/// DefaultMessageStore.checkStoreStatus l.405-411).
+#[test]
+fn with_the_master_killed_send_backs_never_go_to_the_slave() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = KILL_MASTER
+        .replace("ha-consumers-kill-master", "ha-consumers-send-back")
+        .replace("[consumer]\n", "[consumer]\nfail_until = 1\n");
+    let profile = Profile::parse(&text, "k.toml", Path::new("k.toml"), &[]).unwrap();
+    let outcome = run_profile(&profile, &options(dir.path())).unwrap();
+    let r = &outcome.rows[0];
+    let job = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let log = std::fs::read_to_string(job.join("consumer.log")).unwrap();
+    let c = r.consumer.clone().expect("consumer figures");
+    let ctx = format!("{:?}\n{log}", c.retry);
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("sendMessageBack") && l.contains("SERVICE_NOT_AVAILABLE"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "a send-back reached the slave: {refused:?}"
+    );
+    let no_master = log
+        .lines()
+        .filter(|l| l.contains("sendMessageBack") && l.contains("no address for broker"))
+        .count();
+    assert!(
+        no_master > 0,
+        "no send-back failed for want of a master: {ctx}"
+    );
+    // Every acknowledged message consumed but the pending ones: the retries sent back before
+    // the kill wait in the master's SCHEDULE_TOPIC_XXXX; the slave has them but runs no
+    // schedule service (audit #1), so they come back only when the master does.
+    assert!(
+        c.lost.is_some_and(|l| l <= c.retry.pending),
+        "lost {:?}: {ctx}",
+        c.lost
+    );
+}

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod name_server;
+pub mod retry_codes;
 pub mod send;
 pub mod sink;
 pub mod uniq_key;

@@ -56,6 +56,26 @@ pub struct WaitPolicy {
     /// master-wide maximum of every slave's report standing for the slaves).
     pub acks: u32,
     pub ordering: FlushThenReplica,
+    /// How GroupTransferService waits for the acknowledgement.
+    pub steps: WaitSteps,
+}
+
+/// GroupTransferService's wait loop per version (audit #5, fidelity-after-wave-3): the
+/// requests of one swap are taken in order, each waiting on `notifyTransferObject`, which a
+/// slave report wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitSteps {
+    /// 5.3.3 GroupTransferService.doWaitTransfer l.81-89: 1-ms waits, so a request ends at
+    /// its deadline.
+    AtDeadline,
+    /// 4.9.8 HAService.GroupTransferService.doWaitTransfer l.286-301: 1-s waits while the
+    /// deadline has not passed, so with a silent slave FLUSH_SLAVE_TIMEOUT comes at the first
+    /// whole second after the deadline, counted from when the request's turn came.
+    OneSecondWaits,
+    /// 4.3.2 l.278-298: at most five waits of up to 1 s each (a report ends one early), no
+    /// deadline; the send thread's latch (`syncFlushTimeout`) answers its client
+    /// FLUSH_SLAVE_TIMEOUT at the deadline if the service is not done by then.
+    FiveWaits,
 }
 
 impl HaConfig {
@@ -126,12 +146,14 @@ impl HaConfig {
                 slave_not_available: true,
                 acks: 2,
                 ordering: FlushThenReplica::Sequential,
+                steps: WaitSteps::FiveWaits,
             }),
             VersionProfile::V4_9 => Some(WaitPolicy {
                 timeout: self.slave_timeout,
                 slave_not_available: true,
                 acks: 2,
                 ordering: FlushThenReplica::Parallel,
+                steps: WaitSteps::OneSecondWaits,
             }),
             // 5.x: handleHA returns PUT_OK at once unless needAckNums (inSyncReplicas) ≥ 2.
             VersionProfile::V5_3 if self.in_sync_replicas >= 2 => Some(WaitPolicy {
@@ -139,6 +161,7 @@ impl HaConfig {
                 slave_not_available: false,
                 acks: self.in_sync_replicas,
                 ordering: FlushThenReplica::Parallel,
+                steps: WaitSteps::AtDeadline,
             }),
             VersionProfile::V5_3 => None,
         }

@@ -20,7 +20,7 @@ mod role;
 pub use crate::keys::{defaults, VersionProfile};
 pub use broker_config::{BrokerConfig, ExecutorSettings};
 pub use error::ConfigError;
-pub use ha::{HaConfig, WaitPolicy};
+pub use ha::{HaConfig, WaitPolicy, WaitSteps};
 pub use load::{ConfigSources, Loaded};
 pub use properties::{parse_override, parse_properties, Entry};
 pub use role::BrokerRole;

@@ -74,6 +74,24 @@ impl OffsetTable {
         r
     }
 
+    /// GET_ALL_CONSUMER_OFFSET's body: the table as the file has it
+    /// (ConsumerOffsetSerializeWrapper).
+    pub fn encode_all(&self) -> String {
+        encode(&self.table.lock().clone())
+    }
+
+    /// SlaveSynchronize.syncConsumerOffset: the master's table over this one (`putAll`: a
+    /// `topic@group` entry of the master replaces ours whole), then written (4.9.8
+    /// SlaveSynchronize l.79-93). Returns the entries taken.
+    pub fn merge_from_master(&self, body: &str) -> Result<usize, String> {
+        let theirs = decode(body)?;
+        let n = theirs.len();
+        self.table.lock().extend(theirs);
+        *self.dirty.lock() += 1;
+        self.persist(true).map_err(|e| e.to_string())?;
+        Ok(n)
+    }
+
     /// Loads `consumerOffset.json` (or its backup). Returns a line for the log.
     pub fn load(&self) -> Result<String, ConfigFileError> {
         let Some(file) = &self.file else {

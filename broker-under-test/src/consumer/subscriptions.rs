@@ -119,6 +119,11 @@ impl SubscriptionGroupTable {
             return Ok(());
         };
         let _writer = self.persist_lock.lock();
+        file.persist(&self.encode())
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (SubscriptionGroupWrapper), as the file has it.
+    pub fn encode(&self) -> String {
         let v = *self.version.lock();
         let groups: BTreeMap<String, Value> = self
             .groups
@@ -126,10 +131,30 @@ impl SubscriptionGroupTable {
             .iter()
             .map(|(k, g)| (k.clone(), serde_json::to_value(g).unwrap_or(Value::Null)))
             .collect();
-        file.persist(&pretty_tabs(&json!({
+        pretty_tabs(&json!({
             "dataVersion": {"counter": v.counter, "timestamp": v.timestamp},
             "subscriptionGroupTable": groups,
-        })))
+        }))
+    }
+
+    /// SlaveSynchronize.syncSubscriptionGroupConfig: when the master's DataVersion differs,
+    /// its groups replace these whole and are written (4.9.8 SlaveSynchronize l.119-141).
+    /// Returns whether they did.
+    pub fn replace_from_master(&self, body: &str) -> Result<bool, String> {
+        let v: Value =
+            serde_json::from_str(&quote_integer_keys(body)).map_err(|e| e.to_string())?;
+        let version = DataVersion {
+            counter: v["dataVersion"]["counter"].as_i64().unwrap_or(0),
+            timestamp: v["dataVersion"]["timestamp"].as_i64().unwrap_or(0),
+        };
+        if *self.version.lock() == version {
+            return Ok(false);
+        }
+        let groups = decode(body)?;
+        *self.version.lock() = version;
+        *self.groups.write() = groups;
+        self.persist().map_err(|e| e.to_string())?;
+        Ok(true)
     }
 
     pub fn load(&self) -> Result<String, ConfigFileError> {

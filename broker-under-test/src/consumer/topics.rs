@@ -209,7 +209,22 @@ impl TopicTable {
         Ok(format!("loaded {n} topics{note}"))
     }
 
-    fn encode(&self) -> String {
+    /// SlaveSynchronize.syncTopicConfig: when the master's DataVersion differs, its table
+    /// replaces this one whole (`clear` + `putAll`) and is written (4.9.8 SlaveSynchronize
+    /// l.55-77). Returns whether it did.
+    pub fn replace_from_master(&self, body: &str) -> Result<bool, String> {
+        let (version, topics) = decode(body)?;
+        if *self.version.lock() == version {
+            return Ok(false);
+        }
+        *self.version.lock() = version;
+        *self.topics.write() = topics;
+        self.persist().map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+
+    /// GET_ALL_TOPIC_CONFIG's body (TopicConfigSerializeWrapper), as the file has it.
+    pub fn encode(&self) -> String {
         let v = *self.version.lock();
         let topics: BTreeMap<String, Value> = self
             .topics

@@ -32,9 +32,14 @@ pub fn route(code: i32, profile: VersionProfile) -> Option<(ProcessorKind, Execu
         | R::GET_MIN_OFFSET => (ProcessorKind::ConsumerManage, ExecutorKind::Admin),
         R::UNREGISTER_CLIENT => (ProcessorKind::Heartbeat, ExecutorKind::Admin),
         R::LOCK_BATCH_MQ | R::UNLOCK_BATCH_MQ => (ProcessorKind::Lock, ExecutorKind::Admin),
-        R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_CONFIG | R::GET_BROKER_RUNTIME_INFO => {
-            (ProcessorKind::Admin, ExecutorKind::Admin)
-        }
+        // GET_ALL_*: what a slave's SlaveSynchronize asks its master for.
+        R::UPDATE_AND_CREATE_TOPIC
+        | R::GET_BROKER_CONFIG
+        | R::GET_BROKER_RUNTIME_INFO
+        | R::GET_ALL_TOPIC_CONFIG
+        | R::GET_ALL_CONSUMER_OFFSET
+        | R::GET_ALL_DELAY_OFFSET
+        | R::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => (ProcessorKind::Admin, ExecutorKind::Admin),
         // 5.0.0+ only.
         R::GET_BROKER_HA_STATUS if profile == VersionProfile::V5_3 => {
             (ProcessorKind::Admin, ExecutorKind::Admin)

@@ -57,6 +57,11 @@ pub async fn run(
     config: HaConfig,
     token: CancellationToken,
 ) {
+    // 5.3.3 DefaultHAClient's `lastWriteTimestamp` (l.67): set when the client is built and
+    // moved only by reports (l.126), across connections. So the first report after the slave
+    // starts comes a heartbeat interval after that, not at the first connect; after an outage
+    // longer than the interval it comes at once (audit #10).
+    let mut last_write_53 = Instant::now();
     loop {
         let Some(addr) = state.master_address() else {
             if pause(&token, RETRY).await {
@@ -81,14 +86,23 @@ pub async fn run(
         stream.set_nodelay(true).ok();
         eprintln!("HAClient connected to master {addr}");
         state.client_connected.store(true, Ordering::Release);
-        let result = transfer(stream, &state, &store, &config, &token).await;
+        // 4.x resets the report clock at connect: the first report waits a heartbeat interval.
+        let mut last_report = match config.profile {
+            VersionProfile::V5_3 => last_write_53,
+            VersionProfile::V4_3 | VersionProfile::V4_9 => Instant::now(),
+        };
+        let result = transfer(stream, &state, &store, &config, &token, &mut last_report).await;
+        last_write_53 = last_report;
         state.client_connected.store(false, Ordering::Release);
+        // 5.3: a failed transfer waits 5 s (`closeMasterAndWait`); the housekeeping close
+        // reconnects at once (`closeMaster`, 5.3.3 DefaultHAClient l.330-336).
+        let expired = matches!(result, Err(LinkError::Expired));
         match result {
             Err(LinkError::Stopped) => return,
             Err(e) => eprintln!("HAClient: connection to {addr} closed: {e}"),
             Ok(()) => {}
         }
-        if config.profile == VersionProfile::V5_3 && pause(&token, RETRY).await {
+        if config.profile == VersionProfile::V5_3 && !expired && pause(&token, RETRY).await {
             return;
         }
     }
@@ -109,11 +123,11 @@ async fn transfer(
     store: &Arc<MessageStore>,
     config: &HaConfig,
     token: &CancellationToken,
+    last_write: &mut Instant,
 ) -> Result<(), LinkError> {
     let now = Instant::now();
     let mut last_read = now;
-    // 4.x resets the report clock at connect: the first report waits a heartbeat interval.
-    let mut last_report: Option<Instant> = config.profile.is_4x().then_some(now);
+    let mut last_report: Option<Instant> = Some(*last_write);
     let mut reported = store.max_wrote_offset();
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -123,6 +137,7 @@ async fn transfer(
             reported = store.max_wrote_offset();
             write_report(&mut stream, state, reported).await?;
             last_report = Some(Instant::now());
+            *last_write = Instant::now();
         }
         let report_at = last_report.expect("set above") + config.heartbeat_interval;
         let read = tokio::select! {
@@ -145,6 +160,7 @@ async fn transfer(
                 reported = end;
                 write_report(&mut stream, state, reported).await?;
                 last_report = Some(Instant::now());
+                *last_write = Instant::now();
             }
         }
         let clock = match config.profile {

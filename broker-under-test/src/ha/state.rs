@@ -36,6 +36,9 @@ pub struct HaState {
     pub data: Notify,
     /// Slave: the master's HA address (haMasterAddress, or the name server's answer).
     master_address: Mutex<Option<String>>,
+    /// Slave: the master's broker address from the latest registration answer (`masterAddr`),
+    /// where SlaveSynchronize asks (`slave_sync.rs`).
+    master_broker_address: Mutex<Option<String>>,
     /// Slave: connected to its master now.
     pub client_connected: AtomicBool,
     /// Slave: the offset of the last report written.
@@ -213,9 +216,20 @@ impl HaState {
         self.master_address.lock().clone()
     }
 
+    /// Slave: the master's broker address SlaveSynchronize asks, if a registration answered one.
+    pub fn master_broker_address(&self) -> Option<String> {
+        self.master_broker_address.lock().clone()
+    }
+
+    /// Slave: a registration answer's `masterAddr`, taken at every answer, with or without
+    /// haMasterAddress (4.9.8 BrokerController.doRegisterBrokerAll l.968, 4.3.2 l.905, 5.3.3 l.2038:
+    /// `slaveSynchronize.setMasterAddr`).
+    pub fn learn_master_broker(&self, addr: Option<String>) {
+        *self.master_broker_address.lock() = addr.filter(|a| !a.is_empty());
+    }
+
     /// Slave: the registration answer's HA address (taken only without haMasterAddress; takes
-    /// effect at the next connect, as in RocketMQ). The answer's `masterAddr` feeds
-    /// SlaveSynchronize in RocketMQ, which is not modelled.
+    /// effect at the next connect, as in RocketMQ).
     pub fn learn_master(&self, ha_addr: Option<String>) {
         if let Some(a) = ha_addr.filter(|a| !a.is_empty()) {
             let mut cur = self.master_address.lock();

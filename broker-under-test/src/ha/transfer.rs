@@ -10,8 +10,11 @@
 //! beside it): each entry is a put whose client is waiting for its answer, so the list holds
 //! at most the requests in flight on the broker's (bounded) connections during one timeout.
 //!
-//! Not modelled: 4.3's per-request 5 × 1 s waits adding up across a batch, and 4.9's 1 s check
-//! slices (completion up to 1 s after the deadline); here a request ends at its deadline.
+//! The wait itself per version ([`WaitSteps`], audit #5): 5.3 ends a request at its deadline;
+//! 4.9 and 4.3 take the requests of one swap in order, each with 1-s waits that a slave report
+//! ends early (`run_stepped`): 4.9 while its deadline has not passed (with a silent slave, 12
+//! comes up to 1 s after the deadline, later for a request whose turn came late), 4.3 five
+//! waits whatever the time, its client answered at the deadline by the send thread's latch.
 
 use std::{
     sync::Arc,
@@ -23,24 +26,34 @@ use parking_lot::{Condvar, Mutex};
 
 use super::state::HaState;
 use crate::{
-    config::WaitPolicy,
+    config::{WaitPolicy, WaitSteps},
     store::{FlushThenReplica, PutMessageStatus, ReplicaGate, StatusDone},
 };
 
 /// Longest sleep without a deadline in sight (a stop or a request wakes it anyway).
 const IDLE_WAIT: Duration = Duration::from_millis(1000);
+/// 4.x: `waitForRunning(10)` before each swap of the request lists.
+const SWAP_WAIT: Duration = Duration::from_millis(10);
+/// 4.x: `notifyTransferObject.waitForRunning(1000)`.
+const STEP: Duration = Duration::from_millis(1000);
+/// 4.3: the waits per request.
+const STEPS_4_3: u32 = 5;
 
 struct Request {
     next_offset: i64,
     submitted: Instant,
     deadline: Instant,
-    done: StatusDone,
+    /// None once answered (4.3: the latch answered the client before the service was done).
+    done: Option<StatusDone>,
 }
 
 #[derive(Default)]
 struct Queue {
     requests: Vec<Request>,
     stopped: bool,
+    /// A slave report since the last wait (`WaitNotifyObject.hasNotified`): the next wait
+    /// returns at once.
+    reported: bool,
 }
 
 /// The gate a SYNC_MASTER installs in its store.
@@ -65,7 +78,8 @@ impl Transfer {
         state.set_ack_listener(Box::new(move || {
             if let Some(t) = weak.upgrade() {
                 // Taken so the wake-up cannot fall between the thread's check and its wait.
-                let _q = t.queue.lock();
+                let mut q = t.queue.lock();
+                q.reported = true;
                 t.cv.notify_all();
             }
         }));
@@ -95,17 +109,34 @@ impl Transfer {
         )
     }
 
-    fn finish(&self, r: Request, status: PutMessageStatus) {
+    fn finish(&self, mut r: Request, status: PutMessageStatus) {
+        self.answer(&mut r, status);
+    }
+
+    /// Answers `r`'s client, unless it was answered already.
+    fn answer(&self, r: &mut Request, status: PutMessageStatus) {
+        if let Some(done) = self.take_answer(r, status) {
+            done(status);
+        }
+    }
+
+    /// Counts `r`'s answer and hands back its callback, for a caller that must run it outside
+    /// the queue lock; None if it was answered already.
+    fn take_answer(&self, r: &mut Request, status: PutMessageStatus) -> Option<StatusDone> {
+        let done = r.done.take()?;
         let w = &self.state.waits;
         w.record(r.submitted.elapsed());
         if status == PutMessageStatus::FlushSlaveTimeout {
             w.flush_slave_timeout
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        (r.done)(status);
+        Some(done)
     }
 
     fn run(&self) {
+        if self.policy.steps != WaitSteps::AtDeadline {
+            return self.run_stepped();
+        }
         loop {
             let (ready, stopped) = {
                 let mut q = self.queue.lock();
@@ -163,6 +194,107 @@ impl Transfer {
     }
 }
 
+impl Transfer {
+    /// 4.x's GroupTransferService.run: `waitForRunning(10)`, swap, then `doWaitTransfer` over
+    /// the swapped requests in order (4.9.8 HAService l.286-313, 4.3.2 l.278-306).
+    fn run_stepped(&self) {
+        loop {
+            let mut batch = {
+                let mut q = self.queue.lock();
+                if q.requests.is_empty() && !q.stopped {
+                    self.cv.wait_for(&mut q, SWAP_WAIT);
+                }
+                std::mem::take(&mut q.requests)
+            };
+            for i in 0..batch.len() {
+                let mut ok = self.acked(batch[i].next_offset);
+                let mut waits = 0;
+                while !ok {
+                    let go_on = match self.policy.steps {
+                        WaitSteps::FiveWaits => waits < STEPS_4_3,
+                        _ => Instant::now() < batch[i].deadline,
+                    };
+                    if !go_on || !self.wait_step(&mut batch[i..]) {
+                        break;
+                    }
+                    waits += 1;
+                    ok = self.acked(batch[i].next_offset);
+                }
+                if !ok {
+                    eprintln!(
+                        "transfer messsage to slave timeout, {}",
+                        batch[i].next_offset
+                    );
+                }
+                let status = if ok {
+                    PutMessageStatus::PutOk
+                } else {
+                    PutMessageStatus::FlushSlaveTimeout
+                };
+                self.answer(&mut batch[i], status);
+            }
+            let mut q = self.queue.lock();
+            if q.stopped {
+                for mut r in std::mem::take(&mut q.requests) {
+                    self.answer(&mut r, PutMessageStatus::FlushSlaveTimeout);
+                }
+                return;
+            }
+        }
+    }
+
+    /// One `notifyTransferObject.waitForRunning(1000)`: until a slave report (one that came
+    /// before the wait ends it at once) or 1 s; false when stopped. 4.3: meanwhile every
+    /// request whose send-thread latch (`syncFlushTimeout`) ran out is answered 12, in this
+    /// batch (`pending`) and behind it.
+    fn wait_step(&self, pending: &mut [Request]) -> bool {
+        let end = Instant::now() + STEP;
+        let latch = self.policy.steps == WaitSteps::FiveWaits;
+        let mut q = self.queue.lock();
+        loop {
+            if q.stopped {
+                return false;
+            }
+            if std::mem::take(&mut q.reported) {
+                return true;
+            }
+            let now = Instant::now();
+            if latch {
+                let timed_out: Vec<StatusDone> = pending
+                    .iter_mut()
+                    .chain(q.requests.iter_mut())
+                    .filter(|r| r.deadline <= now)
+                    .filter_map(|r| self.take_answer(r, PutMessageStatus::FlushSlaveTimeout))
+                    .collect();
+                if !timed_out.is_empty() {
+                    // Callbacks never run under the queue lock.
+                    parking_lot::MutexGuard::unlocked(&mut q, || {
+                        for done in timed_out {
+                            done(PutMessageStatus::FlushSlaveTimeout);
+                        }
+                    });
+                    continue;
+                }
+            }
+            if now >= end {
+                return true;
+            }
+            let next_latch = latch
+                .then(|| {
+                    pending
+                        .iter()
+                        .chain(q.requests.iter())
+                        .filter(|r| r.done.is_some())
+                        .map(|r| r.deadline)
+                        .min()
+                })
+                .flatten();
+            let wake = next_latch.map_or(end, |l| l.min(end));
+            self.cv.wait_until(&mut q, wake);
+        }
+    }
+}
+
 impl ReplicaGate for Transfer {
     fn await_replica(&self, next_offset: i64, done: StatusDone) {
         if self.policy.slave_not_available
@@ -180,7 +312,7 @@ impl ReplicaGate for Transfer {
             next_offset,
             submitted: now,
             deadline: now + self.policy.timeout,
-            done,
+            done: Some(done),
         };
         {
             let mut q = self.queue.lock();
@@ -211,6 +343,7 @@ mod tests {
             slave_not_available,
             acks: 2,
             ordering: FlushThenReplica::Parallel,
+            steps: WaitSteps::AtDeadline,
         }
     }
 
@@ -282,6 +415,96 @@ mod tests {
             pending.recv_timeout(WAIT),
             Ok(PutMessageStatus::FlushSlaveTimeout)
         );
+        h.join().unwrap();
+    }
+
+    fn stepped(steps: WaitSteps, timeout_ms: u64) -> WaitPolicy {
+        WaitPolicy {
+            steps,
+            ..policy(true, timeout_ms)
+        }
+    }
+
+    /// Audit #5: 4.9.8 doWaitTransfer waits in whole seconds while the deadline has not
+    /// passed, so with a silent slave 12 comes at the first second past the deadline (1.5 s
+    /// here: at 2 s), not at the deadline.
+    #[test]
+    fn four_nine_answers_12_at_the_first_whole_second_past_the_deadline() {
+        let state = HaState::new(None);
+        let t = Transfer::new(
+            state.clone(),
+            stepped(WaitSteps::OneSecondWaits, 1500),
+            1 << 28,
+        );
+        let h = t.start().unwrap();
+        let _conn = state.open_connection("127.0.0.1:1".parse().unwrap());
+        let begin = Instant::now();
+        let rx = submit(&t, 100);
+        assert_eq!(
+            rx.recv_timeout(WAIT),
+            Ok(PutMessageStatus::FlushSlaveTimeout)
+        );
+        let took = begin.elapsed();
+        assert!(took >= Duration::from_millis(1990), "12 after {took:?}");
+        t.stop();
+        h.join().unwrap();
+    }
+
+    /// Audit #5: 4.3.2 doWaitTransfer gives a request five waits, each ended early by any slave
+    /// report: a slave that reports without catching up gets 12 after five reports, long
+    /// before the deadline.
+    #[test]
+    fn four_three_gives_up_after_five_waits() {
+        let state = HaState::new(None);
+        let t = Transfer::new(
+            state.clone(),
+            stepped(WaitSteps::FiveWaits, 60_000),
+            1 << 28,
+        );
+        let h = t.start().unwrap();
+        let conn = state.open_connection("127.0.0.1:1".parse().unwrap());
+        let begin = Instant::now();
+        let rx = submit(&t, 100);
+        let mut reports = 0;
+        let answer = loop {
+            state.report(conn, 50, true);
+            reports += 1;
+            if let Ok(a) = rx.recv_timeout(Duration::from_millis(200)) {
+                break a;
+            }
+            assert!(reports < 20, "no answer after {reports} reports");
+        };
+        assert_eq!(answer, PutMessageStatus::FlushSlaveTimeout);
+        assert!((5..=6).contains(&reports), "{reports} reports");
+        assert!(begin.elapsed() < Duration::from_secs(10));
+        t.stop();
+        h.join().unwrap();
+    }
+
+    /// 4.3: with a silent slave the service is busy with one request for 5 s, but every
+    /// client hears 12 at its own deadline (the send thread's latch).
+    #[test]
+    fn four_three_clients_hear_12_at_their_deadline_while_the_service_waits() {
+        let state = HaState::new(None);
+        let t = Transfer::new(state.clone(), stepped(WaitSteps::FiveWaits, 300), 1 << 28);
+        let h = t.start().unwrap();
+        let _conn = state.open_connection("127.0.0.1:1".parse().unwrap());
+        let begin = Instant::now();
+        let (a, b) = (submit(&t, 100), submit(&t, 200));
+        assert_eq!(
+            a.recv_timeout(WAIT),
+            Ok(PutMessageStatus::FlushSlaveTimeout)
+        );
+        assert_eq!(
+            b.recv_timeout(WAIT),
+            Ok(PutMessageStatus::FlushSlaveTimeout)
+        );
+        let took = begin.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(900),
+            "{took:?}"
+        );
+        t.stop();
         h.join().unwrap();
     }
 

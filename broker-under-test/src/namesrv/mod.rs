@@ -4,7 +4,7 @@
 //! registration of a new topic from its creating thread), `hook` (how processors reach it).
 
 pub mod addr;
-mod client;
+pub(crate) mod client;
 pub mod hook;
 mod registrar;
 mod settings;

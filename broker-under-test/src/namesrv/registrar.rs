@@ -231,12 +231,14 @@ impl Registration {
 /// (`haServerAddr`, `masterAddr`; HA reference §1.4). Only the first answer counts in 4.x; any
 /// answer with an address will do here (the name servers agree).
 fn learn_master(broker: &Broker, answer: &RemotingCommand) {
-    if broker.config.broker_role != crate::config::BrokerRole::Slave
-        || broker.config.ha.master_address.is_some()
-    {
+    if broker.config.broker_role != crate::config::BrokerRole::Slave {
         return;
     }
-    if let Ok(h) = answer.header::<RegisterBrokerResponseHeader>() {
+    let Ok(h) = answer.header::<RegisterBrokerResponseHeader>() else {
+        return;
+    };
+    broker.ha.learn_master_broker(h.master_addr);
+    if broker.config.ha.master_address.is_none() {
         broker.ha.learn_master(h.ha_server_addr);
     }
 }

@@ -1,6 +1,7 @@
 //! The default processor (AdminBrokerProcessor): UPDATE_AND_CREATE_TOPIC (17),
-//! GET_BROKER_CONFIG (26), GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35),
-//! GET_BROKER_HA_STATUS (907, 5.3).
+//! GET_ALL_TOPIC_CONFIG (21), GET_BROKER_CONFIG (26), GET_BROKER_RUNTIME_INFO (28),
+//! UNREGISTER_CLIENT (35), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45),
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_HA_STATUS (907, 5.3).
 
 use std::{collections::BTreeMap, time::Instant};
 
@@ -32,6 +33,25 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
             let body = serde_json::to_vec(&info).unwrap_or_default();
             response(profile, request, ResponseCode::SUCCESS, None).with_body(body)
         }
+        // What a slave's SlaveSynchronize asks (4.9.8 AdminBrokerProcessor getAllTopicConfig,
+        // getAllConsumerOffset, getAllDelayOffset, getAllSubscriptionGroup): the tables as
+        // their config files have them.
+        Some(RequestCode::GET_ALL_TOPIC_CONFIG) => body(broker, request, broker.topics.encode()),
+        Some(RequestCode::GET_ALL_CONSUMER_OFFSET) => {
+            body(broker, request, broker.offsets.encode_all())
+        }
+        Some(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG) => {
+            body(broker, request, broker.groups.encode())
+        }
+        Some(RequestCode::GET_ALL_DELAY_OFFSET) => match broker.schedule.file_content() {
+            Some(text) => body(broker, request, text),
+            None => response(
+                profile,
+                request,
+                ResponseCode::SYSTEM_ERROR,
+                Some("No delay offset in this broker".into()),
+            ),
+        },
         _ => response(profile, request, ResponseCode::SUCCESS, None),
     }
 }
@@ -57,6 +77,11 @@ fn broker_config(broker: &Broker, request: &RemotingCommand) -> RemotingCommand 
     response(broker.config.profile, request, ResponseCode::SUCCESS, None)
         .with_ext_fields(BTreeMap::from([("version".to_owned(), version)]))
         .with_body(content.into_bytes())
+}
+
+fn body(broker: &Broker, request: &RemotingCommand, text: String) -> RemotingCommand {
+    response(broker.config.profile, request, ResponseCode::SUCCESS, None)
+        .with_body(text.into_bytes())
 }
 
 fn create_topic(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {

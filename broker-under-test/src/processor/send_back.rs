@@ -57,9 +57,14 @@ pub fn destination(reconsume_times: i32, delay_level: i32, max: i32) -> Destinat
     }
 }
 
-/// PutMessageStatus.name(), the remark of a failed send-back put.
-pub fn status_name(s: PutMessageStatus) -> &'static str {
+/// PutMessageStatus.name(), the remark of a failed send-back put, as the version spells it
+/// (5.3.3 store/PutMessageStatus.java l.25, l.28 renamed two of 4.9.8's; 5.3.3
+/// AbstractSendMessageProcessor l.286 puts the name in the remark).
+pub fn status_name(profile: VersionProfile, s: PutMessageStatus) -> &'static str {
+    let five = profile == VersionProfile::V5_3;
     match s {
+        PutMessageStatus::CreateMappedFileFailed if five => "CREATE_MAPPED_FILE_FAILED",
+        PutMessageStatus::OsPageCacheBusy if five => "OS_PAGE_CACHE_BUSY",
         PutMessageStatus::PutOk => "PUT_OK",
         PutMessageStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
         PutMessageStatus::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
@@ -174,7 +179,10 @@ fn handle(broker: &Broker, task: &RequestTask) -> RemotingCommand {
     );
     let status = rx.recv().unwrap_or(PutMessageStatus::UnknownError);
     if status != PutMessageStatus::PutOk {
-        return fail(ResponseCode::SYSTEM_ERROR, status_name(status).to_owned());
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            status_name(profile, status).to_owned(),
+        );
     }
     let stats = &broker.schedule.stats;
     stats.send_back_puts.fetch_add(1, Ordering::Relaxed);
@@ -264,6 +272,33 @@ fn properties(record: &MessageRecord, delay: Option<i32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Audit #11: 5.3.3 renamed two PutMessageStatus constants (CREATE_MAPPED_FILE_FAILED,
+    /// OS_PAGE_CACHE_BUSY), and a failed send-back's remark is the name.
+    #[test]
+    fn the_remark_names_the_status_as_the_version_spells_it() {
+        use PutMessageStatus as S;
+        use VersionProfile as V;
+        for v in [V::V4_3, V::V4_9] {
+            assert_eq!(status_name(v, S::OsPageCacheBusy), "OS_PAGECACHE_BUSY");
+            assert_eq!(
+                status_name(v, S::CreateMappedFileFailed),
+                "CREATE_MAPEDFILE_FAILED"
+            );
+        }
+        assert_eq!(
+            status_name(V::V5_3, S::OsPageCacheBusy),
+            "OS_PAGE_CACHE_BUSY"
+        );
+        assert_eq!(
+            status_name(V::V5_3, S::CreateMappedFileFailed),
+            "CREATE_MAPPED_FILE_FAILED"
+        );
+        assert_eq!(
+            status_name(V::V5_3, S::ServiceNotAvailable),
+            "SERVICE_NOT_AVAILABLE"
+        );
+    }
 
     #[test]
     fn the_level_follows_reconsume_times_and_the_limit_sends_to_the_dlq() {

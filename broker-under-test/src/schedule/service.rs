@@ -117,6 +117,19 @@ impl ScheduleService {
         Ok(format!("loaded {} delay offsets{note}", st.offsets.len()))
     }
 
+    /// GET_ALL_DELAY_OFFSET's body: delayOffset.json as last written, None without one (4.9.8
+    /// AdminBrokerProcessor.getAllDelayOffset reads the file, and answers SYSTEM_ERROR
+    /// without it).
+    pub fn file_content(&self) -> Option<String> {
+        std::fs::read_to_string(self.file.path()).ok()
+    }
+
+    /// SlaveSynchronize.syncDelayOffset: the master's delayOffset.json written as this
+    /// broker's file (`MixAll.string2File`), not loaded: a slave runs no schedule service.
+    pub fn write_from_master(&self, content: &str) -> Result<(), ConfigFileError> {
+        self.file.persist(content)
+    }
+
     /// Writes delayOffset.json (every period, whether or not it changed, as ConfigManager does).
     pub fn persist(&self) -> Result<(), ConfigFileError> {
         let content = {

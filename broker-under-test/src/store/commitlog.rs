@@ -145,9 +145,10 @@ impl CommitLog {
     }
 
     /// `getMinOffset` (retention reference A7.1): the first file's start, or the next file's
-    /// once the first was destroyed but is still held, so the min moves at the first attempt.
+    /// once the first was destroyed but is still held, so the min moves at the first attempt;
+    /// −1 without any file (4.9.8 CommitLog.getMinOffset l.928-939; audit #19).
     pub(crate) fn min_offset(&self) -> i64 {
-        self.files.read().first().map_or(0, |f| {
+        self.files.read().first().map_or(-1, |f| {
             if f.is_available() {
                 f.file_from_offset()
             } else {

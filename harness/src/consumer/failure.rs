@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -19,6 +20,35 @@ use parking_lot::Mutex;
 use crate::consumer::process_queue::Msg;
 use crate::recorder::histogram;
 use harness_model::profile::Consumer;
+
+/// When the broker's handleRetryAndDLQ sends a message published to `%RETRY%<group>` to the
+/// DLQ, on the `reconsumeTimes` of the send header (4.9.8 SendMessageProcessor
+/// .handleRetryAndDLQ l.344-372: `>=`; 5.3.3 l.180-230: `>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DlqRule {
+    /// 4.x: at the limit.
+    AtLimit,
+    /// 5.x: past it.
+    PastLimit,
+}
+
+impl DlqRule {
+    /// From GET_BROKER_RUNTIME_INFO's `brokerVersionDesc` (`V4_9_8`, `V5_3_3`).
+    pub fn of_version_desc(desc: &str) -> DlqRule {
+        if desc.starts_with("V3_") || desc.starts_with("V4_") {
+            DlqRule::AtLimit
+        } else {
+            DlqRule::PastLimit
+        }
+    }
+
+    pub fn dead(self, reconsume_times: i32, max: i32) -> bool {
+        match self {
+            DlqRule::AtLimit => reconsume_times >= max,
+            DlqRule::PastLimit => reconsume_times > max,
+        }
+    }
+}
 
 /// The failure model and its counters, shared by every instance of a job.
 pub struct Failures {
@@ -37,8 +67,14 @@ pub struct Failures {
     pub dlq: AtomicU64,
     /// CONSUMER_SEND_MSG_BACK calls answered 0.
     pub send_backs: AtomicU64,
-    /// Send-backs that failed (non-zero code, timeout): re-consumed locally after 5 s.
+    /// Send-backs that failed (non-zero code, timeout, no master) and whose fallback publish
+    /// to `%RETRY%<group>` failed too: re-consumed locally after 5 s.
     pub send_back_failed: AtomicU64,
+    /// Send-backs that failed and whose fallback publish to `%RETRY%<group>` was stored
+    /// (`fallback.rs`).
+    pub send_back_fallback: AtomicU64,
+    /// The broker's dead-letter rule for a send to `%RETRY%`, once a fallback asked it.
+    pub retry_dlq_rule: OnceLock<DlqRule>,
     /// Orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT answers (each a pause of the queue).
     pub suspends: AtomicU64,
 }
@@ -56,6 +92,8 @@ impl Failures {
             dlq: AtomicU64::new(0),
             send_backs: AtomicU64::new(0),
             send_back_failed: AtomicU64::new(0),
+            send_back_fallback: AtomicU64::new(0),
+            retry_dlq_rule: OnceLock::new(),
             suspends: AtomicU64::new(0),
         }
     }

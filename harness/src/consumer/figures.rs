@@ -80,6 +80,7 @@ pub struct RetryFigures {
     pub pending: u64,
     pub send_backs: u64,
     pub send_back_failed: u64,
+    pub send_back_fallback: u64,
     pub suspends: u64,
     /// Failure → next delivery p50, p99, µs.
     pub delay_us: [u64; 2],
@@ -97,6 +98,7 @@ impl RetryFigures {
             pending: f.pending(),
             send_backs: Failures::count(&f.send_backs),
             send_back_failed: Failures::count(&f.send_back_failed),
+            send_back_fallback: Failures::count(&f.send_back_fallback),
             suspends: Failures::count(&f.suspends),
             delay_us: f.delay_quantiles(),
             broker,

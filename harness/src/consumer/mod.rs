@@ -20,6 +20,7 @@
 //! * processing.rs    — the processing-time model (constant / exponential / percentiles, stalls)
 //! * failure.rs       — which deliveries fail, and the retry accounting (retries, DLQ, delays)
 //! * send_back.rs     — CONSUMER_SEND_MSG_BACK for a failed message; the broker's retry counters
+//! * fallback.rs      — the inner producer's publish to `%RETRY%<group>` after a failed send-back
 //! * retry_pull.rs    — the `%RETRY%<group>` subscription: its rebalance, offset and pull loop
 //! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
@@ -38,6 +39,7 @@ mod bench;
 mod body;
 mod concurrent;
 mod failure;
+mod fallback;
 mod figures;
 mod instance;
 pub mod job_part;

@@ -23,18 +23,13 @@ use crate::consumer::allocate::allocate_averagely;
 use crate::consumer::offsets::consumer_ids;
 use crate::consumer::pull::pull_loop;
 use crate::consumer::pull_gate::Thresholds;
-use crate::consumer::route::Mq;
+use crate::consumer::route::{retry_topic, Mq};
 use crate::consumer::state::{Instance, QueueState};
 
 const PERSIST_EVERY: Duration = Duration::from_secs(5);
 /// Rebalance every fourth persist tick (20 s).
 const REBALANCE_EVERY_TICKS: u32 = 4;
 const API_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// `%RETRY%<group>`.
-pub fn retry_topic(group: &str) -> String {
-    format!("%RETRY%{group}")
-}
 
 /// The retry topic's queues: `retryQueueNums` (1) on every broker of the route, each broker
 /// having made the topic when the group's heartbeat reached it.

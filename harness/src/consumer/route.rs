@@ -49,6 +49,11 @@ impl Mq {
     }
 }
 
+/// `%RETRY%<group>` (`MixAll.getRetryTopic`).
+pub fn retry_topic(group: &str) -> String {
+    format!("%RETRY%{group}")
+}
+
 /// `MixAll.MASTER_ID`.
 pub const MASTER_ID: i64 = 0;
 

@@ -1,11 +1,8 @@
 //! The client side of a failed message (retention-retry reference B6.3): CONSUMER_SEND_MSG_BACK
 //! (36), synchronous with a 5000 ms timeout, header as the Java client fills it; a send-back
-//! that fails leaves the message to be consumed again locally after 5000 ms. Also the broker's
-//! retry counters, read with GET_BROKER_RUNTIME_INFO at the start and end of a job.
-//!
-//! Not copied: the Java client's fallback publish of the message to `%RETRY%<group>` by its
-//! inner producer before the local re-consume (it needs the body, which the process queue does
-//! not keep); a failed send-back goes straight to the local re-consume.
+//! that fails is followed by the inner producer's publish to `%RETRY%<group>` (`fallback.rs`),
+//! and only when that fails too is the message consumed again locally after 5000 ms. Also the
+//! broker's retry counters, read with GET_BROKER_RUNTIME_INFO at the start and end of a job.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -19,6 +16,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::consumer::fallback::{self, Published};
 use crate::consumer::process_queue::Msg;
 use crate::consumer::state::Instance;
 use crate::consumer::wire::Wire;
@@ -76,9 +74,9 @@ pub async fn send_back(
     }
 }
 
-/// processConsumeResult for a batch the listener failed (CLUSTERING): every message sent back;
-/// the ones whose send-back failed are returned, their reconsumeTimes raised, to be consumed
-/// again here after [`LOCAL_RETRY_DELAY`].
+/// processConsumeResult for a batch the listener failed (CLUSTERING): every message sent back,
+/// else published to `%RETRY%<group>`; the ones for which both failed are returned, their
+/// reconsumeTimes raised, to be consumed again here after [`LOCAL_RETRY_DELAY`].
 pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) -> Vec<Msg> {
     let f = &inst.shared.failures;
     let cfg = &inst.shared.cfg;
@@ -95,7 +93,6 @@ pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) 
                 }
             }
             Err(e) => {
-                f.send_back_failed.fetch_add(1, Ordering::Relaxed);
                 inst.log(
                     "ERROR",
                     &format!(
@@ -103,9 +100,27 @@ pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) 
                         cfg.group, m.uniq_key
                     ),
                 );
-                let mut again = m.clone();
-                again.reconsume_times += 1;
-                kept.push(again);
+                match fallback::publish(inst, m).await {
+                    Ok(published) => {
+                        f.send_back_fallback.fetch_add(1, Ordering::Relaxed);
+                        if published == Published::DeadLettered {
+                            f.dead_lettered(m);
+                        }
+                    }
+                    Err(e) => {
+                        f.send_back_failed.fetch_add(1, Ordering::Relaxed);
+                        inst.log(
+                            "WARN",
+                            &format!(
+                                "send to %RETRY%{} failed, consumed again locally: msg: {:?} {e}",
+                                cfg.group, m.uniq_key
+                            ),
+                        );
+                        let mut again = m.clone();
+                        again.reconsume_times += 1;
+                        kept.push(again);
+                    }
+                }
             }
         }
     }

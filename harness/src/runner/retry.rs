@@ -2,29 +2,13 @@
 
 use std::time::Instant;
 
-use remoting::ResponseCode;
+use rmq_client::retry_codes::{ROCKETMQ4_CODES, ROCKETMQ53_EXTRA_CODES};
 
 use crate::recorder::Outcome;
 use harness_model::profile::RetryPolicy;
 
 /// Attempts of one send under a retry policy: retryTimesWhenSendFailed (2) + 1 (§11).
 pub const MAX_ATTEMPTS: u32 = 3;
-
-/// `DefaultMQProducer`'s retry codes up to 5.2.
-const ROCKETMQ4_CODES: [i32; 6] = [
-    ResponseCode::TOPIC_NOT_EXIST as i32,
-    ResponseCode::SERVICE_NOT_AVAILABLE as i32,
-    ResponseCode::SYSTEM_ERROR as i32,
-    ResponseCode::NO_PERMISSION as i32,
-    ResponseCode::NO_BUYER_ID as i32,
-    ResponseCode::NOT_IN_CURRENT_UNIT as i32,
-];
-
-/// What 5.3.0 adds: a busy or draining broker is worth another attempt.
-const ROCKETMQ53_EXTRA_CODES: [i32; 2] = [
-    ResponseCode::SYSTEM_BUSY as i32,
-    ResponseCode::GO_AWAY as i32,
-];
 
 /// The Java producer's `retryAnotherBrokerWhenNotStoreOK` (reference HA §3.6): whether a
 /// `SendResult` whose status is not SEND_OK ends the send or starts another attempt.
