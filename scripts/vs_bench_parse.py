@@ -13,6 +13,7 @@ last); Max RT is the largest since the start, never reset.
 """
 
 import re
+from datetime import datetime
 from dataclasses import dataclass
 from typing import Optional
 
@@ -125,12 +126,18 @@ def stall_table(rows: list) -> str:
     return "\n".join(out)
 
 
-def bench_stall_report(lines: list) -> dict:
+def bench_stall_report(lines: list, stall_unix: Optional[float] = None) -> dict:
     """What the benchmark printed around one stall: Max RT is cumulative, so the stall is the
     first line whose Max RT rose by 300 ms or more over the line before; the ten lines from there
     have the stall inside their 10-snapshot window. Returns rate (the TPS of the line before)
     and reported (a sentence)."""
     jump = next((i for i in range(1, len(lines)) if lines[i].max_rt_ms - lines[i - 1].max_rt_ms >= 300), None)
+    if jump is None and stall_unix is not None:
+        # Max RT was already above the stall (a cold start): the first line printed after the
+        # stall's time ("Current Time", local time, to the millisecond)
+        when = datetime.fromtimestamp(stall_unix)
+        jump = next((i for i, l in enumerate(lines) if i > 0 and l.time and
+                     datetime.strptime(l.time, "%Y-%m-%d %H:%M:%S,%f") >= when), None)
     if jump is None:
         top = max((l.max_rt_ms for l in lines), default=None)
         return {"rate": float(lines[-1].tps) if lines else None,
@@ -143,6 +150,6 @@ def bench_stall_report(lines: list) -> dict:
         "reported": (
             f"line before: TPS {pre.tps:,}, avg {fmt(pre.avg_rt_ms, 1)} ms, Max RT {pre.max_rt_ms} ms; "
             f"the {len(span)} lines with the stall in their window: TPS {min(tps):,}–{max(tps):,}, "
-            f"avg {fmt(min(avgs), 1)}–{fmt(max(avgs), 1)} ms, Max RT {span[0].max_rt_ms} ms (cumulative: it stays)"
+            f"avg {fmt(min(avgs), 1)}–{fmt(max(avgs), 1)} ms, Max RT {span[0].max_rt_ms} ms (the largest since the start)"
         ),
     }

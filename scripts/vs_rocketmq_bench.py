@@ -59,7 +59,7 @@ def log(msg):
 
 
 # --- GET_BROKER_RUNTIME_INFO (28) over RocketMQ's remoting frame, JSON header -------------------
-def runtime_info(addr, timeout=3.0):
+def runtime_info(addr, timeout=5.0):
     host, port = addr.rsplit(":", 1)
     header = json.dumps({"code": 28, "language": "JAVA", "version": 0, "opaque": 1, "flag": 0,
                          "extFields": {}}).encode()
@@ -104,13 +104,18 @@ class Sampler:
         self.done.set()
         self.thread.join()
 
+    def dump(self, path):
+        with open(path, "w") as f:
+            f.write("monotonic_s,putMessageTimesTotal\n")
+            f.writelines(f"{t:.3f},{c}\n" for t, c in self.samples)
+
     def count_at(self, when):
         """Interpolated putMessageTimesTotal at monotonic time `when`."""
         s = self.samples
-        before = [x for x in s if x[0] <= when]
-        after = [x for x in s if x[0] >= when]
-        if not before or not after:
+        if not s:
             return None
+        before = [x for x in s if x[0] <= when] or s[:1]
+        after = [x for x in s if x[0] >= when] or s[-1:]
         (t0, c0), (t1, c1) = before[-1], after[0]
         return c0 if t1 == t0 else c0 + (c1 - c0) * (when - t0) / (t1 - t0)
 
@@ -186,6 +191,8 @@ class Serve:
 def java_cmd(version, namesrv, home, extra):
     lib = CACHE / "bench-tool" / version / "lib"
     cmd = ["taskset", "-c", GEN_CPU, JAVA, "-Xms512m", "-Xmx512m", "-XX:+UseG1GC",
+           # 4.7.0's netty 4.0 reads java.nio.Buffer.address: without this it fails to start on JDK 17
+           "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
            f"-Duser.home={home}", "-Drocketmq.client.logRoot=" + str(home / "logs"),
            # as benchmark/producer.sh starts it
            "-Dorg.apache.rocketmq.client.sendSmartMsg=true",
@@ -276,6 +283,7 @@ def rates(kind, out, rows):
                 write_table(out, rows, STALL_ROWS)
     finally:
         sampler.stop()
+        sampler.dump(out / f"broker-counts-{kind}.csv")
         serve.stop()
 
 
@@ -294,11 +302,14 @@ def stall(out, rows):
     for i in range(1, RUNS + 1):
         for g in ["bench-5.5.0", "harness"]:
             log(f"stall: {g} run {i}")
-            serve = Serve("in-tree", ["injectPutStallMillis=500",
+            # waitTimeMillsInSendQueue above the stall: sends wait it out instead of being failed
+            # [TIMEOUT_CLEAN_QUEUE] (the default 200 ms would), so the stall is latency only
+            serve = Serve("in-tree", ["injectPutStallMillis=500", "waitTimeMillsInSendQueue=1000",
                                       f"injectPutStallIntervalMillis={STALL_INTERVAL_MS}"],
                           out / f"serve-stall-{g}-{i}.log")
             sampler = Sampler(serve.broker)
             try:
+                primed_at = time.time()
                 prime(serve, sampler, out / f"stall-{g}-{i}-primer")
                 if g == "harness":
                     # the stall 12 s after the primer: 2 s warm-up then 8-10 s into the window
@@ -316,10 +327,11 @@ def stall(out, rows):
                 else:
                     r = run_java(g.split("-", 1)[1], serve, sampler, out / f"stall-{g}-{i}.log")
                     rows.append({"generator": "bench-5.5.0 (closed loop, 64 threads)", "run": i,
-                                 **parse.bench_stall_report(r["lines"])})
+                                 **parse.bench_stall_report(r["lines"], primed_at + STALL_INTERVAL_MS / 1000)})
                 write_table(out, RATE_ROWS, rows)
             finally:
                 sampler.stop()
+                sampler.dump(out / f"broker-counts-stall-{g}-{i}.csv")
                 serve.stop()
 
 
