@@ -10,20 +10,24 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import vs_bench_parse as p  # noqa: E402
 
-# rocketmq-example 5.5.0 (bench-tool/5.5.0), -ri 1000, against broker-under-test:
-# results/vs-rocketmq-bench/<first run>/in-tree-bench-5.5.0-1.log
-V5_LINE = "Current Time: 2026-12-04 18:45:01,123 | Send TPS: 12345 | Max RT(ms): 511 | Average RT(ms):   4.562 | Send Failed: 0 | Response Failed: 0"
-# 5.x's end line (Producer.java l.393, 5.3.3 tag; the 5.5.0 jar holds the same format string)
+# rocketmq-example 5.5.0 (bench-tool/5.5.0), -ri 1000, against broker-under-test: printed in
+# results/vs-rocketmq-bench/20261204T185348Z/in-tree-bench-5.5.0-2.log
+V5_LINE = "Current Time: 2026-12-04 18:55:09,478 | Send TPS: 1283 | Max RT(ms): 3003 | Average RT(ms):  18.958 | Send Failed: 43 | Response Failed: 0"
+# 5.x's end line, written from its format string (Producer.java l.393, 5.3.3 tag; the 5.5.0 jar
+# holds the same): the driver stops the producer by SIGTERM, so no run printed one
 V5_DONE = "[Complete] Send Total: 1000 | Send TPS: 98 | Max RT(ms): 7 | Average RT(ms):     NaN | Send Failed: 1 | Response Failed: 2"
-# rocketmq-example 4.7.0 (bench-tool/4.7.0): in-tree-bench-4.7.0-1.log
-V4_LINE = "Send TPS: 8123 Max RT: 230 Average RT:   7.811 Send Failed: 0 Response Failed: 3"
+# rocketmq-example 4.7.0 (bench-tool/4.7.0) against Apache 5.3.3: printed in the same run's
+# apache-5.3.3-bench-4.7.0-2.log
+V4_LINE = "Send TPS: 1015 Max RT: 3000 Average RT:  48.211 Send Failed: 18 Response Failed: 0"
+# 5.5.0's banner (in-tree-bench-5.5.0-1.log), not a report line
+V5_BANNER = "topic: BenchmarkTest, threadCount: 64, messageSize: 128, keyEnable: false, propertySize: 0, tagCount: 0, traceEnable: false, aclEnable: false, messageQuantity: 0, delayEnable: false, delayLevel: 1, asyncEnable: false"
 
 
 class ParseLine(unittest.TestCase):
     def test_v5_interval_line(self):
         line = p.parse_bench_line(V5_LINE)
         self.assertEqual((line.tps, line.max_rt_ms, line.avg_rt_ms, line.send_failed, line.response_failed),
-                         (12345, 511, 4.562, 0, 0))
+                         (1283, 3003, 18.958, 43, 0))
         self.assertFalse(line.complete)
 
     def test_v5_complete_line_with_nan(self):
@@ -35,10 +39,10 @@ class ParseLine(unittest.TestCase):
 
     def test_v4_line(self):
         line = p.parse_bench_line(V4_LINE)
-        self.assertEqual((line.tps, line.max_rt_ms, line.avg_rt_ms, line.response_failed), (8123, 230, 7.811, 3))
+        self.assertEqual((line.tps, line.max_rt_ms, line.avg_rt_ms, line.send_failed), (1015, 3000, 48.211, 18))
 
     def test_other_lines_are_none(self):
-        for other in ("topic: BenchmarkTest, threadCount: 64, messageSize: 128, keyEnable: false",
+        for other in (V5_BANNER,
                       "topic BenchmarkTest threadCount 64 messageSize 128 keyEnable false",
                       "Send TPS: x Max RT: 1", ""):
             self.assertIsNone(p.parse_bench_line(other), other)
