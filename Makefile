@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop vs-rocketmq-bench bench-tool
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -103,6 +103,11 @@ cargo-bench: ## Criterion micro-benchmarks (CommitLog append, spin vs reentrant 
 
 floor: build ## The harness against minimal peers on the null responder, pinned, 5 alternating runs: generator/floor-sender and consumers/floor-puller, median ratios
 	BIN=$(RELEASE_BIN) OUT=$(RESULTS)/floor bash scripts/floor.sh
+# RocketMQ's own benchmark producer (rocketmq-example, bench-tool/<version>/pom.xml) beside the harness.
+bench-tool: ## Fetch RocketMQ's benchmark producer (rocketmq-example 4.7.0 and 5.5.0, Maven Central) into target/apache/bench-tool; a second call needs no network
+	bash scripts/bench-tool-jars.sh
+vs-rocketmq-bench: build apache bench-tool ## The harness beside RocketMQ's benchmark producer on one broker (broker-under-test, Apache 5.3.3): highest rate, CPU per million sends, a 500 ms stall; results/vs-rocketmq-bench/<time>/table.md (about 6 min)
+	BIN=$(RELEASE_BIN) python3 scripts/vs_rocketmq_bench.py
 pull-vs-send: build ## The broker's CPU per message on its send path and on its pull path (one process: the harness sends a backlog, floor-puller drains it); SIZE=, BATCH=
 	BIN=$(RELEASE_BIN) bash scripts/pull-vs-send-cpu.sh
 
