@@ -2,11 +2,13 @@
 # The real-client interop scenarios (interop/scenarios.py) with one client:
 #   interop/run.sh cpp    Apache's C++ client from the PyPI wheel `rocketmq` 0.4.4 (make interop-cpp, CI)
 #   interop/run.sh rust   the rocketmq-client-rust crate, built from interop/rust-client (make interop)
+#   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 5.3.3; 4.9.8 too) from
+#                         Maven Central under interop/java/src/InteropClient.java (make interop-java, CI)
 # BIN: folder of broker-under-test and name-server (default target/release).
 # INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-client=${1:?usage: interop/run.sh cpp|rust}
+client=${1:?usage: interop/run.sh cpp|rust|java}
 BIN=${BIN:-target/release}
 VENV=${INTEROP_VENV:-target/interop-venv}
 CPP_WHEEL='rocketmq==0.4.4'
@@ -28,8 +30,13 @@ rust)
   cargo build --release --manifest-path interop/rust-client/Cargo.toml --target-dir target/interop-rust
   args=(--client rust --rust-bin target/interop-rust/release/interop-rust-client)
   ;;
+java)
+  # Fetches the pinned client once and compiles our driver; exit 4 names a missing tool.
+  bash interop/java/build.sh "${JAVA_CLIENT:-5.3.3}" >/dev/null
+  args=(--client java --java-version "${JAVA_CLIENT:-5.3.3}")
+  ;;
 *)
-  echo "unknown client $client (cpp or rust)" >&2
+  echo "unknown client $client (cpp, rust or java)" >&2
   exit 2
   ;;
 esac

@@ -10,7 +10,8 @@ offsets kept across a broker restart, code 2 seen on the wire and handled by the
 failed delivery sent back (36 answered 0) and delivered again after its delay level (retry.py),
 sends signed by the client's own ACL signer stored and wrongly signed ones refused (acl.py).
 Usage:
-  python scenarios.py --client cpp|rust --bin target/release [--only NAME]... [--capture DIR]
+  python scenarios.py --client cpp|rust|java --bin target/release [--only NAME]... [--capture DIR]
+  (--client java: --java-version 4.9.8|5.3.3, Apache's Java client under java_client.py)
 Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario.
 """
 import argparse
@@ -283,6 +284,9 @@ CAPTURED = (HEART_BEAT, UNREGISTER_CLIENT, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ)
 
 
 def make_client(name, args):
+    if name == "java":
+        from java_client import JavaClient
+        return JavaClient(args.java_version)
     if name == "cpp":
         from cpp_client import CppClient
         return CppClient()
@@ -300,6 +304,8 @@ def run_isolated(args, names):
                 "--bin", args.bin, "--only", name]
         if args.rust_bin:
             argv += ["--rust-bin", args.rust_bin]
+        if args.client == "java":
+            argv += ["--java-version", args.java_version]
         if args.capture:
             argv += ["--capture", args.capture]
         try:
@@ -317,9 +323,11 @@ def run_isolated(args, names):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--client", choices=["cpp", "rust"], required=True)
+    ap.add_argument("--client", choices=["cpp", "rust", "java"], required=True)
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
+    ap.add_argument("--java-version", default="5.3.3",
+                    help="rocketmq-client version pinned in interop/java/<version> (--client java)")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
