@@ -268,6 +268,12 @@ SCENARIOS = {
     "acl": (signed_sends, []),
 }
 
+# On Apache's broker (--broker apache-<version>) a scenario's keys are these instead: the
+# broker-under-test-only key injectAppendDelayMicros does not exist there.
+APACHE_SETS = {
+    "busy": [],
+}
+
 # Scenarios left out of a client's full run (still run by `--only NAME`), with the reason.
 # The C++ client (0.4.4's librocketmq) fails `retry`: it consumes a pulled batch in one listener
 # call and sends the whole batch back at the first RECONSUME_LATER, sends 36 straight to the
@@ -306,6 +312,8 @@ def run_isolated(args, names):
             argv += ["--rust-bin", args.rust_bin]
         if args.client == "java":
             argv += ["--java-version", args.java_version]
+        if args.broker != "in-tree":
+            argv += ["--broker", args.broker, "--harness", args.harness]
         if args.capture:
             argv += ["--capture", args.capture]
         try:
@@ -328,9 +336,14 @@ def main():
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
     ap.add_argument("--java-version", default="5.3.3",
                     help="rocketmq-client version pinned in interop/java/<version> (--client java)")
+    ap.add_argument("--broker", default="in-tree", choices=["in-tree", "apache-5.3.3", "apache-4.9.7"],
+                    help="in-tree: our broker and name server from --bin; apache-<version>: "
+                    "Apache's JVMs through `harness serve` (apache_cluster.py)")
+    ap.add_argument("--harness", help="the harness binary (--broker apache-*; default BIN/harness)")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
+    args.harness = args.harness or os.path.join(args.bin, "harness")
     skipped = KNOWN_FAILING.get(args.client, {})
     names = args.only or [n for n in SCENARIOS if n not in skipped]
     if not args.only:
@@ -341,8 +354,13 @@ def main():
     client = make_client(args.client, args)
     name = names[0]
     fn, sets = SCENARIOS[name]
-    cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
-                      watch=(CONSUMER_SEND_MSG_BACK,))
+    if args.broker == "in-tree":
+        cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
+                          watch=(CONSUMER_SEND_MSG_BACK,))
+    else:
+        from apache_cluster import ApacheCluster
+        cluster = ApacheCluster(args.harness, args.broker, broker_sets=APACHE_SETS.get(name, sets),
+                                capture=CAPTURED, watch=(CONSUMER_SEND_MSG_BACK,))
     try:
         v = fn(client, cluster)
     except Exception as e:  # noqa: BLE001 (a scenario that crashes fails, with its reason)
