@@ -5,6 +5,7 @@
 #   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 5.3.3; 4.9.8 too) from
 #                         Maven Central under interop/java/src/InteropClient.java (make interop-java, CI)
 # BIN: folder of broker-under-test and name-server (default target/release).
+# INTEROP_BROKER=apache-5.3.3: against Apache's JVMs (harness serve) instead of ours.
 # INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,11 +41,21 @@ java)
   exit 2
   ;;
 esac
+# INTEROP_BROKER=apache-5.3.3: Apache's own name server and broker (the released jars) through
+# `harness serve` (interop/apache_cluster.py) instead of ours; INTEROP_HARNESS: that binary.
+BROKER=${INTEROP_BROKER:-in-tree}
+LIMIT=900
+if [ "$BROKER" != in-tree ]; then
+  bash scripts/apache-jars.sh "${BROKER#apache-}"
+  args+=(--broker "$BROKER" --harness "${INTEROP_HARNESS:-$BIN/harness}")
+  # Apache's JVMs start in seconds each and a scenario starts two or three of them.
+  LIMIT=1800
+fi
 if [ -n "${INTEROP_CAPTURE:-}" ]; then
   args+=(--capture "$INTEROP_CAPTURE")
 fi
 # The clients write their logs under $HOME (~/logs/rocketmq-cpp, ~/logs/rocketmqlogs): keep
 # them in target/. The whole run is bounded; each scenario bounds itself too.
 mkdir -p target/interop-home
-HOME="$PWD/target/interop-home" timeout 900 "$VENV/bin/python" interop/scenarios.py \
+HOME="$PWD/target/interop-home" timeout "$LIMIT" "$VENV/bin/python" interop/scenarios.py \
   "${args[@]}" --bin "$BIN"
