@@ -32,8 +32,10 @@ ACL_FILE = f"""accounts:
 # (AuthenticationMetadataManagerImpl.initUser; users live in a RocksDB under the store's config/).
 # A wrong signature is refused with NO_PERMISSION (16) and the remark `check signature failed.`
 # (DefaultAuthenticationHandler, AuthenticationPipeline -> AbortProcessException). Every
-# unsigned request is refused too ("username cannot be null."): 28, the runtime-info request the
-# serve readiness check sends, is whitelisted. rocketmq-all-5.3.3 auth/..., broker/auth/pipeline/.
+# unsigned request is refused too ("username cannot be null."): 26 and 28, which `harness serve`
+# sends unsigned to check the broker is ready (config read back, runtime info), are whitelisted;
+# the harness cannot read these keys back (AuthConfig is not in GET_BROKER_CONFIG's answer).
+# Sources: rocketmq-all-5.3.3 auth/.../authentication/, broker/.../auth/pipeline/.
 ACL2_SETS = [
     "authenticationEnabled=true",
     "authenticationProvider=org.apache.rocketmq.auth.authentication.provider."
@@ -41,7 +43,7 @@ ACL2_SETS = [
     "authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider."
     "LocalAuthenticationMetadataProvider",
     f'initAuthenticationUser={{"username":"{ACCESS_KEY}","password":"{SECRET}"}}',
-    "authenticationWhitelist=28",
+    "authenticationWhitelist=26,28",
 ]
 
 
