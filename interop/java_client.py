@@ -3,8 +3,7 @@ interop/java/<version>/pom.xml, fetched from Maven Central) under our own driver
 interop/java/src/InteropClient.java. Each producer and consumer is a JVM of its own speaking the
 same line protocol as interop/rust-client (`ready`; `ok` / `err REASON`; `msg BODY`;
 `got RECONSUME_TIMES COMMITLOG_OFFSET fail|ok BODY`). Each JVM's stderr and the client's own log
-(`rocketmq.client.logRoot`) go under $HOME/logs/java-<version> (run.sh sets HOME to
-target/interop-home)."""
+go under $HOME/logs/java-<version>/<scenario pid>-<n>-<role>-<group>/ (run.sh sets HOME to target/interop-home)."""
 import itertools
 import os
 import subprocess
@@ -27,12 +26,16 @@ _seq = itertools.count(1)
 class _Jvm:
     def __init__(self, client, args, name):
         self.name = name
-        logs = client.log_dir
-        self.err = open(os.path.join(logs, f"{next(_seq):03d}-{name}.stderr"), "ab")
+        # One folder per JVM: the client's log file (4.9: rocketmq.client.logRoot, 5.x's
+        # rmq.client.logback.xml: rocketmq.log.root) and the JVM's stderr.
+        logs = os.path.join(client.log_dir, f"{os.getpid()}-{next(_seq):03d}-{name}")
+        os.makedirs(logs, exist_ok=True)
+        self.err = open(os.path.join(logs, "stderr"), "ab")
         home = os.environ.get("HOME", logs)
         argv = (["java"] + JVM_FLAGS
                 + [f"-Duser.home={home}", f"-Drocketmq.client.logRoot={logs}",
-                   "-cp", client.classpath, "InteropClient"] + args)
+                   f"-Drocketmq.log.root={logs}", "-cp", client.classpath, "InteropClient"]
+                + args)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True, bufsize=1,
                                      preexec_fn=_die_with_parent)
