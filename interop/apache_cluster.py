@@ -9,6 +9,7 @@ serve with `--namesrv`, the same `listenPort` and `storePathRootDir`) keeps the 
 name server's proxy points at.
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -62,9 +63,10 @@ class Serve:
         reader.start()
         reader.join(READY_TIMEOUT)
         if not self.lines or self.lines[-1] != "ready":
+            rc = self.proc.poll()
             self.stop(signal.SIGKILL)
-            raise RuntimeError(f"{name} not ready within {READY_TIMEOUT} s (stdout {self.lines!r});"
-                               f" see {log_path}")
+            why = f"exited with {rc}" if rc is not None else f"not ready within {READY_TIMEOUT} s"
+            raise RuntimeError(f"harness serve ({name}) {why} (stdout {self.lines!r}); see {log_path}")
 
     def _read_until_ready(self):
         for raw in self.proc.stdout:
@@ -126,7 +128,13 @@ class ApacheCluster(Cluster):
             "namesrv", self.namesrv.addr, rewrite=lambda body: body.replace(real, via)
         )
         self.starts = 0
-        self.start_broker()
+        try:
+            self.start_broker()
+        except BaseException:
+            # The proxies' threads and the name server's serve would keep this process alive
+            # until the scenario's timeout.
+            self.close()
+            raise
 
     def start_broker(self):
         self.starts += 1
@@ -147,6 +155,4 @@ class ApacheCluster(Cluster):
         self.broker_proxy.close()
         self.namesrv_proxy.close()
         if self.own_dir and not os.environ.get("INTEROP_KEEP"):
-            import shutil
-
             shutil.rmtree(self.dir, ignore_errors=True)
