@@ -2,7 +2,7 @@
 # The real-client interop scenarios (interop/scenarios.py) with one client:
 #   interop/run.sh cpp    Apache's C++ client from the PyPI wheel `rocketmq` 0.4.4 (make interop-cpp, CI)
 #   interop/run.sh rust   the rocketmq-client-rust crate, built from interop/rust-client (make interop)
-#   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 5.3.3; 4.9.8 too) from
+#   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 4.9.8; 5.3.3 too) from
 #                         Maven Central under interop/java/src/InteropClient.java (make interop-java, CI)
 # BIN: folder of broker-under-test and name-server (default target/release).
 # INTEROP_BROKER=apache-5.3.3: against Apache's JVMs (harness serve) instead of ours.
@@ -33,8 +33,8 @@ rust)
   ;;
 java)
   # Fetches the pinned client once and compiles our driver; exit 4 names a missing tool.
-  bash interop/java/build.sh "${JAVA_CLIENT:-5.3.3}" >/dev/null
-  args=(--client java --java-version "${JAVA_CLIENT:-5.3.3}")
+  bash interop/java/build.sh "${JAVA_CLIENT:-4.9.8}" >/dev/null
+  args=(--client java --java-version "${JAVA_CLIENT:-4.9.8}")
   ;;
 *)
   echo "unknown client $client (cpp, rust or java)" >&2

@@ -351,7 +351,7 @@ def main():
     ap.add_argument("--client", choices=["cpp", "rust", "java"], required=True)
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
-    ap.add_argument("--java-version", default="5.3.3",
+    ap.add_argument("--java-version", default="4.9.8",
                     help="rocketmq-client version pinned in interop/java/<version> (--client java)")
     ap.add_argument("--broker", default="in-tree", choices=["in-tree", "apache-5.3.3", "apache-4.9.7"],
                     help="in-tree: our broker and name server from --bin; apache-<version>: "
