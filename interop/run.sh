@@ -2,11 +2,14 @@
 # The real-client interop scenarios (interop/scenarios.py) with one client:
 #   interop/run.sh cpp    Apache's C++ client from the PyPI wheel `rocketmq` 0.4.4 (make interop-cpp, CI)
 #   interop/run.sh rust   the rocketmq-client-rust crate, built from interop/rust-client (make interop)
+#   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 4.9.8; 5.3.3 too) from
+#                         Maven Central under interop/java/src/InteropClient.java (make interop-java, CI)
 # BIN: folder of broker-under-test and name-server (default target/release).
+# INTEROP_BROKER=apache-5.3.3: against Apache's JVMs (harness serve) instead of ours.
 # INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-client=${1:?usage: interop/run.sh cpp|rust}
+client=${1:?usage: interop/run.sh cpp|rust|java}
 BIN=${BIN:-target/release}
 VENV=${INTEROP_VENV:-target/interop-venv}
 CPP_WHEEL='rocketmq==0.4.4'
@@ -28,16 +31,31 @@ rust)
   cargo build --release --manifest-path interop/rust-client/Cargo.toml --target-dir target/interop-rust
   args=(--client rust --rust-bin target/interop-rust/release/interop-rust-client)
   ;;
+java)
+  # Fetches the pinned client once and compiles our driver; exit 4 names a missing tool.
+  bash interop/java/build.sh "${JAVA_CLIENT:-4.9.8}" >/dev/null
+  args=(--client java --java-version "${JAVA_CLIENT:-4.9.8}")
+  ;;
 *)
-  echo "unknown client $client (cpp or rust)" >&2
+  echo "unknown client $client (cpp, rust or java)" >&2
   exit 2
   ;;
 esac
+# INTEROP_BROKER=apache-5.3.3: Apache's own name server and broker (the released jars) through
+# `harness serve` (interop/apache_cluster.py) instead of ours; INTEROP_HARNESS: that binary.
+BROKER=${INTEROP_BROKER:-in-tree}
+LIMIT=900
+if [ "$BROKER" != in-tree ]; then
+  bash scripts/apache-jars.sh "${BROKER#apache-}"
+  args+=(--broker "$BROKER" --harness "${INTEROP_HARNESS:-$BIN/harness}")
+  # Apache's JVMs start in seconds each and a scenario starts two or three of them.
+  LIMIT=1800
+fi
 if [ -n "${INTEROP_CAPTURE:-}" ]; then
   args+=(--capture "$INTEROP_CAPTURE")
 fi
 # The clients write their logs under $HOME (~/logs/rocketmq-cpp, ~/logs/rocketmqlogs): keep
 # them in target/. The whole run is bounded; each scenario bounds itself too.
 mkdir -p target/interop-home
-HOME="$PWD/target/interop-home" timeout 900 "$VENV/bin/python" interop/scenarios.py \
+HOME="$PWD/target/interop-home" timeout "$LIMIT" "$VENV/bin/python" interop/scenarios.py \
   "${args[@]}" --bin "$BIN"

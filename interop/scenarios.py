@@ -10,7 +10,8 @@ offsets kept across a broker restart, code 2 seen on the wire and handled by the
 failed delivery sent back (36 answered 0) and delivered again after its delay level (retry.py),
 sends signed by the client's own ACL signer stored and wrongly signed ones refused (acl.py).
 Usage:
-  python scenarios.py --client cpp|rust --bin target/release [--only NAME]... [--capture DIR]
+  python scenarios.py --client cpp|rust|java --bin target/release [--only NAME]... [--capture DIR]
+  (--client java: --java-version 4.9.8|5.3.3, Apache's Java client under java_client.py)
 Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario.
 """
 import argparse
@@ -245,6 +246,16 @@ def busy_broker(client, cluster, threads=4, per_thread=10):
     v.note(messages=threads * per_thread, acked=len(acked), failed=len(failed),
            send_attempts=attempts, code2_answers=busy, received=ledger.distinct(acked),
            lost=len(missing))
+    answers = {}
+    for (r, code), k in resp.items():
+        if r in (SEND_MESSAGE, SEND_MESSAGE_V2):
+            answers[code] = answers.get(code, 0) + k
+    # Answers whose opaque matched no open request: Apache 5.3.3 with asyncSendEnable=false
+    # answers each stored send twice, 0 and then code 1 with a NullPointerException remark
+    # (SendMessageProcessor:358-361 counts transaction metrics under a null REAL_TOPIC after
+    # handlePutMessageResult already answered); the client drops the second answer.
+    unpaired = sum(k for (r, _), k in resp.items() if r is None)
+    v.note(send_answers=dict(sorted(answers.items(), key=str)), unpaired_answers=unpaired)
     if remarks:
         v.note(top_remark=repr(remarks.most_common(1)[0][0][:40]))
     if errors:
@@ -267,6 +278,19 @@ SCENARIOS = {
     "acl": (signed_sends, []),
 }
 
+# On Apache's broker (--broker apache-<version>) a scenario's keys are these instead: the
+# broker-under-test-only key injectAppendDelayMicros does not exist there.
+# busy, by real means: one send thread (sendMessageThreadPoolNums=1) that holds each send until
+# the disk flush is done (asyncSendEnable=false puts through DefaultMessageStore.putMessage, which
+# waits for the put future; SYNC_FLUSH completes it after GroupCommitService's force()), so the
+# concurrent senders' requests queue behind the flushes, and BrokerFastFailure's 10-ms scan
+# answers code 2 [TIMEOUT_CLEAN_QUEUE] to each head that waited waitTimeMillsInSendQueue
+# (rocketmq-all-5.3.3 SendMessageProcessor:323, BrokerFastFailure.cleanExpiredRequestInQueue).
+APACHE_SETS = {
+    "busy": ["sendMessageThreadPoolNums=1", "asyncSendEnable=false", "flushDiskType=SYNC_FLUSH",
+             "waitTimeMillsInSendQueue=1"],
+}
+
 # Scenarios left out of a client's full run (still run by `--only NAME`), with the reason.
 # The C++ client (0.4.4's librocketmq) fails `retry`: it consumes a pulled batch in one listener
 # call and sends the whole batch back at the first RECONSUME_LATER, sends 36 straight to the
@@ -283,6 +307,9 @@ CAPTURED = (HEART_BEAT, UNREGISTER_CLIENT, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ)
 
 
 def make_client(name, args):
+    if name == "java":
+        from java_client import JavaClient
+        return JavaClient(args.java_version)
     if name == "cpp":
         from cpp_client import CppClient
         return CppClient()
@@ -300,6 +327,10 @@ def run_isolated(args, names):
                 "--bin", args.bin, "--only", name]
         if args.rust_bin:
             argv += ["--rust-bin", args.rust_bin]
+        if args.client == "java":
+            argv += ["--java-version", args.java_version]
+        if args.broker != "in-tree":
+            argv += ["--broker", args.broker, "--harness", args.harness]
         if args.capture:
             argv += ["--capture", args.capture]
         try:
@@ -317,12 +348,19 @@ def run_isolated(args, names):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--client", choices=["cpp", "rust"], required=True)
+    ap.add_argument("--client", choices=["cpp", "rust", "java"], required=True)
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
+    ap.add_argument("--java-version", default="4.9.8",
+                    help="rocketmq-client version pinned in interop/java/<version> (--client java)")
+    ap.add_argument("--broker", default="in-tree", choices=["in-tree", "apache-5.3.3", "apache-4.9.7"],
+                    help="in-tree: our broker and name server from --bin; apache-<version>: "
+                    "Apache's JVMs through `harness serve` (apache_cluster.py)")
+    ap.add_argument("--harness", help="the harness binary (--broker apache-*; default BIN/harness)")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
+    args.harness = args.harness or os.path.join(args.bin, "harness")
     skipped = KNOWN_FAILING.get(args.client, {})
     names = args.only or [n for n in SCENARIOS if n not in skipped]
     if not args.only:
@@ -333,8 +371,13 @@ def main():
     client = make_client(args.client, args)
     name = names[0]
     fn, sets = SCENARIOS[name]
-    cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
-                      watch=(CONSUMER_SEND_MSG_BACK,))
+    if args.broker == "in-tree":
+        cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
+                          watch=(CONSUMER_SEND_MSG_BACK,))
+    else:
+        from apache_cluster import ApacheCluster
+        cluster = ApacheCluster(args.harness, args.broker, broker_sets=APACHE_SETS.get(name, sets),
+                                capture=CAPTURED, watch=(CONSUMER_SEND_MSG_BACK,))
     try:
         v = fn(client, cluster)
     except Exception as e:  # noqa: BLE001 (a scenario that crashes fails, with its reason)
