@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop
+.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop interop-go
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -141,6 +141,9 @@ ci: lint docs apache test smoke gate apache-smoke interop-cpp ci-gate-perf ## Wh
 
 interop-cpp: build ## Real-client interop: Apache's C++ client (PyPI rocketmq 0.4.4, virtualenv in target/) drives broker-under-test + name-server; passes on counts
 	bash interop/run.sh cpp
+
+interop-go: build ## Real-client interop with Apache's Go client (rocketmq-client-go v2, interop/go-client, modules and build in target/interop-go); needs Go (Debian golang-go), exit 4 without it
+	bash interop/run.sh go
 
 interop: interop-cpp ## interop-cpp, then the same scenarios with the rocketmq-client-rust crate (slow first build; not in CI)
 	bash interop/run.sh rust

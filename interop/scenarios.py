@@ -2,7 +2,7 @@
 on 127.0.0.1 (each scenario gets a fresh name server and broker).
 
 A client is an adapter (cpp_client.py: Apache's C++ client from the PyPI wheel `rocketmq`
-0.4.4; rust_client.py: the `rocketmq-client-rust` crate) with `producer(cluster, group)` ->
+0.4.4; rust_client.py: the `rocketmq-client-rust` crate; go_client.py: Apache's Go client) with `producer(cluster, group)` ->
 `send(mode, topic, key, body) -> (ok, error)` / `shutdown()`, and `consumer(cluster, group,
 topic, ledger, orderly)` -> `shutdown()`. Each scenario is bounded in messages and time and
 passes only on numbers: every message received, none lost, order kept per key, committed
@@ -10,7 +10,7 @@ offsets kept across a broker restart, code 2 seen on the wire and handled by the
 failed delivery sent back (36 answered 0) and delivered again after its delay level (retry.py),
 sends signed by the client's own ACL signer stored and wrongly signed ones refused (acl.py).
 Usage:
-  python scenarios.py --client cpp|rust --bin target/release [--only NAME]... [--capture DIR]
+  python scenarios.py --client cpp|rust|go --bin target/release [--only NAME]... [--capture DIR]
 Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario.
 """
 import argparse
@@ -286,6 +286,9 @@ def make_client(name, args):
     if name == "cpp":
         from cpp_client import CppClient
         return CppClient()
+    if name == "go":
+        from go_client import GoClient
+        return GoClient(args.go_bin)
     from rust_client import RustClient
     return RustClient(args.rust_bin)
 
@@ -300,6 +303,8 @@ def run_isolated(args, names):
                 "--bin", args.bin, "--only", name]
         if args.rust_bin:
             argv += ["--rust-bin", args.rust_bin]
+        if args.go_bin:
+            argv += ["--go-bin", args.go_bin]
         if args.capture:
             argv += ["--capture", args.capture]
         try:
@@ -317,9 +322,10 @@ def run_isolated(args, names):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--client", choices=["cpp", "rust"], required=True)
+    ap.add_argument("--client", choices=["cpp", "rust", "go"], required=True)
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
+    ap.add_argument("--go-bin", help="the interop-go-client binary (--client go)")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
