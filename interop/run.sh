@@ -5,6 +5,7 @@
 #   interop/run.sh go     Apache's Go client (rocketmq-client-go v2), built from interop/go-client
 #                         (make interop-go); exit 4 when there is no Go toolchain
 # BIN: folder of broker-under-test and name-server (default target/release).
+# INTEROP_BROKER=apache-5.3.3: against Apache RocketMQ through `harness serve` (see below).
 # INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,11 @@ go)
   exit 2
   ;;
 esac
+# INTEROP_BROKER=apache-5.3.3 (or apache-4.9.7): the same scenarios against Apache RocketMQ,
+# started by `$BIN/harness serve` (interop/apache_cluster.py) instead of broker-under-test.
+if [ -n "${INTEROP_BROKER:-}" ] && [ "$INTEROP_BROKER" != in-tree ]; then
+  args+=(--broker "$INTEROP_BROKER" --harness "$BIN/harness")
+fi
 if [ -n "${INTEROP_CAPTURE:-}" ]; then
   args+=(--capture "$INTEROP_CAPTURE")
 fi

@@ -11,6 +11,7 @@ failed delivery sent back (36 answered 0) and delivered again after its delay le
 sends signed by the client's own ACL signer stored and wrongly signed ones refused (acl.py).
 Usage:
   python scenarios.py --client cpp|rust|go --bin target/release [--only NAME]... [--capture DIR]
+                      [--broker in-tree|apache-5.3.3|apache-4.9.7 --harness target/release/harness]
 Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario.
 """
 import argparse
@@ -305,6 +306,8 @@ def run_isolated(args, names):
             argv += ["--rust-bin", args.rust_bin]
         if args.go_bin:
             argv += ["--go-bin", args.go_bin]
+        if args.broker != "in-tree":
+            argv += ["--broker", args.broker, "--harness", args.harness]
         if args.capture:
             argv += ["--capture", args.capture]
         try:
@@ -326,6 +329,12 @@ def main():
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
     ap.add_argument("--go-bin", help="the interop-go-client binary (--client go)")
+    ap.add_argument("--broker", default="in-tree",
+                    choices=["in-tree", "apache-5.3.3", "apache-4.9.7"],
+                    help="in-tree: broker-under-test and name-server from --bin; apache-*: "
+                    "Apache RocketMQ through `harness serve` (apache_cluster.py)")
+    ap.add_argument("--harness", default="target/release/harness",
+                    help="the harness binary (--broker apache-*)")
     ap.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--capture", help="write the captured request bodies into this folder")
     args = ap.parse_args()
@@ -339,8 +348,13 @@ def main():
     client = make_client(args.client, args)
     name = names[0]
     fn, sets = SCENARIOS[name]
-    cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
-                      watch=(CONSUMER_SEND_MSG_BACK,))
+    if args.broker == "in-tree":
+        cluster = Cluster(args.bin, broker_sets=sets, capture=CAPTURED,
+                          watch=(CONSUMER_SEND_MSG_BACK,))
+    else:
+        from apache_cluster import ApacheCluster
+        cluster = ApacheCluster(args.harness, args.broker, broker_sets=sets, capture=CAPTURED,
+                                watch=(CONSUMER_SEND_MSG_BACK,), scenario=name)
     try:
         v = fn(client, cluster)
     except Exception as e:  # noqa: BLE001 (a scenario that crashes fails, with its reason)
@@ -351,7 +365,8 @@ def main():
             from capture import write_bodies
             write_bodies(cluster.broker_proxy, args.capture, name)
         cluster.close()
-    print(f"[{args.client}] {v.line()}", flush=True)
+    where = "" if args.broker == "in-tree" else f" on {args.broker}"
+    print(f"[{args.client}{where}] {v.line()}", flush=True)
     return 0 if v.passed else 1
 
 
