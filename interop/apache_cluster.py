@@ -11,6 +11,7 @@ server and the clients' connections to it stay up.
 Some scenarios set broker-under-test keys Apache does not have; APACHE_SETS says what each of
 them sets on Apache instead (the harness refuses a key Apache does not know).
 """
+import json
 import os
 import shutil
 import signal
@@ -25,6 +26,8 @@ from wire import Proxy
 # A cold JVM: the harness waits for the broker's registration before it prints `ready`.
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
+NO_PERMISSION = 16
+GET_BROKER_RUNTIME_INFO = 28
 
 # Per scenario, what Apache sets where broker-under-test sets its own keys.
 APACHE_SETS = {
@@ -136,6 +139,30 @@ class ApacheCluster:
         self.broker_port = addr[1]
         self.broker_proxy.upstream = addr
         self.wait_route("TBW102")
+
+    def enable_acl(self, access_key, secret, topic):
+        """The acl scenario's account on Apache; returns how a wrong signature is refused
+        (answer code, remark prefix). 5.3.3 dropped ACL 1.0's PlainAccessValidator (plain_acl.yml
+        is only read by auth/migration/v1): authentication 2.0 checks the same signature
+        (DefaultAuthenticationHandler.doAuthenticate, AclSigner over the request's fields) for
+        the user initAuthenticationUser creates, and AuthenticationPipeline answers a mismatch
+        NO_PERMISSION (16) "check signature failed.". Authorization stays off, so `topic` needs
+        no grant. GET_BROKER_RUNTIME_INFO (28) is whitelisted: the harness asks it, unsigned, to
+        know the broker is up."""
+        if not self.kind.startswith("apache-5"):
+            raise RuntimeError(f"acl on {self.kind}: only Apache 5.x is wired (authentication 2.0)")
+        user = json.dumps({"username": access_key, "password": secret}, separators=(",", ":"))
+        self.broker_sets += [
+            "authenticationEnabled=true",
+            "authenticationProvider=org.apache.rocketmq.auth.authentication.provider."
+            "DefaultAuthenticationProvider",
+            "authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider."
+            "LocalAuthenticationMetadataProvider",
+            f"initAuthenticationUser={user}",
+            f"authenticationWhitelist={GET_BROKER_RUNTIME_INFO}",
+        ]
+        self.restart_broker()
+        return NO_PERMISSION, "check signature failed."
 
     def restart_broker(self, sig=signal.SIGTERM):
         """Stops the broker (a clean stop by default), drops every proxied connection, and
