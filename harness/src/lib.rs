@@ -37,6 +37,7 @@ pub mod recorder;
 pub mod report;
 pub mod runner;
 pub mod send_spec;
+pub mod serve;
 #[doc(hidden)]
 pub mod testkit;
 pub mod write_blocks;
@@ -78,6 +79,10 @@ pub enum Command {
     Ab(ab::AbArgs),
     /// The processing-time model's consume rate: N threads at a constant T against N/T.
     ProcessingBench(consumer::ProcessingBenchArgs),
+    /// A name server and one broker (broker-under-test or Apache RocketMQ) for other clients:
+    /// prints `namesrv listening on`, `broker listening on`, `broker pid`, `ready`; stops on
+    /// Ctrl-C, SIGTERM or the end of a piped stdin.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -162,6 +167,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         // Every way a report fails is about its input folder.
         Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
         Command::Ab(a) => ab::run_ab(&a),
+        Command::Serve(a) => serve::run_serve(&a),
         Command::ProcessingBench(a) => {
             print!(
                 "{}",

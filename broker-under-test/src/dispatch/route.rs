@@ -32,7 +32,7 @@ pub fn route(code: i32, profile: VersionProfile) -> Option<(ProcessorKind, Execu
         | R::GET_MIN_OFFSET => (ProcessorKind::ConsumerManage, ExecutorKind::Admin),
         R::UNREGISTER_CLIENT => (ProcessorKind::Heartbeat, ExecutorKind::Admin),
         R::LOCK_BATCH_MQ | R::UNLOCK_BATCH_MQ => (ProcessorKind::Lock, ExecutorKind::Admin),
-        R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_RUNTIME_INFO => {
+        R::UPDATE_AND_CREATE_TOPIC | R::GET_BROKER_CONFIG | R::GET_BROKER_RUNTIME_INFO => {
             (ProcessorKind::Admin, ExecutorKind::Admin)
         }
         // 5.0.0+ only.

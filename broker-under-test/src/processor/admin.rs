@@ -1,5 +1,6 @@
 //! The default processor (AdminBrokerProcessor): UPDATE_AND_CREATE_TOPIC (17),
-//! GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35), GET_BROKER_HA_STATUS (907, 5.3).
+//! GET_BROKER_CONFIG (26), GET_BROKER_RUNTIME_INFO (28), UNREGISTER_CLIENT (35),
+//! GET_BROKER_HA_STATUS (907, 5.3).
 
 use std::{collections::BTreeMap, time::Instant};
 
@@ -16,6 +17,7 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
     let profile = broker.config.profile;
     match RequestCode::from_i32(request.code) {
         Some(RequestCode::UPDATE_AND_CREATE_TOPIC) => create_topic(broker, request),
+        Some(RequestCode::GET_BROKER_CONFIG) => broker_config(broker, request),
         Some(RequestCode::GET_BROKER_RUNTIME_INFO) => {
             let table = runtime_info(broker);
             let body = serde_json::json!({ "table": table }).to_string();
@@ -32,6 +34,29 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
         }
         _ => response(profile, request, ResponseCode::SUCCESS, None),
     }
+}
+
+/// Every effective key as `key=value` lines, the DataVersion of the configuration in the
+/// `version` header (4.9.8 AdminBrokerProcessor.getBrokerConfig l.552-575, over
+/// Configuration.getAllConfigsFormatString). Nothing here updates the configuration at run
+/// time (no UPDATE_BROKER_CONFIG), so its counter stays 0 and its timestamp is the boot's, as
+/// a DataVersion is when it was built.
+fn broker_config(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {
+    let content: String = broker
+        .config
+        .effective
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    let mut version = serde_json::json!({ "counter": 0, "timestamp": broker.boot_epoch_ms });
+    // DataVersion gained `stateVersion` in 5.x (5.3.3 remoting/protocol/DataVersion.java l.22).
+    if !broker.config.profile.is_4x() {
+        version["stateVersion"] = serde_json::json!(0);
+    }
+    let version = version.to_string();
+    response(broker.config.profile, request, ResponseCode::SUCCESS, None)
+        .with_ext_fields(BTreeMap::from([("version".to_owned(), version)]))
+        .with_body(content.into_bytes())
 }
 
 fn create_topic(broker: &Broker, request: &RemotingCommand) -> RemotingCommand {

@@ -56,11 +56,7 @@ pub fn for_cells(src: Source<'_>, profile: &Profile, cells: &[Cell]) -> anyhow::
         if kinds.contains_key(choice) {
             continue;
         }
-        let kind: Kind = match choice {
-            BrokerChoice::InTree => Arc::new(InTree::locate(src.broker_bin)?),
-            BrokerChoice::Apache { version } => Arc::new(Apache::new(version)?),
-        };
-        kinds.insert(choice.clone(), kind);
+        kinds.insert(choice.clone(), for_choice(choice, src.broker_bin)?);
     }
     for (choice, kind) in &kinds {
         let mine: Vec<Cell> = cells
@@ -72,6 +68,15 @@ pub fn for_cells(src: Source<'_>, profile: &Profile, cells: &[Cell]) -> anyhow::
         kind.check_cells(profile, &mine)?;
     }
     Ok(choices.iter().map(|c| kinds[c].clone()).collect())
+}
+
+/// The kind a choice names: broker-under-test's binary (`--broker-bin`, else found or built),
+/// or an Apache version's jars (fetched on first use).
+pub fn for_choice(choice: &BrokerChoice, broker_bin: Option<&Path>) -> anyhow::Result<Kind> {
+    Ok(match choice {
+        BrokerChoice::InTree => Arc::new(InTree::locate(broker_bin)?),
+        BrokerChoice::Apache { version } => Arc::new(Apache::new(version)?),
+    })
 }
 
 /// What run.json records of the run's kinds, each once.
