@@ -15,11 +15,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 
+from acl import ACCESS_KEY, SECRET
 from cluster import _die_with_parent, free_port_pair
 from wire import Proxy
 
@@ -27,7 +29,43 @@ from wire import Proxy
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 NO_PERMISSION = 16
+GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
+
+
+def free_broker_port():
+    """A port P with P - 2 and P + 1 free too: an Apache broker binds its fast port at P - 2
+    and its HA port at P + 1 (the harness's kind::apache::conf::BrokerPorts)."""
+    for _ in range(50):
+        p = free_port_pair()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port triple on 127.0.0.1")
+
+
+def authentication_sets(access_key, secret):
+    """Apache 5.3.3 dropped ACL 1.0's PlainAccessValidator (plain_acl.yml is only read by
+    auth/migration/v1): authentication 2.0 checks the same client signature
+    (DefaultAuthenticationHandler.doAuthenticate, AclSigner over the request's fields) for the
+    user initAuthenticationUser creates, and AuthenticationPipeline answers a mismatch
+    NO_PERMISSION (16) "check signature failed.". Authorization stays off, so the scenario's
+    topic needs no grant. GET_BROKER_CONFIG (26) and GET_BROKER_RUNTIME_INFO (28) are
+    whitelisted: the harness asks them, unsigned, to know the broker is up."""
+    user = json.dumps({"username": access_key, "password": secret}, separators=(",", ":"))
+    return [
+        "authenticationEnabled=true",
+        "authenticationProvider=org.apache.rocketmq.auth.authentication.provider."
+        "DefaultAuthenticationProvider",
+        "authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider."
+        "LocalAuthenticationMetadataProvider",
+        f"initAuthenticationUser={user}",
+        f"authenticationWhitelist={GET_BROKER_CONFIG},{GET_BROKER_RUNTIME_INFO}",
+    ]
+
 
 # Per scenario, what Apache sets where broker-under-test sets its own keys.
 APACHE_SETS = {
@@ -37,6 +75,9 @@ APACHE_SETS = {
     # with one send thread and a wait limit of 0 ms, a send still queued behind another when
     # the cleaner runs is answered code 2.
     "busy": ["sendMessageThreadPoolNums=1", "waitTimeMillsInSendQueue=0"],
+    # broker-under-test turns ACL on with a restart (acl.enable_plain_acl); Apache starts with
+    # authentication on (enable_acl then has nothing to change).
+    "acl": authentication_sets(ACCESS_KEY, SECRET),
 }
 
 
@@ -63,13 +104,16 @@ class Serve:
                     break
             done.set()
 
-        t = threading.Thread(target=read, name=f"{self.name}-ready", daemon=True)
+        t = threading.Thread(target=read, name=f"{self.name}-ready")
         t.start()
         done.wait(READY_TIMEOUT)
         if "ready" not in lines:
+            # Stopping closes its stdout, which ends the reader.
             self.stop()
-            raise RuntimeError(f"{self.name} was not ready in {READY_TIMEOUT:.0f} s "
+            t.join(10)
+            raise RuntimeError(f"{self.name} ended or was not ready in {READY_TIMEOUT:.0f} s "
                                f"(stdout {lines[-3:]!r}); see {self.log.name}")
+        t.join(10)
         for line in lines:
             for role in ("namesrv", "broker"):
                 prefix = f"{role} listening on "
@@ -102,19 +146,27 @@ class ApacheCluster:
         self.dir = tempfile.mkdtemp(prefix="interop-apache-")
         self.logs = os.path.join(self.dir, "logs")
         os.makedirs(self.logs, exist_ok=True)
-        self.namesrv_serve = Serve(
-            "namesrv", [harness, "serve", "--broker", kind, "--no-broker",
-                        "--dir", os.path.join(self.dir, "namesrv")],
-            os.path.join(self.logs, "namesrv-serve.log"))
-        self.namesrv = self.namesrv_serve.addrs["namesrv"]
-        self.broker_port = free_port_pair()
-        self.broker_sets = list(APACHE_SETS.get(scenario, broker_sets))
         self.broker = None
-        self.broker_proxy = Proxy("broker", ("127.0.0.1", self.broker_port), capture=capture,
-                                  watch=watch)
-        # The broker's address as routes name it, and the proxy's, at the time of the answer.
-        self.namesrv_proxy = Proxy("namesrv", self.namesrv, rewrite=self._route_via_proxy)
-        self.start_broker()
+        self.namesrv_serve = None
+        self.broker_proxy = self.namesrv_proxy = None
+        try:
+            self.namesrv_serve = Serve(
+                "namesrv", [harness, "serve", "--broker", kind, "--no-broker",
+                            "--dir", os.path.join(self.dir, "namesrv")],
+                os.path.join(self.logs, "namesrv-serve.log"))
+            self.namesrv = self.namesrv_serve.addrs["namesrv"]
+            self.broker_port = free_broker_port()
+            self.broker_sets = list(APACHE_SETS.get(scenario, broker_sets))
+            self.broker_proxy = Proxy("broker", ("127.0.0.1", self.broker_port), capture=capture,
+                                      watch=watch)
+            # The broker's address as routes name it, and the proxy's, at the time of the answer.
+            self.namesrv_proxy = Proxy("namesrv", self.namesrv, rewrite=self._route_via_proxy)
+            self.start_broker()
+        except BaseException:
+            # Whatever started goes down with the failure (the scenario never gets a cluster
+            # to close).
+            self.close()
+            raise
 
     def _route_via_proxy(self, body):
         real = f"127.0.0.1:{self.broker_port}".encode()
@@ -142,26 +194,14 @@ class ApacheCluster:
 
     def enable_acl(self, access_key, secret, topic):
         """The acl scenario's account on Apache; returns how a wrong signature is refused
-        (answer code, remark prefix). 5.3.3 dropped ACL 1.0's PlainAccessValidator (plain_acl.yml
-        is only read by auth/migration/v1): authentication 2.0 checks the same signature
-        (DefaultAuthenticationHandler.doAuthenticate, AclSigner over the request's fields) for
-        the user initAuthenticationUser creates, and AuthenticationPipeline answers a mismatch
-        NO_PERMISSION (16) "check signature failed.". Authorization stays off, so `topic` needs
-        no grant. GET_BROKER_RUNTIME_INFO (28) is whitelisted: the harness asks it, unsigned, to
-        know the broker is up."""
+        (answer code, remark prefix). The `acl` scenario's broker starts with it already
+        (APACHE_SETS: one JVM start fewer); otherwise the broker restarts with it."""
         if not self.kind.startswith("apache-5"):
-            raise RuntimeError(f"acl on {self.kind}: only Apache 5.x is wired (authentication 2.0)")
-        user = json.dumps({"username": access_key, "password": secret}, separators=(",", ":"))
-        self.broker_sets += [
-            "authenticationEnabled=true",
-            "authenticationProvider=org.apache.rocketmq.auth.authentication.provider."
-            "DefaultAuthenticationProvider",
-            "authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider."
-            "LocalAuthenticationMetadataProvider",
-            f"initAuthenticationUser={user}",
-            f"authenticationWhitelist={GET_BROKER_RUNTIME_INFO}",
-        ]
-        self.restart_broker()
+            raise RuntimeError(f"acl on {self.kind}: only Apache 5.x is wired (authentication)")
+        sets = authentication_sets(access_key, secret)
+        if not all(s in self.broker_sets for s in sets):
+            self.broker_sets += sets
+            self.restart_broker()
         return NO_PERMISSION, "check signature failed."
 
     def restart_broker(self, sig=signal.SIGTERM):
@@ -181,10 +221,11 @@ class ApacheCluster:
             time.sleep(0.1)
 
     def close(self):
-        if self.broker:
-            self.broker.stop()
-        self.namesrv_serve.stop()
-        self.broker_proxy.close()
-        self.namesrv_proxy.close()
+        for part in (self.broker, self.namesrv_serve):
+            if part is not None:
+                part.stop()
+        for proxy in (self.broker_proxy, self.namesrv_proxy):
+            if proxy is not None:
+                proxy.close()
         if not os.environ.get("INTEROP_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,10 +1,12 @@
 """The interop scenarios, the same for every real client, against our broker and name server
-on 127.0.0.1 (each scenario gets a fresh name server and broker).
+on 127.0.0.1, or Apache RocketMQ's (--broker apache-5.3.3); each scenario gets a fresh name
+server and broker.
 
 A client is an adapter (cpp_client.py: Apache's C++ client from the PyPI wheel `rocketmq`
-0.4.4; rust_client.py: the `rocketmq-client-rust` crate; go_client.py: Apache's Go client) with `producer(cluster, group)` ->
-`send(mode, topic, key, body) -> (ok, error)` / `shutdown()`, and `consumer(cluster, group,
-topic, ledger, orderly)` -> `shutdown()`. Each scenario is bounded in messages and time and
+0.4.4; rust_client.py: the `rocketmq-client-rust` crate; go_client.py: Apache's Go client,
+rocketmq-client-go v2) with `producer(cluster, group)` -> `send(mode, topic, key, body) ->
+(ok, error)` / `shutdown()`, and `consumer(cluster, group, topic, ledger, orderly)` ->
+`shutdown()`. Each scenario is bounded in messages and time and
 passes only on numbers: every message received, none lost, order kept per key, committed
 offsets kept across a broker restart, code 2 seen on the wire and handled by the client, a
 failed delivery sent back (36 answered 0) and delivered again after its delay level (retry.py),
