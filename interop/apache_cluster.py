@@ -111,8 +111,11 @@ class Serve:
             # Stopping closes its stdout, which ends the reader.
             self.stop()
             t.join(10)
+            # The folder goes with the cluster: say here what the harness said last.
+            with open(self.log.name, "rb") as f:
+                last = f.read()[-300:].decode("utf-8", "replace").strip()
             raise RuntimeError(f"{self.name} ended or was not ready in {READY_TIMEOUT:.0f} s "
-                               f"(stdout {lines[-3:]!r}); see {self.log.name}")
+                               f"(stdout {lines[-3:]!r}; stderr ends {last!r})")
         t.join(10)
         for line in lines:
             for role in ("namesrv", "broker"):
