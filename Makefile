@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop vs-rocketmq-bench bench-tool interop-java compare-stats
+.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop vs-rocketmq-bench bench-tool interop-java compare-stats interop-go
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -155,6 +155,9 @@ interop-cpp: build ## Real-client interop: Apache's C++ client (PyPI rocketmq 0.
 JAVA_CLIENT  ?= 4.9.8
 interop-java: build ## Real-client interop: Apache's Java client rocketmq-client JAVA_CLIENT (default 4.9.8, or 5.3.3; Maven Central, our driver interop/java/src) drives broker-under-test + name-server; passes on counts
 	JAVA_CLIENT=$(JAVA_CLIENT) bash interop/run.sh java
+
+interop-go: build ## Real-client interop with Apache's Go client (rocketmq-client-go v2, interop/go-client, modules and build in target/interop-go); needs Go (Debian golang-go), exit 4 without it
+	bash interop/run.sh go
 
 interop: interop-cpp ## interop-cpp, then the same scenarios with the rocketmq-client-rust crate (slow first build; not in CI)
 	bash interop/run.sh rust

@@ -4,12 +4,14 @@
 #   interop/run.sh rust   the rocketmq-client-rust crate, built from interop/rust-client (make interop)
 #   interop/run.sh java   Apache's Java client rocketmq-client JAVA_CLIENT (default 4.9.8; 5.3.3 too) from
 #                         Maven Central under interop/java/src/InteropClient.java (make interop-java, CI)
+#   interop/run.sh go     Apache's Go client (rocketmq-client-go v2), built from interop/go-client
+#                         (make interop-go); exit 4 when there is no Go toolchain
 # BIN: folder of broker-under-test and name-server (default target/release).
 # INTEROP_BROKER=apache-5.3.3: against Apache's JVMs (harness serve) instead of ours.
 # INTEROP_CAPTURE=<dir>: also write the request bodies the clients sent (the fixture corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-client=${1:?usage: interop/run.sh cpp|rust|java}
+client=${1:?usage: interop/run.sh cpp|rust|java|go}
 BIN=${BIN:-target/release}
 VENV=${INTEROP_VENV:-target/interop-venv}
 CPP_WHEEL='rocketmq==0.4.4'
@@ -36,8 +38,21 @@ java)
   bash interop/java/build.sh "${JAVA_CLIENT:-4.9.8}" >/dev/null
   args=(--client java --java-version "${JAVA_CLIENT:-4.9.8}")
   ;;
+go)
+  if ! command -v go >/dev/null 2>&1; then
+    echo "interop/run.sh go: no Go toolchain on PATH; install Debian's golang-go" >&2
+    exit 4
+  fi
+  # Modules, build cache and binary all stay in target/ (nothing in $HOME); go.mod and go.sum
+  # pin every module, and the machine's own Go builds it (no toolchain download).
+  GODIR="$PWD/target/interop-go"
+  export GOPATH="$GODIR/gopath" GOMODCACHE="$GODIR/mod" GOCACHE="$GODIR/cache" \
+    GOFLAGS="-modcacherw -buildvcs=false -mod=readonly" GOTOOLCHAIN=local
+  (cd interop/go-client && go build -o "$GODIR/interop-go-client" .)
+  args=(--client go --go-bin "$GODIR/interop-go-client")
+  ;;
 *)
-  echo "unknown client $client (cpp, rust or java)" >&2
+  echo "unknown client $client (cpp, rust, java or go)" >&2
   exit 2
   ;;
 esac

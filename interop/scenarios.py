@@ -1,17 +1,21 @@
 """The interop scenarios, the same for every real client, against our broker and name server
-on 127.0.0.1 (each scenario gets a fresh name server and broker).
+on 127.0.0.1, or Apache RocketMQ's (--broker apache-5.3.3); each scenario gets a fresh name
+server and broker.
 
 A client is an adapter (cpp_client.py: Apache's C++ client from the PyPI wheel `rocketmq`
-0.4.4; rust_client.py: the `rocketmq-client-rust` crate) with `producer(cluster, group)` ->
-`send(mode, topic, key, body) -> (ok, error)` / `shutdown()`, and `consumer(cluster, group,
-topic, ledger, orderly)` -> `shutdown()`. Each scenario is bounded in messages and time and
+0.4.4; rust_client.py: the `rocketmq-client-rust` crate; go_client.py: Apache's Go client,
+rocketmq-client-go v2) with `producer(cluster, group)` -> `send(mode, topic, key, body) ->
+(ok, error)` / `shutdown()`, and `consumer(cluster, group, topic, ledger, orderly)` ->
+`shutdown()`. Each scenario is bounded in messages and time and
 passes only on numbers: every message received, none lost, order kept per key, committed
 offsets kept across a broker restart, code 2 seen on the wire and handled by the client, a
 failed delivery sent back (36 answered 0) and delivered again after its delay level (retry.py),
 sends signed by the client's own ACL signer stored and wrongly signed ones refused (acl.py).
 Usage:
-  python scenarios.py --client cpp|rust|java --bin target/release [--only NAME]... [--capture DIR]
-  (--client java: --java-version 4.9.8|5.3.3, Apache's Java client under java_client.py)
+  python scenarios.py --client cpp|rust|java|go --bin target/release [--only NAME]... [--capture DIR]
+                      [--broker in-tree|apache-5.3.3|apache-4.9.7 --harness target/release/harness]
+  (--client java: --java-version 4.9.8|5.3.3, Apache's Java client under java_client.py;
+   --client go: --go-bin, Apache's Go client under go_client.py)
 Exit 0 when every scenario passes, 1 otherwise; one line of numbers per scenario.
 """
 import argparse
@@ -313,6 +317,9 @@ def make_client(name, args):
     if name == "cpp":
         from cpp_client import CppClient
         return CppClient()
+    if name == "go":
+        from go_client import GoClient
+        return GoClient(args.go_bin)
     from rust_client import RustClient
     return RustClient(args.rust_bin)
 
@@ -329,6 +336,8 @@ def run_isolated(args, names):
             argv += ["--rust-bin", args.rust_bin]
         if args.client == "java":
             argv += ["--java-version", args.java_version]
+        if args.go_bin:
+            argv += ["--go-bin", args.go_bin]
         if args.broker != "in-tree":
             argv += ["--broker", args.broker, "--harness", args.harness]
         if args.capture:
@@ -348,9 +357,10 @@ def run_isolated(args, names):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--client", choices=["cpp", "rust", "java"], required=True)
+    ap.add_argument("--client", choices=["cpp", "rust", "java", "go"], required=True)
     ap.add_argument("--bin", required=True, help="folder of broker-under-test and name-server")
     ap.add_argument("--rust-bin", help="the interop-rust-client binary (--client rust)")
+    ap.add_argument("--go-bin", help="the interop-go-client binary (--client go)")
     ap.add_argument("--java-version", default="4.9.8",
                     help="rocketmq-client version pinned in interop/java/<version> (--client java)")
     ap.add_argument("--broker", default="in-tree", choices=["in-tree", "apache-5.3.3", "apache-4.9.7"],
@@ -388,7 +398,8 @@ def main():
             from capture import write_bodies
             write_bodies(cluster.broker_proxy, args.capture, name)
         cluster.close()
-    print(f"[{args.client}] {v.line()}", flush=True)
+    where = "" if args.broker == "in-tree" else f" on {args.broker}"
+    print(f"[{args.client}{where}] {v.line()}", flush=True)
     return 0 if v.passed else 1
 
 
