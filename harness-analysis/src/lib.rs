@@ -1,5 +1,5 @@
 //! harness-analysis: everything that reads result folders after a run — `harness compare` and
-//! `harness gate` ([`compare`]), `harness drift` ([`drift`]) and the HTML report ([`html`]).
+//! `harness gate` ([`compare`]), `harness drift` ([`drift`]), the HTML report ([`html`]) and the fidelity table ([`fidelity`]).
 //!
 //! It owns the statistics, the comparison model, the gate's evaluation, the renderings and
 //! the report's charts; it reads runs through `harness-results` and takes profiles and rules
@@ -10,4 +10,5 @@
 
 pub mod compare;
 pub mod drift;
+pub mod fidelity;
 pub mod html;

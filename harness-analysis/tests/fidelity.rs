@@ -1,0 +1,194 @@
+//! The fidelity table on hand-made result folders whose verdicts are known by arithmetic.
+
+use std::path::Path;
+
+use harness_analysis::fidelity::{
+    counts, render_csv, render_markdown, table_for, RowOutcome, RowStatus, RowsFile, Verdict,
+};
+
+const ROWS: &str = r#"
+[[row]]
+id = "1"
+title = "knee per put lock"
+profile = "p.toml"
+note = "spin over reentrant."
+[[row.check]]
+name = "spin/reentrant, 2 threads"
+relation = "ratio"
+tolerance = 0.5
+metric = "knee_rate"
+where = { "broker.useReentrantLockWhenPutMessage" = "false", "broker.sendMessageThreadPoolNums" = "2" }
+over = { where = { "broker.useReentrantLockWhenPutMessage" = "true", "broker.sendMessageThreadPoolNums" = "2" } }
+
+[[row]]
+id = "3"
+title = "busy against the wait"
+profile = "p.toml"
+[[row.check]]
+name = "busy % along waitTimeMillsInSendQueue"
+relation = "monotone"
+tolerance = 0.1
+metric = "busy_rate"
+axis = "broker.waitTimeMillsInSendQueue"
+
+[[row]]
+id = "4b"
+title = "kill -9"
+profile = "p.toml"
+[[row.check]]
+name = "acked lost, pool on"
+relation = "presence"
+tolerance = 0
+aggregate = "max"
+metric = "acked_lost"
+
+[[row]]
+id = "8"
+title = "paused slave"
+not_run = "needs master/slave on Apache"
+
+[[row]]
+id = "9"
+title = "retention"
+profile = "p.toml"
+[[row.check]]
+name = "x"
+metric = "ok_rate"
+where = {}
+over = { metric = "sent" }
+"#;
+
+fn write(dir: &Path, header: &str, lines: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut s = format!("cell_id,repetition,{header}\n");
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    std::fs::write(dir.join("summary.csv"), s).unwrap();
+}
+
+#[test]
+fn verdicts_follow_the_arithmetic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // Row 1: model ratio 20/20 = 1.0, Apache 4/16 = 0.25 on 5.3.3 (differ: 4x apart);
+    // on 4.9.7 model 9/10 = 0.9, Apache 6/10 = 0.6 (1.5x apart: agree at the edge).
+    write(
+        &root.join("1"),
+        "param_broker.kind,param_broker.version,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate",
+        &[
+            "a,1,in-tree,5.3.3,true,2,20000",
+            "b,1,in-tree,5.3.3,false,2,20000",
+            "c,1,apache,5.3.3,true,2,16000",
+            "d,1,apache,5.3.3,false,2,4000",
+            "e,1,in-tree,4.9.7,true,2,10",
+            "f,1,in-tree,4.9.7,false,2,9",
+            "g,1,apache,4.9.7,true,2,10",
+            "h,1,apache,4.9.7,false,2,6",
+        ],
+    );
+    // Row 3: both falling with the wait (model 0.5, 0.2, 0.0; Apache 0.6, 0.3, 0.29, whose
+    // last step is within 10% and counts as flat).
+    write(
+        &root.join("3"),
+        "param_broker.kind,param_broker.waitTimeMillsInSendQueue,busy_rate",
+        &[
+            "a,1,in-tree,200,0.5",
+            "b,1,in-tree,1000,0.2",
+            "c,1,in-tree,3000,0.0",
+            "d,1,apache,3000,0.29",
+            "e,1,apache,200,0.6",
+            "f,1,apache,1000,0.3",
+        ],
+    );
+    // Row 4b: the model loses messages, Apache none (max over repetitions): differ.
+    write(
+        &root.join("4b"),
+        "param_broker.kind,acked_lost",
+        &[
+            "a,1,in-tree,0",
+            "a,2,in-tree,12",
+            "b,1,apache,0",
+            "b,2,apache,0",
+        ],
+    );
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let outcomes = vec![
+        RowOutcome {
+            id: "1".into(),
+            status: RowStatus::Measured,
+        },
+        RowOutcome {
+            id: "3".into(),
+            status: RowStatus::Measured,
+        },
+        RowOutcome {
+            id: "4b".into(),
+            status: RowStatus::Measured,
+        },
+        RowOutcome {
+            id: "9".into(),
+            status: RowStatus::Interrupted,
+        },
+    ];
+    let lines = table_for(&rows, &outcomes, root);
+    let verdicts: Vec<(&str, &str, Option<Verdict>)> = lines
+        .iter()
+        .map(|l| (l.row.as_str(), l.version.as_str(), l.verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("1", "4.9.7", Some(Verdict::Agree)),
+            ("1", "5.3.3", Some(Verdict::Differ)),
+            ("3", "", Some(Verdict::Agree)),
+            ("4b", "", Some(Verdict::Differ)),
+            ("8", "", None),
+            ("9", "", None),
+        ]
+    );
+    assert!(
+        lines[1].real.starts_with("0.25 (4000 / 16000)"),
+        "{lines:?}"
+    );
+    assert!(lines[2].model.starts_with("falling (0.50 → 0.20 → 0"));
+    assert!(lines[2].real.starts_with("falling (0.60 → 0.30 → 0.29)"));
+    assert_eq!(lines[3].model, "12 (present)");
+    assert!(lines[4].status.contains("needs master/slave"));
+    assert!(lines[5].status.contains("interrupted"));
+    assert_eq!(counts(&lines), (2, 2, 0));
+
+    let md = render_markdown(&lines);
+    assert!(md.contains("| 1 | knee per put lock | spin/reentrant, 2 threads | 5.3.3 |"));
+    assert!(md.contains("2 agree, 2 differ, 0 without a figure."));
+    assert!(md.contains("- **Row 1.** spin over reentrant."));
+    let csv = render_csv(&lines).unwrap();
+    assert_eq!(csv.lines().count(), 1 + lines.len());
+    assert!(
+        csv.contains("4b,kill -9,\"acked lost, pool on\",,"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn a_missing_side_has_no_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("1"),
+        "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate",
+        &["a,1,in-tree,true,2,10", "b,1,in-tree,false,2,10"],
+    );
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "1".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
+    assert!(lines[0].real.contains("no cells"));
+    assert_eq!(lines[1].status, "not in this run");
+}
