@@ -156,7 +156,7 @@ fn verdicts_follow_the_arithmetic() {
     assert!(lines[2].real.starts_with("falling (0.60 → 0.30 → 0.29)"));
     assert_eq!(lines[3].model, "12 (present)");
     assert!(lines[4].status.contains("needs master/slave"));
-    assert!(lines[5].status.contains("interrupted"));
+    assert!(lines[5].status.contains("interrupted before"));
     assert_eq!(counts(&lines), (2, 2, 0));
 
     let md = render_markdown(&lines);
@@ -191,4 +191,34 @@ fn a_missing_side_has_no_figure() {
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
     assert!(lines[0].real.contains("no cells"));
     assert_eq!(lines[1].status, "not in this run");
+}
+
+#[test]
+fn a_run_without_a_version_axis_names_its_apache_release() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("4b");
+    write(
+        &dir,
+        "param_broker.kind,acked_lost",
+        &["a,1,in-tree,0", "b,1,apache,0"],
+    );
+    std::fs::write(
+        dir.join("run.json"),
+        r#"{"brokers": [{"kind": "in-tree", "version": null}, {"kind": "apache", "version": "5.3.3"}]}"#,
+    )
+    .unwrap();
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "4b".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    let l = lines.iter().find(|l| l.row == "4b").unwrap();
+    assert_eq!(
+        (l.version.as_str(), l.verdict),
+        ("5.3.3", Some(Verdict::Agree))
+    );
 }

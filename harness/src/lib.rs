@@ -19,6 +19,7 @@ pub mod consumer;
 pub mod drift;
 pub mod exit;
 pub mod fault;
+pub mod fidelity;
 
 pub mod ha;
 pub mod html;
@@ -78,6 +79,9 @@ pub enum Command {
     Ab(ab::AbArgs),
     /// The processing-time model's consume rate: N threads at a constant T against N/T.
     ProcessingBench(consumer::ProcessingBenchArgs),
+    /// broker-under-test against Apache RocketMQ: each row of profiles/fidelity/rows.toml run on
+    /// both, judged agree / differ, written as a table (`make fidelity`).
+    Fidelity(fidelity::FidelityArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -162,6 +166,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         // Every way a report fails is about its input folder.
         Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
         Command::Ab(a) => ab::run_ab(&a),
+        Command::Fidelity(a) => fidelity::run_fidelity(&a),
         Command::ProcessingBench(a) => {
             print!(
                 "{}",

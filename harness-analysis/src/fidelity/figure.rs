@@ -190,7 +190,14 @@ fn figure(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figur
     match check.relation {
         Relation::Ratio | Relation::Direction => {
             let Some(over) = check.over.as_ref() else {
-                return Figure::missing("no denominator");
+                return match value(&check.cells, &check.metric) {
+                    Some(x) => Figure {
+                        value: Some(x),
+                        class: None,
+                        text: number(x),
+                    },
+                    None => Figure::missing("no cells"),
+                };
             };
             let over_metric = over.metric.as_deref().unwrap_or(&check.metric);
             let (Some(num), Some(den)) = (

@@ -74,7 +74,9 @@ pub struct Check {
     pub metric: String,
     #[serde(rename = "where")]
     pub cells: BTreeMap<String, String>,
-    /// `ratio` and `direction`: the denominator (its metric defaults to `metric`).
+    /// `ratio` and `direction`: the denominator (its metric defaults to `metric`). A `ratio`
+    /// without one compares the metric itself: only for figures that are not a speed (a
+    /// configured delay, a share of the messages).
     pub over: Option<Side>,
     /// `monotone`: the matrix axis the metric is read along, in numeric order.
     pub axis: Option<String>,
@@ -95,7 +97,7 @@ pub struct Side {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Relation {
-    /// metric / over, per broker; the two within a factor of 1 + tolerance.
+    /// metric / over (or the metric), per broker; the two within a factor of 1 + tolerance.
     #[default]
     Ratio,
     /// metric / over, per broker, classed as above 1, about 1 or below 1; the same class.
@@ -183,8 +185,8 @@ impl RowsFile {
                     return Err(named("`tolerance` must be a number ≥ 0"));
                 }
                 match c.relation {
-                    Relation::Ratio | Relation::Direction if c.over.is_none() => {
-                        return Err(named("a ratio needs `over` (its denominator)"))
+                    Relation::Direction if c.over.is_none() => {
+                        return Err(named("`direction` needs `over` (its denominator)"))
                     }
                     Relation::Monotone if c.axis.is_none() => {
                         return Err(named("`monotone` needs `axis`"))
@@ -233,7 +235,7 @@ profile = "profiles/fidelity/flush.toml"
 quick = true
 [[row.check]]
 name = "sync/async"
-relation = "ratio"
+relation = "direction"
 tolerance = 0.5
 metric = "ok_rate"
 where = { "broker.flushDiskType" = "SYNC_FLUSH" }

@@ -75,7 +75,7 @@ pub fn table_for(rows: &RowsFile, outcomes: &[RowOutcome], dir: &Path) -> Vec<Ta
                 continue;
             }
             Some(RowStatus::Interrupted) => {
-                lines.push(blank("interrupted before this row".into()));
+                lines.push(blank("interrupted before this row ended".into()));
                 continue;
             }
             Some(RowStatus::Failed(e)) => {
@@ -91,11 +91,17 @@ pub fn table_for(rows: &RowsFile, outcomes: &[RowOutcome], dir: &Path) -> Vec<Ta
                 continue;
             }
         };
+        let only_release = apache_release(&folder);
         for check in &spec.check {
             for j in evaluate_check(&data, check) {
+                let version = if j.version.is_empty() {
+                    only_release.clone()
+                } else {
+                    j.version
+                };
                 lines.push(TableLine {
                     check: check.name.clone(),
-                    version: j.version,
+                    version,
                     relation: check.relation.describe(check.tolerance),
                     model: j.model.text,
                     real: j.real.text,
@@ -107,6 +113,29 @@ pub fn table_for(rows: &RowsFile, outcomes: &[RowOutcome], dir: &Path) -> Vec<Ta
         }
     }
     lines
+}
+
+/// The one Apache version of a run without a `broker.version` axis (run.json's `brokers`), or
+/// empty: the quick run collapses the axis with `--set broker.version=...`.
+fn apache_release(folder: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(folder.join("run.json")) else {
+        return String::new();
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return String::new();
+    };
+    let versions: Vec<&str> = json
+        .get("brokers")
+        .and_then(|b| b.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("kind").and_then(|k| k.as_str()) == Some("apache"))
+        .filter_map(|b| b.get("version").and_then(|v| v.as_str()))
+        .collect();
+    match versions.as_slice() {
+        [one] => (*one).to_owned(),
+        _ => String::new(),
+    }
 }
 
 /// Counts of the judged lines: (agree, differ, no figure).
