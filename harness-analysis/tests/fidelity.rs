@@ -222,3 +222,121 @@ fn a_run_without_a_version_axis_names_its_apache_release() {
         ("5.3.3", Some(Verdict::Agree))
     );
 }
+
+#[test]
+fn a_row_run_once_per_broker_is_read_as_one_with_its_stair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = RowsFile::parse(
+        Path::new("rows.toml"),
+        r#"
+[[row]]
+id = "1"
+title = "knee"
+profile = "p.toml"
+[[row.check]]
+name = "k"
+metric = "knee_rate"
+
+[[row]]
+id = "3"
+title = "wait"
+profile = "w.toml"
+[row.rate_from]
+row = "1"
+metric = "knee_rate"
+factor = 1.5
+stair = "10s"
+[[row.check]]
+name = "busy along the wait, stair 1"
+relation = "monotone"
+tolerance = 0.1
+metric = "busy_rate"
+axis = "broker.waitTimeMillsInSendQueue"
+where = { step = "1" }
+"#,
+    )
+    .unwrap();
+    // Stair 0 (the ramp) would read rising on Apache; stair 1 falls on both.
+    write(
+        &tmp.path().join("3/in-tree-5.3.3"),
+        "step,param_broker.waitTimeMillsInSendQueue,busy_rate",
+        &[
+            "a,1,0,200,0",
+            "a,1,1,200,0.4",
+            "b,1,0,3000,0",
+            "b,1,1,3000,0.1",
+        ],
+    );
+    write(
+        &tmp.path().join("3/apache-5.3.3"),
+        "step,param_broker.waitTimeMillsInSendQueue,busy_rate",
+        &[
+            "a,1,0,200,0",
+            "a,1,1,200,0.6",
+            "b,1,0,3000,0.5",
+            "b,1,1,3000,0.0",
+        ],
+    );
+    let data = harness_analysis::fidelity::load_row(&tmp.path().join("3")).unwrap();
+    assert_eq!(data.rows.len(), 8);
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "3".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    let l = &lines[1];
+    assert_eq!(l.version, "5.3.3");
+    assert_eq!(l.verdict, Some(Verdict::Agree), "{l:?}");
+    assert!(l.model.starts_with("falling (0.40 → 0.10)"), "{l:?}");
+}
+
+/// The shipped row file: it parses, every profile loads (with its quick overrides too), and
+/// every cell a check selects is one its profile's matrix can have.
+#[test]
+fn the_shipped_rows_name_profiles_and_axes_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let rows = RowsFile::load(&root.join("profiles/fidelity/rows.toml")).unwrap();
+    assert!(rows.row.len() >= 12, "issue 46 lists 12 questions");
+    for spec in &rows.row {
+        let Some(profile) = &spec.profile else {
+            assert!(spec.not_run.is_some());
+            continue;
+        };
+        let path = root.join(profile);
+        let p = harness_model::profile::Profile::load(&path, &spec.set)
+            .unwrap_or_else(|e| panic!("row {}: {e}", spec.id));
+        harness_model::profile::Profile::load(
+            &path,
+            &[spec.set.clone(), spec.quick_set.clone()].concat(),
+        )
+        .unwrap_or_else(|e| panic!("row {} quick: {e}", spec.id));
+        let axes: Vec<&str> = p.axes.iter().map(|a| a.key.as_str()).collect();
+        if spec.rate_from.is_none() {
+            assert!(
+                axes.contains(&"broker.kind"),
+                "row {}: {} has no broker.kind axis, so it runs one broker",
+                spec.id,
+                profile.display()
+            );
+        }
+        for c in &spec.check {
+            let keys = c
+                .cells
+                .keys()
+                .chain(c.over.iter().flat_map(|o| o.cells.keys()))
+                .chain(c.axis.iter());
+            for k in keys {
+                assert!(
+                    k == "step" || axes.contains(&k.as_str()),
+                    "row {} check `{}`: `{k}` is not an axis of {}",
+                    spec.id,
+                    c.name,
+                    profile.display()
+                );
+            }
+        }
+    }
+}

@@ -10,7 +10,8 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use harness_analysis::fidelity::{
-    counts, render_csv, render_markdown, table_for, RowOutcome, RowStatus, RowsFile,
+    apache_release, broker_values, counts, load_row, render_csv, render_markdown, table_for,
+    RateFrom, RowOutcome, RowStatus, RowsFile,
 };
 use harness_results::write_atomic;
 use tokio_util::sync::CancellationToken;
@@ -127,6 +128,74 @@ fn write_outputs(
     Ok(md)
 }
 
+/// One profile run into `folder`.
+fn run_one(
+    profile_path: &Path,
+    sets: &[String],
+    folder: PathBuf,
+    args: &FidelityArgs,
+    stamp: &Stamp,
+    cancel: &CancellationToken,
+) -> RowStatus {
+    let profile = match harness_model::profile::Profile::load(profile_path, sets) {
+        Ok(p) => p,
+        Err(e) => return RowStatus::Failed(format!("{e:#}")),
+    };
+    let opts = runner::RunOptions {
+        out: Some(folder),
+        broker_bin: args.broker_bin.clone(),
+        command_line: stamp.command.clone(),
+        cancel: cancel.clone(),
+        ..Default::default()
+    };
+    match runner::run_profile(&profile, &opts) {
+        Ok(o) if o.interrupted => RowStatus::Interrupted,
+        Ok(_) => RowStatus::Measured,
+        Err(e) => RowStatus::Failed(format!("{e:#}")),
+    }
+}
+
+/// A `rate_from` row's runs: one per broker of the earlier row, each at its own rates, into
+/// `<out>/<id>/<kind>-<version>` (the table reads them together).
+fn per_broker_runs(
+    out: &Path,
+    id: &str,
+    from: &RateFrom,
+    sets: &[String],
+) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
+    let source = out.join(&from.row);
+    let data = load_row(&source).map_err(|e| {
+        format!(
+            "needs row {}'s {} ({e}); run it in the same --out first (--rows {},{id})",
+            from.row, from.metric, from.row
+        )
+    })?;
+    let figures = broker_values(&data, &from.metric, &from.cells, &apache_release(&source));
+    if figures.is_empty() {
+        return Err(format!(
+            "row {} has no {} for the cells {:?}",
+            from.row, from.metric, from.cells
+        ));
+    }
+    Ok(figures
+        .into_iter()
+        .map(|(kind, version, base)| {
+            let mut s = sets.to_vec();
+            s.push(format!("broker.kind={kind}"));
+            if !version.is_empty() {
+                s.push(format!("broker.version={version}"));
+            }
+            s.push(format!("workload.steps={}", from.steps(base)));
+            let name = if version.is_empty() {
+                kind
+            } else {
+                format!("{kind}-{version}")
+            };
+            (out.join(id).join(name), s)
+        })
+        .collect())
+}
+
 pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
     let rows = RowsFile::load(&args.rows_file).map_err(exit::invalid)?;
     let chosen = rows.select(&args.rows, args.quick).map_err(exit::invalid)?;
@@ -147,7 +216,7 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|r| RowOutcome {
             id: r.id.clone(),
-            status: if args.table_only && out.join(&r.id).join("summary.csv").is_file() {
+            status: if args.table_only && load_row(&out.join(&r.id)).is_ok() {
                 RowStatus::Measured
             } else if runnable.iter().any(|c| c.id == r.id) && !args.table_only {
                 RowStatus::Interrupted

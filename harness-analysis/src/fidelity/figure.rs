@@ -122,7 +122,51 @@ fn judge(check: &Check, model: &Figure, real: &Figure) -> Verdict {
     }
 }
 
-/// The rows of `broker` and `version` whose parameters match `cells`.
+/// One broker's figure for a metric over some cells: `(kind, version, value)`, for every
+/// kind and release in `data` (median over the rows). `release` stands in for a missing
+/// `broker.version`.
+pub fn broker_values(
+    data: &RunData,
+    metric: &str,
+    cells: &BTreeMap<String, String>,
+    release: &str,
+) -> Vec<(String, String, f64)> {
+    let pairs: BTreeSet<(String, String)> = data
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.key
+                    .params
+                    .get(KIND)
+                    .cloned()
+                    .unwrap_or_else(|| "in-tree".into()),
+                r.key.params.get(VERSION).cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    pairs
+        .into_iter()
+        .filter_map(|(kind, version)| {
+            let broker = if kind == "apache" {
+                Broker::Real
+            } else {
+                Broker::Model
+            };
+            let rows: Vec<&Row> = select(data, broker, &version, cells).collect();
+            let v = aggregate(rows.into_iter(), metric, Aggregate::Median)?;
+            let version = if version.is_empty() {
+                release.to_owned()
+            } else {
+                version
+            };
+            Some((kind, version, v))
+        })
+        .collect()
+}
+
+/// The rows of `broker` and `version` whose parameters match `cells` (`step` matches the
+/// stair of a steps workload).
 fn select<'a, 'b>(
     data: &'a RunData,
     broker: Broker,
@@ -135,9 +179,12 @@ where
     data.rows.iter().filter(move |r| {
         broker.owns(r)
             && r.key.params.get(VERSION).map_or("", String::as_str) == version
-            && cells
-                .iter()
-                .all(|(k, v)| r.key.params.get(k).is_some_and(|p| same_value(p, v)))
+            && cells.iter().all(|(k, v)| {
+                if k == "step" {
+                    return r.key.step == *v;
+                }
+                r.key.params.get(k).is_some_and(|p| same_value(p, v))
+            })
     })
 }
 

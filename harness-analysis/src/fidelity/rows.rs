@@ -57,7 +57,47 @@ pub struct RowSpec {
     /// What the row's figures mean and, for a "differ", why (written after a run explains; it
     /// never changes a tolerance).
     pub note: String,
+    /// Run once per broker, at rates derived from another row's figure (row 3: 1.5× each
+    /// broker's own knee) instead of once with both brokers in the matrix. Default: none.
+    pub rate_from: Option<RateFrom>,
     pub check: Vec<Check>,
+}
+
+/// Each broker's rate from an earlier row's figure: `steps` of `stair` each at `ramp` × the
+/// figure (warming a JVM up, not starting it cold at the overload), then one at `factor` ×.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateFrom {
+    /// The earlier row whose folder holds the figure.
+    pub row: String,
+    pub metric: String,
+    #[serde(rename = "where")]
+    pub cells: BTreeMap<String, String>,
+    /// Warm-up stairs, as fractions of the figure. Default: none.
+    pub ramp: Vec<f64>,
+    /// The measured stair, as a multiple of the figure.
+    pub factor: f64,
+    /// Each stair's length, e.g. `"10s"`.
+    pub stair: String,
+}
+
+impl RateFrom {
+    /// `workload.steps` for a figure of `base` sends/s, as a `--set` value.
+    pub fn steps(&self, base: f64) -> String {
+        let stairs: Vec<String> = self
+            .ramp
+            .iter()
+            .chain(std::iter::once(&self.factor))
+            .map(|f| {
+                format!(
+                    "{{ rate = {:.0}, duration = \"{}\" }}",
+                    f * base,
+                    self.stair
+                )
+            })
+            .collect();
+        format!("[{}]", stairs.join(", "))
+    }
 }
 
 /// One figure compared between the two brokers.
@@ -176,6 +216,21 @@ impl RowsFile {
                 }
                 _ => {}
             }
+            if let Some(r) = &row.rate_from {
+                let before = self.row.iter().take_while(|o| o.id != row.id);
+                if !before.clone().any(|o| o.id == r.row) {
+                    return Err(bad(
+                        row,
+                        format!("`rate_from.row` = {:?} must name an earlier row", r.row),
+                    ));
+                }
+                if !(r.factor > 0.0) || r.metric.is_empty() || r.stair.is_empty() {
+                    return Err(bad(
+                        row,
+                        "`rate_from` needs `metric`, `factor` > 0 and `stair`".into(),
+                    ));
+                }
+            }
             for c in &row.check {
                 let named = |m: &str| bad(row, format!("check `{}`: {m}", c.name));
                 if c.metric.is_empty() {
@@ -251,7 +306,7 @@ not_run = "master/slave on Apache: not yet"
     fn a_row_file_parses_and_selects() {
         let f = RowsFile::parse(Path::new("rows.toml"), GOOD).unwrap();
         assert_eq!(f.row.len(), 2);
-        assert_eq!(f.row[0].check[0].relation, Relation::Ratio);
+        assert_eq!(f.row[0].check[0].relation, Relation::Direction);
         let quick: Vec<&str> = f
             .select(&[], true)
             .unwrap()
@@ -263,6 +318,25 @@ not_run = "master/slave on Apache: not yet"
         assert_eq!(f.select(&["8".into()], true).unwrap()[0].id, "8");
         let e = f.select(&["9".into()], false).unwrap_err().to_string();
         assert!(e.contains("rows: 5, 8"), "{e}");
+    }
+
+    #[test]
+    fn rates_from_a_figure_ramp_then_overload() {
+        let r = RateFrom {
+            factor: 1.5,
+            ramp: vec![0.5, 1.0],
+            stair: "10s".into(),
+            ..RateFrom::default()
+        };
+        assert_eq!(
+            r.steps(1000.0),
+            "[{ rate = 500, duration = \"10s\" }, { rate = 1000, duration = \"10s\" }, { rate = 1500, duration = \"10s\" }]"
+        );
+        let later = format!("{GOOD}\n[row.rate_from]\nrow = \"9\"\nmetric = \"knee_rate\"\nfactor = 1.5\nstair = \"10s\"\n");
+        let e = RowsFile::parse(Path::new("r"), &later)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("earlier row"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use harness_results::read::{LoadError, RunData};
+
 use super::figure::{evaluate_check, Verdict};
 use super::rows::RowsFile;
 
@@ -84,7 +86,7 @@ pub fn table_for(rows: &RowsFile, outcomes: &[RowOutcome], dir: &Path) -> Vec<Ta
             }
             Some(RowStatus::Measured) => {}
         }
-        let data = match harness_results::read::load(&folder) {
+        let data = match load_row(&folder) {
             Ok(d) => d,
             Err(e) => {
                 lines.push(blank(format!("no result: {e}")));
@@ -115,9 +117,53 @@ pub fn table_for(rows: &RowsFile, outcomes: &[RowOutcome], dir: &Path) -> Vec<Ta
     lines
 }
 
+/// A row's result: `<folder>/summary.csv`, or, for a row run once per broker (`rate_from`),
+/// every `<folder>/<kind>-<version>/` together, each row tagged with its broker's kind and
+/// version as if they had been matrix axes.
+pub fn load_row(folder: &Path) -> Result<RunData, LoadError> {
+    if folder.join("summary.csv").is_file() || !folder.is_dir() {
+        return harness_results::read::load(folder);
+    }
+    let mut subs: Vec<_> = std::fs::read_dir(folder)
+        .map_err(|source| LoadError::Io {
+            path: folder.to_owned(),
+            source,
+        })?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("summary.csv").is_file())
+        .collect();
+    subs.sort();
+    let mut merged: Option<RunData> = None;
+    for sub in subs {
+        let name = sub
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (kind, version) = match name.strip_prefix("apache-") {
+            Some(v) => ("apache", v.to_owned()),
+            None => ("in-tree", name.trim_start_matches("in-tree-").to_owned()),
+        };
+        let mut data = harness_results::read::load(&sub)?;
+        for r in &mut data.rows {
+            r.key.params.insert("broker.kind".into(), kind.into());
+            r.key
+                .params
+                .insert("broker.version".into(), version.clone());
+        }
+        match merged.as_mut() {
+            None => merged = Some(data),
+            Some(m) => m.rows.extend(data.rows),
+        }
+    }
+    merged.ok_or_else(|| LoadError::NotFound {
+        path: folder.join("summary.csv"),
+    })
+}
+
 /// The one Apache version of a run without a `broker.version` axis (run.json's `brokers`), or
 /// empty: the quick run collapses the axis with `--set broker.version=...`.
-fn apache_release(folder: &Path) -> String {
+pub fn apache_release(folder: &Path) -> String {
     let Ok(text) = std::fs::read_to_string(folder.join("run.json")) else {
         return String::new();
     };
