@@ -253,21 +253,21 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
             spec.title,
             profile_path.display()
         );
-        let status = match harness_model::profile::Profile::load(profile_path, &sets) {
-            Err(e) => RowStatus::Failed(format!("{e:#}")),
-            Ok(profile) => {
-                let opts = runner::RunOptions {
-                    out: Some(out.join(&spec.id)),
-                    broker_bin: args.broker_bin.clone(),
-                    command_line: stamp.command.clone(),
-                    cancel: cancel.clone(),
-                    ..Default::default()
-                };
-                match runner::run_profile(&profile, &opts) {
-                    Ok(o) if o.interrupted => RowStatus::Interrupted,
-                    Ok(_) => RowStatus::Measured,
-                    Err(e) => RowStatus::Failed(format!("{e:#}")),
+        let runs = match &spec.rate_from {
+            None => Ok(vec![(out.join(&spec.id), sets)]),
+            Some(from) => per_broker_runs(&out, &spec.id, from, &sets),
+        };
+        let status = match runs {
+            Err(why) => RowStatus::Failed(why),
+            Ok(runs) => {
+                let mut status = RowStatus::Measured;
+                for (folder, sets) in runs {
+                    status = run_one(profile_path, &sets, folder, args, &stamp, &cancel);
+                    if status != RowStatus::Measured {
+                        break;
+                    }
                 }
+                status
             }
         };
         if let RowStatus::Failed(e) = &status {

@@ -224,7 +224,8 @@ impl RowsFile {
                         format!("`rate_from.row` = {:?} must name an earlier row", r.row),
                     ));
                 }
-                if !(r.factor > 0.0) || r.metric.is_empty() || r.stair.is_empty() {
+                if r.factor.is_nan() || r.factor <= 0.0 || r.metric.is_empty() || r.stair.is_empty()
+                {
                     return Err(bad(
                         row,
                         "`rate_from` needs `metric`, `factor` > 0 and `stair`".into(),
