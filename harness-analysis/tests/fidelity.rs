@@ -340,3 +340,43 @@ fn the_shipped_rows_name_profiles_and_axes_that_exist() {
         }
     }
 }
+
+#[test]
+fn a_broker_that_timed_out_has_no_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = RowsFile::parse(
+        Path::new("rows.toml"),
+        r#"
+[[row]]
+id = "10"
+title = "e2e"
+profile = "p.toml"
+[[row.check]]
+name = "e2e p99 / p50"
+tolerance = 1.0
+metric = "e2e_p99_ms"
+over = { metric = "e2e_p50_ms" }
+"#,
+    )
+    .unwrap();
+    // Apache answered 60 of 1,000 sends in time: no figure, whatever its ratio.
+    write(
+        &tmp.path().join("10"),
+        "param_broker.kind,sent,timeouts,e2e_p50_ms,e2e_p99_ms",
+        &["a,1,in-tree,1000,0,2,10", "b,1,apache,1000,940,13000,15000"],
+    );
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "10".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
+    assert_eq!(lines[0].model, "5.00 (10 / 2.00)");
+    assert!(
+        lines[0].real.contains("94% of sends timed out"),
+        "{lines:?}"
+    );
+}

@@ -229,7 +229,33 @@ fn number(x: f64) -> String {
     }
 }
 
+/// The share of sends that timed out in the rows of `broker` and `version` that `check` reads.
+fn timeout_share(data: &RunData, check: &Check, broker: Broker, version: &str) -> f64 {
+    let mut rows: Vec<&Row> = select(data, broker, version, &check.cells).collect();
+    if let Some(over) = &check.over {
+        rows.extend(select(data, broker, version, &over.cells));
+    }
+    let sum = |m: &str| -> f64 { rows.iter().filter_map(|r| r.get(m).ok().flatten()).sum() };
+    let sent = sum("sent");
+    if sent > 0.0 {
+        sum("timeouts") / sent
+    } else {
+        0.0
+    }
+}
+
 fn figure(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figure {
+    let share = timeout_share(data, check, broker, version);
+    if share > check.max_timeout_share {
+        return Figure::missing(&format!(
+            "{:.0}% of sends timed out: it did not serve the load",
+            share * 100.0
+        ));
+    }
+    figure_of(data, check, broker, version)
+}
+
+fn figure_of(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figure {
     let value = |cells: &BTreeMap<String, String>, metric: &str| -> Option<f64> {
         let rows: Vec<&Row> = select(data, broker, version, cells).collect();
         aggregate(rows.into_iter(), metric, check.aggregate)

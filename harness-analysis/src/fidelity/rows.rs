@@ -101,7 +101,7 @@ impl RateFrom {
 }
 
 /// One figure compared between the two brokers.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Check {
     pub name: String,
@@ -122,6 +122,27 @@ pub struct Check {
     pub axis: Option<String>,
     /// How the rows of the selected cells (repetitions, knee probes) become one number.
     pub aggregate: Aggregate,
+    /// A broker whose selected cells timed out more than this share of their sends has no
+    /// figure: it did not serve the load, so its shape says nothing (a cold or starved JVM).
+    /// Knee probes past the knee and sends during a kill time out by design: those checks
+    /// set 1. Default: 0.05.
+    pub max_timeout_share: f64,
+}
+
+impl Default for Check {
+    fn default() -> Check {
+        Check {
+            name: String::new(),
+            relation: Relation::default(),
+            tolerance: 0.0,
+            metric: String::new(),
+            cells: BTreeMap::new(),
+            over: None,
+            axis: None,
+            aggregate: Aggregate::default(),
+            max_timeout_share: 0.05,
+        }
+    }
 }
 
 /// The denominator of a ratio.
