@@ -380,3 +380,30 @@ over = { metric = "e2e_p50_ms" }
         "{lines:?}"
     );
 }
+
+#[test]
+fn a_knee_the_generator_stopped_is_no_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("1"),
+        "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate,knee_limited_by",
+        &[
+            "a,1,in-tree,true,2,1400,valid (lag p99 54943 µs > 50000 µs)",
+            "b,1,in-tree,false,2,1400,p99_ms <= 100",
+            "c,1,apache,true,2,800,p99_ms <= 100",
+            "d,1,apache,false,2,800,p99_ms <= 100",
+        ],
+    );
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "1".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
+    assert!(lines[0].model.contains("validity"), "{lines:?}");
+    assert!(lines[0].real.starts_with("1.00"), "{lines:?}");
+}

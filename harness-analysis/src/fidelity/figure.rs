@@ -252,6 +252,18 @@ fn figure(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figur
             share * 100.0
         ));
     }
+    // A knee the harness's own validity stopped (a late generator) measures the harness.
+    let mut rows: Vec<&Row> = select(data, broker, version, &check.cells).collect();
+    if let Some(over) = &check.over {
+        rows.extend(select(data, broker, version, &over.cells));
+    }
+    if rows.iter().any(|r| {
+        r.text
+            .get("knee_limited_by")
+            .is_some_and(|t| t.starts_with("valid"))
+    }) {
+        return Figure::missing("a knee stopped by the harness's validity, not by the broker");
+    }
     figure_of(data, check, broker, version)
 }
 
