@@ -36,7 +36,8 @@ pub struct FidelityArgs {
     #[arg(long)]
     pub broker_bin: Option<PathBuf>,
     /// Do not run anything: judge the row folders already in --out again and rewrite the
-    /// table (after a row's note changed, or to read an interrupted run).
+    /// table (after a row's note changed, or to read an interrupted run; --rows then names
+    /// the rows that finished).
     #[arg(long, requires = "out")]
     pub table_only: bool,
 }
@@ -216,7 +217,10 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|r| RowOutcome {
             id: r.id.clone(),
-            status: if args.table_only && load_row(&out.join(&r.id)).is_ok() {
+            status: if args.table_only
+                && (args.rows.is_empty() || args.rows.contains(&r.id))
+                && load_row(&out.join(&r.id)).is_ok()
+            {
                 RowStatus::Measured
             } else if runnable.iter().any(|c| c.id == r.id) && !args.table_only {
                 RowStatus::Interrupted
