@@ -13,7 +13,7 @@ BASE         ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines
 CANDIDATE    ?= $(shell ls -1dt $(RESULTS)/*/ 2>/dev/null | grep -v -e baselines -e ci-smoke | sed -n 1p)
 
 .DEFAULT_GOAL := help
-.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop vs-rocketmq-bench bench-tool interop-java compare-stats interop-go
+.PHONY: help build bench apache bench-apache apache-smoke test ci docs lint fmt clippy smoke gate compare baseline cargo-bench floor pull-vs-send soak soak-hour shards durability processing-bench test-busy report cluster cluster-failover cluster-capacity disk-full gate-perf ci-gate-perf gate-perf-calibrate clean-results interop-cpp interop vs-rocketmq-bench bench-tool interop-java compare-stats interop-go fidelity
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,14 @@ apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI:
 	rm -rf $(RESULTS)/ci-apache-smoke
 	$(HARNESS) run profiles/apache-smoke.toml --broker apache-$(APACHE) --out $(RESULTS)/ci-apache-smoke
 	$(HARNESS) gate --candidate $(RESULTS)/ci-apache-smoke --rules profiles/apache-smoke.toml
+
+# fidelity: FIDELITY_QUICK=1 runs the rows marked quick (at most 5 minutes); FIDELITY_ROWS=1,5
+# picks rows. Not in `ci` (the whole table takes about 30 minutes); the table code's tests are.
+FIDELITY_QUICK ?=
+FIDELITY_ROWS  ?=
+FIDELITY_OUT   ?= $(RESULTS)/fidelity/$(shell date -u +%Y%m%dT%H%M%SZ)
+fidelity: build apache ## broker-under-test against Apache RocketMQ 4.9.7 / 5.3.3, row by row (profiles/fidelity/rows.toml): results/fidelity/<time>/table.md, table.csv, provenance.json; FIDELITY_QUICK=1 for the quick rows
+	$(HARNESS) fidelity --broker-bin $(RELEASE_BIN)/broker-under-test --out $(FIDELITY_OUT) $(if $(filter 1 yes true,$(FIDELITY_QUICK)),--quick) $(if $(FIDELITY_ROWS),--rows $(FIDELITY_ROWS))
 
 # The test binaries run TEST_JOBS at a time (scripts/run-tests.py): most integration tests wait
 # on real time, so one at a time (cargo test) left CI's 2 cores half idle.

@@ -1,6 +1,6 @@
 //! harness-analysis: everything that reads result folders after a run — `harness compare` and
-//! `harness gate` ([`compare`]), `harness drift` ([`drift`]), the HTML report ([`html`]) and the reading side of
-//! `harness merge` ([`merge`]).
+//! `harness gate` ([`compare`]), `harness drift` ([`drift`]), the HTML report ([`html`]), the reading side of
+//! `harness merge` ([`merge`]) and the fidelity table ([`fidelity`]).
 //!
 //! It owns the statistics, the comparison model, the gate's evaluation, the renderings and
 //! the report's charts; it reads runs through `harness-results` and takes profiles and rules
@@ -11,5 +11,6 @@
 
 pub mod compare;
 pub mod drift;
+pub mod fidelity;
 pub mod html;
 pub mod merge;

@@ -19,6 +19,7 @@ pub mod consumer;
 pub mod drift;
 pub mod exit;
 pub mod fault;
+pub mod fidelity;
 
 pub mod ha;
 pub mod html;
@@ -83,6 +84,9 @@ pub enum Command {
     /// prints `namesrv listening on`, `broker listening on`, `broker pid`, `ready`; stops on
     /// Ctrl-C, SIGTERM or the end of a piped stdin.
     Serve(serve::ServeArgs),
+    /// broker-under-test against Apache RocketMQ: each row of profiles/fidelity/rows.toml run on
+    /// both, judged agree / differ, written as a table (`make fidelity`).
+    Fidelity(fidelity::FidelityArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -168,6 +172,7 @@ pub fn run_cli(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => html::run_report(&a).map_err(exit::invalid),
         Command::Ab(a) => ab::run_ab(&a),
         Command::Serve(a) => serve::run_serve(&a),
+        Command::Fidelity(a) => fidelity::run_fidelity(&a),
         Command::ProcessingBench(a) => {
             print!(
                 "{}",

@@ -1,7 +1,9 @@
 //! Which broker a cell runs on: `[broker] kind = "in-tree" | "apache"` and, for Apache,
 //! `version = "5.3.3"`; a matrix may vary either (`"broker.kind"`, `"broker.version"`), and
 //! `--broker apache-5.3.3` sets both for a run. These two keys choose the broker; they are
-//! never written into broker.conf.
+//! never written into broker.conf. With `kind = "in-tree"`, `version` names the release the
+//! model imitates (its `brokerVersionProfile`), so a `"broker.kind"` axis compares the model
+//! and the real broker of one release.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,6 +16,9 @@ pub const VERSION_KEY: &str = "version";
 /// The Apache RocketMQ versions the harness can start (one pinned `apache/<v>/pom.xml` each).
 /// 4.9.8 is not on Maven Central; 4.9.7 is the newest 4.9.x there.
 pub const APACHE_VERSIONS: &[&str] = &["4.9.7", "5.3.3"];
+
+/// broker-under-test's key naming the release it imitates.
+pub const IN_TREE_PROFILE_KEY: &str = "brokerVersionProfile";
 
 /// True for the keys that choose the broker rather than configure it.
 pub fn is_choice_key(key: &str) -> bool {
@@ -45,9 +50,15 @@ impl BrokerChoice {
         match broker.get(KIND_KEY).map(String::as_str) {
             None | Some("in-tree") => match version {
                 None => Ok(BrokerChoice::InTree),
-                Some(v) => Err(format!(
-                    "broker key `version` = {v:?} needs `kind = \"apache\"` (broker-under-test has no version key; its profiles are `brokerVersion`)"
-                )),
+                Some(v) => {
+                    let profile = in_tree_profile(v)?;
+                    match broker.get(IN_TREE_PROFILE_KEY) {
+                        Some(p) if p != profile => Err(format!(
+                            "broker key `version` = {v:?} runs broker-under-test with `{IN_TREE_PROFILE_KEY}` = {profile:?}, but the cell sets {p:?}: drop one"
+                        )),
+                        _ => Ok(BrokerChoice::InTree),
+                    }
+                }
             },
             Some("apache") => {
                 let Some(v) = version else {
@@ -98,6 +109,28 @@ impl BrokerChoice {
     }
 }
 
+/// broker-under-test's version profile for an Apache `version` (`4.9.7` → `4.9`): with
+/// `kind = "in-tree"`, `version` names the release the model imitates, so that one matrix axis
+/// over `broker.kind` runs the model and the real broker of the same release side by side.
+fn in_tree_profile(v: &str) -> Result<&'static str, String> {
+    match apache_version(v)?.as_str() {
+        "4.9.7" => Ok("4.9"),
+        "5.3.3" => Ok("5.3"),
+        other => Err(format!(
+            "Apache RocketMQ version {other:?} has no broker-under-test version profile"
+        )),
+    }
+}
+
+/// The `brokerVersionProfile` broker-under-test runs with for a cell's keys: the one
+/// `version` names when the cell runs in-tree (see [`in_tree_profile`]), else none.
+pub fn in_tree_version_profile(broker: &BTreeMap<String, String>) -> Option<&'static str> {
+    match broker.get(KIND_KEY).map(String::as_str) {
+        None | Some("in-tree") => in_tree_profile(broker.get(VERSION_KEY)?).ok(),
+        Some(_) => None,
+    }
+}
+
 fn apache_version(v: &str) -> Result<String, String> {
     if APACHE_VERSIONS.contains(&v) {
         return Ok(v.to_owned());
@@ -137,7 +170,24 @@ mod tests {
         assert!(BrokerChoice::of(&keys(&[("kind", "apachee")]))
             .unwrap_err()
             .contains("\"apache\""));
-        assert!(BrokerChoice::of(&keys(&[("version", "5.3.3")])).is_err());
+        assert!(BrokerChoice::of(&keys(&[("version", "5.3.4")])).is_err());
+    }
+
+    #[test]
+    fn in_tree_with_a_version_imitates_that_release() {
+        let k = keys(&[("kind", "in-tree"), ("version", "4.9.7")]);
+        assert_eq!(BrokerChoice::of(&k), Ok(BrokerChoice::InTree));
+        assert_eq!(in_tree_version_profile(&k), Some("4.9"));
+        assert_eq!(
+            in_tree_version_profile(&keys(&[("version", "5.3.3")])),
+            Some("5.3")
+        );
+        assert_eq!(
+            in_tree_version_profile(&keys(&[("kind", "apache"), ("version", "5.3.3")])),
+            None
+        );
+        let clash = keys(&[("version", "5.3.3"), ("brokerVersionProfile", "4.3")]);
+        assert!(BrokerChoice::of(&clash).unwrap_err().contains("drop one"));
     }
 
     #[test]

@@ -38,7 +38,10 @@ mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
 pub use auth::{AuthSection, Secret, AUTH_KEYS};
-pub use broker_choice::{is_choice_key, BrokerChoice, APACHE_VERSIONS, KIND_KEY, VERSION_KEY};
+pub use broker_choice::{
+    in_tree_version_profile, is_choice_key, BrokerChoice, APACHE_VERSIONS, IN_TREE_PROFILE_KEY,
+    KIND_KEY, VERSION_KEY,
+};
 pub use cluster::{
     bare_key, check_brokers_axis, per_broker_key, ClusterSpec, CLUSTER_BROKERS_AXIS, MAX_BROKERS,
 };

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crate::kind::{BrokerKind, Member, MemberSpec, NameServer};
 use harness_model::matrix::Cell;
-use harness_model::profile::{is_choice_key, per_broker_key};
+use harness_model::profile::{
+    in_tree_version_profile, is_choice_key, per_broker_key, IN_TREE_PROFILE_KEY,
+};
 
 /// The broker name of broker `i` (what `broker.<i>.<key>` refers to).
 pub fn broker_name(i: usize) -> String {
@@ -37,6 +39,10 @@ pub fn broker_conf(
                 conf.insert(key.to_owned(), v.clone());
             }
         }
+    }
+    // `version` with `kind = "in-tree"`: the release the model imitates.
+    if let Some(profile) = in_tree_version_profile(&cell.broker) {
+        conf.insert(IN_TREE_PROFILE_KEY.into(), profile.into());
     }
     conf.insert("listenPort".into(), "0".into());
     conf.entry("storePathRootDir".into())

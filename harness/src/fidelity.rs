@@ -1,0 +1,296 @@
+//! `harness fidelity`: runs each row's profile of `profiles/fidelity/rows.toml` (the model and
+//! Apache RocketMQ alternating within one run, as the profile's `broker.kind` axis says) into
+//! `<out>/<row>/`, and after every row rewrites `table.md`, `table.csv` and `provenance.json`
+//! in `<out>` (atomically), so an interrupted run keeps the rows it finished and says which it
+//! did not reach. The verdicts are `harness_analysis::fidelity`'s; this file runs and writes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use harness_analysis::fidelity::{
+    apache_release, broker_values, counts, load_row, render_csv, render_markdown, table_for,
+    RateFrom, RowOutcome, RowStatus, RowsFile,
+};
+use harness_results::write_atomic;
+use tokio_util::sync::CancellationToken;
+
+use crate::{exit, interrupt, provenance, runner};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct FidelityArgs {
+    /// The row file.
+    #[arg(long, default_value = "profiles/fidelity/rows.toml")]
+    pub rows_file: PathBuf,
+    /// Only the rows marked `quick`, with their `quick_set` overrides (at most 5 minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these rows (comma-separated ids, e.g. `1,5`); with --quick, their quick overrides.
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<String>,
+    /// Output folder. Default: results/fidelity/<UTC timestamp>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The broker-under-test binary (default: as for `run`).
+    #[arg(long)]
+    pub broker_bin: Option<PathBuf>,
+    /// Do not run anything: judge the row folders already in --out again and rewrite the
+    /// table (after a row's note changed, or to read an interrupted run; --rows then names
+    /// the rows that finished).
+    #[arg(long, requires = "out")]
+    pub table_only: bool,
+}
+
+/// The run's provenance, rewritten with the table.
+struct Stamp {
+    command: String,
+    start: SystemTime,
+    load_start: String,
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn write_outputs(
+    out: &Path,
+    rows: &RowsFile,
+    outcomes: &[RowOutcome],
+    stamp: &Stamp,
+    finished: bool,
+) -> anyhow::Result<String> {
+    let lines = table_for(rows, outcomes, out);
+    let md = render_markdown(&lines);
+    let csv = render_csv(&lines).context("rendering table.csv")?;
+    let p = provenance::Provenance::gather();
+    let (agree, differ, unknown) = counts(&lines);
+    let versions: Vec<serde_json::Value> = outcomes
+        .iter()
+        .filter(|o| o.status == RowStatus::Measured)
+        .filter_map(|o| {
+            let text = std::fs::read_to_string(out.join(&o.id).join("run.json")).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            Some(serde_json::json!({ "row": o.id, "brokers": v.get("brokers") }))
+        })
+        .collect();
+    let json = serde_json::json!({
+        "command": stamp.command,
+        "harness_revision": p.harness_revision,
+        "harness_tree": p.harness_tree.as_json(),
+        "host": p.host,
+        "kernel": p.kernel,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "start": provenance::utc(stamp.start).1,
+        "end": finished.then(|| provenance::utc(SystemTime::now()).1),
+        "load_start": stamp.load_start,
+        "load_now": loadavg(),
+        "finished": finished,
+        "rows": outcomes.iter().map(|o| serde_json::json!({
+            "id": o.id,
+            "status": match &o.status {
+                RowStatus::Measured => "measured".to_owned(),
+                RowStatus::Interrupted => "interrupted".to_owned(),
+                RowStatus::Failed(e) => format!("failed: {e}"),
+                RowStatus::NotSelected => "not selected".to_owned(),
+            },
+        })).collect::<Vec<_>>(),
+        "brokers": versions,
+        "agree": agree, "differ": differ, "no_figure": unknown,
+    });
+    let head = format!(
+        "# Fidelity: broker-under-test against Apache RocketMQ\n\n{}\n\nStarted {} (load {}), {}; commit {}{}.\n\n",
+        stamp.command,
+        provenance::utc(stamp.start).1,
+        stamp.load_start,
+        if finished {
+            format!("ended {} (load {})", provenance::utc(SystemTime::now()).1, loadavg())
+        } else {
+            "**not finished: rows not reached say so**".to_owned()
+        },
+        p.harness_revision.as_deref().unwrap_or("unknown"),
+        if p.harness_tree.as_json() == Some("dirty") {
+            " (uncommitted changes)"
+        } else {
+            ""
+        },
+    );
+    let io = |f: &str| format!("writing {}", out.join(f).display());
+    write_atomic(&out.join("table.md"), format!("{head}{md}").as_bytes())
+        .with_context(|| io("table.md"))?;
+    write_atomic(&out.join("table.csv"), csv.as_bytes()).with_context(|| io("table.csv"))?;
+    write_atomic(
+        &out.join("provenance.json"),
+        serde_json::to_string_pretty(&json)?.as_bytes(),
+    )
+    .with_context(|| io("provenance.json"))?;
+    Ok(md)
+}
+
+/// One profile run into `folder`.
+fn run_one(
+    profile_path: &Path,
+    sets: &[String],
+    folder: PathBuf,
+    args: &FidelityArgs,
+    stamp: &Stamp,
+    cancel: &CancellationToken,
+) -> RowStatus {
+    let profile = match harness_model::profile::Profile::load(profile_path, sets) {
+        Ok(p) => p,
+        Err(e) => return RowStatus::Failed(format!("{e:#}")),
+    };
+    let opts = runner::RunOptions {
+        out: Some(folder),
+        broker_bin: args.broker_bin.clone(),
+        command_line: stamp.command.clone(),
+        cancel: cancel.clone(),
+        ..Default::default()
+    };
+    match runner::run_profile(&profile, &opts) {
+        Ok(o) if o.interrupted => RowStatus::Interrupted,
+        Ok(_) => RowStatus::Measured,
+        Err(e) => RowStatus::Failed(format!("{e:#}")),
+    }
+}
+
+/// A `rate_from` row's runs: one per broker of the earlier row, each at its own rates, into
+/// `<out>/<id>/<kind>-<version>` (the table reads them together).
+fn per_broker_runs(
+    out: &Path,
+    id: &str,
+    from: &RateFrom,
+    sets: &[String],
+) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
+    let source = out.join(&from.row);
+    let data = load_row(&source).map_err(|e| {
+        format!(
+            "needs row {}'s {} ({e}); run it in the same --out first (--rows {},{id})",
+            from.row, from.metric, from.row
+        )
+    })?;
+    let figures = broker_values(&data, &from.metric, &from.cells, &apache_release(&source));
+    if figures.is_empty() {
+        return Err(format!(
+            "row {} has no {} for the cells {:?}",
+            from.row, from.metric, from.cells
+        ));
+    }
+    Ok(figures
+        .into_iter()
+        .map(|(kind, version, base)| {
+            let mut s = sets.to_vec();
+            s.push(format!("broker.kind={kind}"));
+            if !version.is_empty() {
+                s.push(format!("broker.version={version}"));
+            }
+            s.push(format!("workload.steps={}", from.steps(base)));
+            let name = if version.is_empty() {
+                kind
+            } else {
+                format!("{kind}-{version}")
+            };
+            (out.join(id).join(name), s)
+        })
+        .collect())
+}
+
+pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
+    let rows = RowsFile::load(&args.rows_file).map_err(exit::invalid)?;
+    let chosen = rows.select(&args.rows, args.quick).map_err(exit::invalid)?;
+    let start = SystemTime::now();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results/fidelity").join(provenance::utc(start).0));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let stamp = Stamp {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        start,
+        load_start: loadavg(),
+    };
+    let runnable: Vec<_> = chosen.iter().filter(|r| r.profile.is_some()).collect();
+    let mut outcomes: Vec<RowOutcome> = rows
+        .row
+        .iter()
+        .map(|r| RowOutcome {
+            id: r.id.clone(),
+            status: if args.table_only
+                && (args.rows.is_empty() || args.rows.contains(&r.id))
+                && load_row(&out.join(&r.id)).is_ok()
+            {
+                RowStatus::Measured
+            } else if runnable.iter().any(|c| c.id == r.id) && !args.table_only {
+                RowStatus::Interrupted
+            } else {
+                RowStatus::NotSelected
+            },
+        })
+        .collect();
+    if args.table_only {
+        print!("{}", write_outputs(&out, &rows, &outcomes, &stamp, true)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::fs::copy(&args.rows_file, out.join("rows.toml"))
+        .with_context(|| format!("copying {}", args.rows_file.display()))?;
+    write_outputs(&out, &rows, &outcomes, &stamp, false)?;
+
+    let cancel = CancellationToken::new();
+    let done = CancellationToken::new();
+    let signal_thread = interrupt::watch_ctrl_c("harness-signal", &cancel, &done)?;
+    for spec in runnable {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Some(profile_path) = spec.profile.as_ref() else {
+            continue;
+        };
+        let mut sets = spec.set.clone();
+        if args.quick {
+            sets.extend(spec.quick_set.iter().cloned());
+        }
+        println!(
+            "fidelity row {}: {} ({})",
+            spec.id,
+            spec.title,
+            profile_path.display()
+        );
+        let runs = match &spec.rate_from {
+            None => Ok(vec![(out.join(&spec.id), sets)]),
+            Some(from) => per_broker_runs(&out, &spec.id, from, &sets),
+        };
+        let status = match runs {
+            Err(why) => RowStatus::Failed(why),
+            Ok(runs) => {
+                let mut status = RowStatus::Measured;
+                for (folder, sets) in runs {
+                    status = run_one(profile_path, &sets, folder, args, &stamp, &cancel);
+                    if status != RowStatus::Measured {
+                        break;
+                    }
+                }
+                status
+            }
+        };
+        if let RowStatus::Failed(e) = &status {
+            eprintln!("fidelity row {}: {e}", spec.id);
+        }
+        if let Some(o) = outcomes.iter_mut().find(|o| o.id == spec.id) {
+            o.status = status;
+        }
+        write_outputs(&out, &rows, &outcomes, &stamp, false)?;
+    }
+    done.cancel();
+    let _ = signal_thread.join();
+    let interrupted = cancel.is_cancelled();
+    let md = write_outputs(&out, &rows, &outcomes, &stamp, !interrupted)?;
+    println!("\n{md}");
+    println!("table: {}", out.join("table.md").display());
+    if interrupted {
+        eprintln!("interrupted: the rows finished so far are in the table");
+        return Ok(ExitCode::from(exit::INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
