@@ -278,18 +278,16 @@ async fn the_schedule_survives_a_restart_without_repeating_deliveries() {
     // Both levels' delivered offsets reach their ends (`delivered,max` = 1,1): the schedule has
     // nothing left to deliver, and a repeat would have been put before its offset moved, so
     // the retry queue holds each message once.
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let info = c.runtime_info().await;
-        if info["scheduleMessageOffset_3"] == "1,1" && info["scheduleMessageOffset_4"] == "1,1" {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "the schedule never caught up: {info:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let addr = b.addr();
+    common::wait_for(
+        "both levels' delivered offsets at their ends",
+        || async move {
+            let info = common::info(addr).await;
+            (info["scheduleMessageOffset_3"] == "1,1" && info["scheduleMessageOffset_4"] == "1,1")
+                .then_some(())
+        },
+    )
+    .await;
     assert_eq!(c.pull_all("%RETRY%G", 0).await.len(), 2);
     b.stop().await;
 }

@@ -241,29 +241,31 @@ impl Session {
 
     /// Waits until the put lock's current holder has held it longer than `ms`.
     fn wait_lock_held_longer_than(&mut self, ms: u64) -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.runtime_counter("pageCacheLockTimeMills")? <= ms {
-            if Instant::now() > deadline {
-                bail!("the put lock was never held for more than {ms} ms");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok(())
+        self.wait_counter_above("pageCacheLockTimeMills", ms)
+            .with_context(|| format!("the put lock was never held for more than {ms} ms"))
     }
 
-    /// Sleeps until `ms` after the broker reported ready.
     /// Waits until BrokerFastFailure has run once (`brokerFastFailureRounds`, the broker's
     /// count of its rounds; the first comes 1000 ms after start): a sleep from start could end
     /// before it on a loaded machine.
     fn wait_fast_failure_running(&mut self) -> anyhow::Result<()> {
+        self.wait_counter_above("brokerFastFailureRounds", 0)
+            .context("BrokerFastFailure never ran")
+    }
+
+    /// Polls the runtime-info counter `key` until it exceeds `floor`, for at most 10 s.
+    fn wait_counter_above(&mut self, key: &str, floor: u64) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.runtime_counter("brokerFastFailureRounds")? == 0 {
-            if Instant::now() > deadline {
-                bail!("BrokerFastFailure never ran (brokerFastFailureRounds stayed 0 for 10 s)");
+        loop {
+            let now = self.runtime_counter(key)?;
+            if now > floor {
+                return Ok(());
             }
-            std::thread::sleep(Duration::from_millis(20));
+            if Instant::now() > deadline {
+                bail!("{key} stayed at {now} (<= {floor}) for 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
-        Ok(())
     }
 }
 

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use harness_model::profile::BrokerChoice;
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::exit;
 use crate::interrupt;
 use crate::kind::select::for_choice;
-use crate::kind::{Member, MemberSpec, NameServer};
+use crate::kind::{registered, Member, MemberSpec, NameServer};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -145,7 +145,9 @@ fn serve(
         if let Some(pid) = member.pid() {
             say(&format!("broker pid {pid}"));
         }
-        let listed = wait_listed(namesrv, member.addr(), Duration::from_secs(30), cancel);
+        let listed = registered(namesrv, member.addr(), Duration::from_secs(30), &|| {
+            cancel.is_cancelled()
+        });
         broker = Some(member);
         if let Err(why) = listed {
             stop_all(broker, own_ns, args.grace.into());
@@ -187,38 +189,6 @@ fn stop_all(broker: Option<Box<dyn Member>>, ns: Option<Box<dyn NameServer>>, gr
     if let Some(ns) = ns {
         ns.stop();
     }
-}
-
-/// The name server's cluster table lists `addr` (brokers register on start, then every 30 s).
-fn wait_listed(
-    namesrv: SocketAddr,
-    addr: SocketAddr,
-    within: Duration,
-    cancel: &CancellationToken,
-) -> Result<(), String> {
-    let end = Instant::now() + within;
-    let port = addr.port();
-    let mut last = String::new();
-    while Instant::now() < end && !cancel.is_cancelled() {
-        match rmq_client::name_server::cluster_info(namesrv) {
-            Ok(info) => {
-                let listed = info.broker_addr_table.values().any(|b| {
-                    b.broker_addrs
-                        .values()
-                        .any(|a| a.parse::<SocketAddr>().is_ok_and(|a| a.port() == port))
-                });
-                if listed {
-                    return Ok(());
-                }
-                last = "not in the cluster table".to_owned();
-            }
-            Err(e) => last = e.to_string(),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(format!(
-        "the broker {addr} is not registered with the name server {namesrv} after {within:?} ({last})"
-    ))
 }
 
 fn stdin_is_pipe() -> bool {

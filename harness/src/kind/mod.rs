@@ -201,3 +201,39 @@ pub fn refuse_cells(problems: Vec<String>) -> anyhow::Result<()> {
         problems.join("\n")
     )))
 }
+
+/// Waits until the name server's cluster table lists a broker on `addr`'s port (§7.4: a broker
+/// registers on start, then every 30 s; a slow first registration must not be mistaken for a
+/// ready broker), or `stop()` says to give up. Loopback only, so the port names the broker
+/// whatever address string it registered with.
+pub fn registered(
+    namesrv: SocketAddr,
+    addr: SocketAddr,
+    within: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), String> {
+    let end = std::time::Instant::now() + within;
+    let port = addr.port();
+    loop {
+        let last = match rmq_client::name_server::cluster_info(namesrv) {
+            Ok(info) => {
+                let listed = info.broker_addr_table.values().any(|b| {
+                    b.broker_addrs
+                        .values()
+                        .any(|a| a.parse::<SocketAddr>().is_ok_and(|a| a.port() == port))
+                });
+                if listed {
+                    return Ok(());
+                }
+                "not in the cluster table".to_owned()
+            }
+            Err(e) => e.to_string(),
+        };
+        if std::time::Instant::now() >= end || stop() {
+            return Err(format!(
+                "the broker {addr} is not registered with the name server {namesrv} after {within:?} ({last})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -15,6 +15,7 @@ use rmq_client::admin::AdminConn;
 use super::conf::{self, BrokerPorts, Role};
 use super::jars::Jars;
 use super::jvm::{Jvm, JvmSpec, Stop};
+use crate::kind::registered;
 use crate::kind::{write_conf, Member, MemberSpec, NameServer, StartError};
 
 /// The name server's and the broker's boot lines (stdout; 4.9 NamesrvStartup/BrokerStartup
@@ -126,7 +127,7 @@ pub(super) fn start_broker(
         addr: SocketAddr::from(([127, 0, 0, 1], ports.listen)),
         ports,
     };
-    let ready = registered(namesrv, broker.addr, Duration::from_secs(30))
+    let ready = registered(namesrv, broker.addr, Duration::from_secs(30), &|| false)
         .and_then(|()| keys_took(broker.addr, &keys, version))
         .and_then(|()| stats_sampled(broker.addr, Duration::from_secs(30)));
     if let Err(reason) = ready {
@@ -135,34 +136,6 @@ pub(super) fn start_broker(
         return Err(why);
     }
     Ok(broker)
-}
-
-/// Waits until the name server lists `addr` (§7.4: `start()` registers synchronously, but a
-/// slow first registration must not be mistaken for a ready broker).
-fn registered(namesrv: SocketAddr, addr: SocketAddr, within: Duration) -> Result<(), String> {
-    let end = Instant::now() + within;
-    let want = addr.to_string();
-    loop {
-        let last = match rmq_client::name_server::cluster_info(namesrv) {
-            Ok(info) => {
-                let listed = info
-                    .broker_addr_table
-                    .values()
-                    .any(|b| b.broker_addrs.values().any(|a| *a == want));
-                if listed {
-                    return Ok(());
-                }
-                "not in the cluster table".to_owned()
-            }
-            Err(e) => e.to_string(),
-        };
-        if Instant::now() >= end {
-            return Err(format!(
-                "the broker {want} booted but is not registered with the name server {namesrv} after {within:?} ({last})"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// 5.3's ACL 2.0 keys (AuthConfig's fields, rocketmq-all-5.3.3 auth/config/AuthConfig.java:21-80).
