@@ -11,12 +11,11 @@ name server's proxy points at.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 
-from cluster import Cluster, _die_with_parent
+from cluster import Cluster, _die_with_parent, free_port
 from wire import Proxy
 
 # JVM start, store recovery and the first registration on a busy 2-core machine.
@@ -28,25 +27,7 @@ STOP_TIMEOUT = 60.0
 
 def free_port_triple():
     """A port P with P-2 (the fast port), P and P+1 (the HA port) free: Apache binds all three."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            p = s.getsockname()[1]
-        if p < 1100 or p > 65000:
-            continue
-        socks = []
-        try:
-            for q in (p - 2, p, p + 1):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", q))
-            return p
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port triple on 127.0.0.1")
+    return free_port((-2, 0, 1))
 
 
 class Serve:

@@ -20,22 +20,33 @@ from wire import Proxy
 READY_TIMEOUT = 30.0
 
 
-def free_port_pair():
-    """A port P with P and P-2 both free (the broker binds its fast port at P-2)."""
+def free_port(offsets=(0, -2)):
+    """A port P with P + o free for every o of `offsets` (default: P and its fast port P - 2,
+    which the broker binds too; Apache's broker binds its HA port P + 1 as well)."""
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             p = s.getsockname()[1]
-        if p < 1100:
+        if p + min(offsets) < 1100 or p + max(offsets) > 65535:
             continue
+        socks = []
         try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", p))
-                b.bind(("127.0.0.1", p - 2))
+            for o in offsets:
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p + o))
             return p
         except OSError:
             continue
-    raise RuntimeError("no free port pair on 127.0.0.1")
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no free ports P{offsets} on 127.0.0.1")
+
+
+def free_port_pair():
+    """A port P with P and P-2 both free (the broker binds its fast port at P-2)."""
+    return free_port((0, -2))
 
 
 # prctl(PR_SET_PDEATHSIG): a scenario process that dies (the C++ client can abort) takes its
