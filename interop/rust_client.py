@@ -6,19 +6,26 @@ import threading
 from cluster import _die_with_parent
 
 READY_TIMEOUT = 60.0
+ANSWER_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
 class _Process:
-    def __init__(self, argv, name):
+    """A client process of the line protocol; `err`: a file for its stderr (else discarded).
+    The Java and Go adapters build on it too."""
+
+    def __init__(self, argv, name, err=None):
         self.name = name
+        self.err = err
+        self.lock = threading.Lock()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     stderr=err or subprocess.DEVNULL, text=True, bufsize=1,
                                      preexec_fn=_die_with_parent)
         line = self._readline(READY_TIMEOUT)
         if line != "ready":
             self.stop()
-            raise RuntimeError(f"{name} did not start: {line!r}")
+            where = f" (see {err.name})" if err else ""
+            raise RuntimeError(f"{name} did not start: {line!r}{where}")
 
     def _readline(self, timeout):
         got = {}
@@ -38,6 +45,8 @@ class _Process:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+        if self.err:
+            self.err.close()
 
 
 class RustProducer(_Process):
@@ -45,9 +54,12 @@ class RustProducer(_Process):
         super().__init__([binary, "produce", cluster.namesrv_addr(), group], f"producer-{group}")
 
     def send(self, mode, topic, key, text):
-        self.proc.stdin.write(f"{mode} {topic} {key} {text}\n")
-        self.proc.stdin.flush()
-        line = self._readline(STOP_TIMEOUT)
+        """(acknowledged, error text); one request line, one answer line (a sync send waits up
+        to 3 s per attempt and tries 3 times: ANSWER_TIMEOUT covers that)."""
+        with self.lock:
+            self.proc.stdin.write(f"{mode} {topic} {key} {text}\n")
+            self.proc.stdin.flush()
+            line = self._readline(ANSWER_TIMEOUT)
         if line == "ok":
             return True, None
         return False, line[4:] if line.startswith("err ") else f"no answer ({line!r})"
