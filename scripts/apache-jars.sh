@@ -13,15 +13,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${APACHE_CACHE:-$ROOT/target/apache}
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 [ $# -gt 0 ] || set -- $(ls "$ROOT/apache" | grep -E '^[0-9]')
-missing() {
-  echo "apache-jars: '$1' not found: install the Debian package $2 (apt-get install -y $2)" >&2
-  exit 4
-}
+WHO=apache-jars MAVEN_CACHE=$CACHE
+. "$ROOT/scripts/lib/maven.sh"
 command -v "$JAVA" >/dev/null || missing java openjdk-17-jdk-headless
-mkdir -p "$CACHE"
 # Tests and runs may ask for the same version at once: one fetch at a time.
-exec 9>"$CACHE/.lock"
-flock 9
+maven_lock
 for v in "$@"; do
   pom="$ROOT/apache/$v/pom.xml"
   if [ ! -f "$pom" ]; then
@@ -30,17 +26,7 @@ for v in "$@"; do
   fi
   dir="$CACHE/$v"
   [ -f "$dir/complete" ] && continue
-  command -v mvn >/dev/null || missing mvn maven
-  rm -rf "$dir/lib.part" && mkdir -p "$dir"
-  echo "apache-jars: fetching Apache RocketMQ $v from Maven Central into $dir/lib" >&2
-  if ! mvn -B -q -f "$pom" -Dmaven.repo.local="$CACHE/m2" \
-      org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$dir/lib.part" >"$dir/fetch.log" 2>&1; then
-    tail -5 "$dir/fetch.log" >&2
-    echo "apache-jars: fetching $v failed (log: $dir/fetch.log)" >&2
-    exit 1
-  fi
-  rm -rf "$dir/lib" && mv "$dir/lib.part" "$dir/lib"
+  fetch_pom_deps "$pom" "$dir" "Apache RocketMQ $v"
   # The key list from the broker itself: -p prints every config item and exits before
   # opening a port. A scratch home keeps it from touching ~/.
   scratch=$(mktemp -d)
@@ -58,7 +44,7 @@ for v in "$@"; do
     exit 1
   fi
   mv "$dir/keys.txt.part" "$dir/keys.txt"
-  (cd "$dir/lib" && ls | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1) >"$dir/checksum"
+  lib_checksum "$dir" >"$dir/checksum"
   "$JAVA" -version 2>&1 | head -1 >"$dir/java"
   touch "$dir/complete"
   echo "apache-jars: $v: $(ls "$dir/lib" | wc -l) jars, $(wc -l <"$dir/keys.txt") broker keys" >&2

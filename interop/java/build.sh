@@ -13,10 +13,8 @@ CACHE=${INTEROP_JAVA_CACHE:-$ROOT/target/interop-java}
 # dependencies are mostly there already, and one lock keeps two Maven runs off one repository.
 APACHE_CACHE=${APACHE_CACHE:-$ROOT/target/apache}
 JBIN=${JAVA_HOME:+$JAVA_HOME/bin/}
-missing() {
-  echo "interop-java: '$1' not found: install the Debian package $2 (apt-get install -y $2)" >&2
-  exit 4
-}
+WHO=interop-java MAVEN_CACHE=$APACHE_CACHE
+. "$ROOT/scripts/lib/maven.sh"
 command -v "${JBIN}java" >/dev/null || missing java openjdk-17-jdk-headless
 command -v "${JBIN}javac" >/dev/null || missing javac openjdk-17-jdk-headless
 pom="$ROOT/interop/java/$v/pom.xml"
@@ -27,19 +25,8 @@ fi
 dir="$CACHE/$v"
 mkdir -p "$dir" "$APACHE_CACHE"
 if [ ! -f "$dir/complete" ]; then
-  command -v mvn >/dev/null || missing mvn maven
-  exec 9>"$APACHE_CACHE/.lock"
-  flock 9
-  rm -rf "$dir/lib.part"
-  echo "interop-java: fetching rocketmq-client $v from Maven Central into $dir/lib" >&2
-  if ! mvn -B -q -f "$pom" -Dmaven.repo.local="$APACHE_CACHE/m2" \
-      org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$dir/lib.part" >"$dir/fetch.log" 2>&1; then
-    tail -5 "$dir/fetch.log" >&2
-    echo "interop-java: fetching $v failed (log: $dir/fetch.log)" >&2
-    exit 1
-  fi
-  rm -rf "$dir/lib" && mv "$dir/lib.part" "$dir/lib"
+  maven_lock
+  fetch_pom_deps "$pom" "$dir" "rocketmq-client $v"
   touch "$dir/complete"
   flock -u 9
 fi
