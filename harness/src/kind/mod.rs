@@ -116,18 +116,35 @@ pub enum StartError {
 }
 
 impl StartError {
-    /// A failure with the last non-empty line of `log` appended.
+    /// A failure with the log's telling line appended: the last non-empty line, or, when the
+    /// log ends in a Java stack trace, the exception line above its frames (the frames'
+    /// last line, `at ...main(BrokerStartup.java:52)`, says nothing about why).
     pub fn with_log(reason: impl ToString, log: &Path) -> StartError {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         StartError::Failed {
             reason: reason.to_string(),
-            last_line: text
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| l.trim().to_owned()),
+            last_line: telling_line(&text),
         }
     }
+
+    /// Whether the member lost a race for its port (another process bound it between the
+    /// harness choosing it and the JVM binding it): worth one more try on other ports.
+    pub fn lost_a_port(&self) -> bool {
+        matches!(self, StartError::Failed { last_line: Some(l), .. }
+            if l.contains("Address already in use") || l.contains("Failed to bind"))
+    }
+}
+
+/// The last non-empty line of `text`, skipping a stack trace's frames (`at ...`, `... 3 more`).
+fn telling_line(text: &str) -> Option<String> {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty()).rev();
+    let last = lines.next()?;
+    let is_frame =
+        |l: &str| l.starts_with("at ") || (l.starts_with("... ") && l.ends_with(" more"));
+    if !is_frame(last) {
+        return Some(last.to_owned());
+    }
+    Some(lines.find(|l| !is_frame(l)).unwrap_or(last).to_owned())
 }
 
 /// A kind of broker.
@@ -235,5 +252,45 @@ pub fn registered(
             ));
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stack_trace_is_told_by_its_exception_line() {
+        // The shape of 5.3.3's BrokerStartup failing in start() (printStackTrace, exit -1).
+        let log = "\
+java.lang.IllegalStateException: Failed to bind to 0.0.0.0:30912
+\tat org.apache.rocketmq.remoting.netty.NettyRemotingServer.start(NettyRemotingServer.java:236)
+Caused by: java.net.BindException: Address already in use
+\tat java.base/sun.nio.ch.Net.bind0(Native Method)
+\t... 5 more
+";
+        assert_eq!(
+            telling_line(log).as_deref(),
+            Some("Caused by: java.net.BindException: Address already in use")
+        );
+        let e = StartError::Failed {
+            reason: "exited".into(),
+            last_line: telling_line(log),
+        };
+        assert!(e.lost_a_port());
+        assert_eq!(
+            telling_line("boot failed\n\n").as_deref(),
+            Some("boot failed")
+        );
+        assert_eq!(
+            telling_line("\tat a.b(C.java:1)\n").as_deref(),
+            Some("at a.b(C.java:1)")
+        );
+        assert_eq!(telling_line(""), None);
+        assert!(!StartError::Failed {
+            reason: "x".into(),
+            last_line: Some("OutOfMemoryError".into())
+        }
+        .lost_a_port());
     }
 }

@@ -46,30 +46,66 @@ impl BrokerPorts {
     }
 
     /// Three free ports `p - 2`, `p`, `p + 1` on every address (4.9 binds 0.0.0.0), chosen
-    /// by binding port 0 and trying the neighbours.
+    /// at random below the kernel's ephemeral range (see [`chosen_range`]).
     pub fn pick() -> std::io::Result<BrokerPorts> {
+        let range = chosen_range();
         for _ in 0..64 {
-            let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-            let p = l.local_addr()?.port();
-            if !(3..u16::MAX).contains(&p) {
-                continue;
-            }
-            let others = [p - 2, p + 1].map(|q| TcpListener::bind((Ipv4Addr::UNSPECIFIED, q)));
-            if others.iter().all(Result::is_ok) {
+            let p = fastrand::u16(range.start + 2..range.end - 1);
+            if free_now(&[p - 2, p, p + 1]) {
                 return Ok(BrokerPorts { listen: p });
             }
         }
-        Err(std::io::Error::other(
-            "no three free ports p-2, p, p+1 in 64 tries",
-        ))
+        Err(std::io::Error::other(format!(
+            "no three free ports p-2, p, p+1 in {range:?} in 64 tries"
+        )))
     }
 }
 
-/// A free port for a name server.
+/// Where the harness chooses a JVM's ports: below `ip_local_port_range`, where the kernel
+/// never hands out a port by itself. A port the harness chose by binding port 0 was an
+/// ephemeral port: in the seconds before the JVM bound it, any test binding `127.0.0.1:0`
+/// or any outgoing connection could take it (CI lost 5.3.3's broker to that race once).
+/// Here only another explicit choice can, and the start is tried again on other ports
+/// ([`super::member`]).
+pub fn chosen_range() -> std::ops::Range<u16> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // 10000 and up: clear of the well-known ports and of most services' defaults (RocketMQ's
+    // own 9876 and 10911 are left to a real cluster on the same host).
+    if low > 12000 {
+        11000..low
+    } else {
+        // A kernel whose ephemeral range starts low: above its top instead.
+        let high = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u16>().ok())
+            .unwrap_or(60999);
+        high.saturating_add(1).max(11000)..u16::MAX
+    }
+}
+
+fn free_now(ports: &[u16]) -> bool {
+    let held: Vec<_> = ports
+        .iter()
+        .map(|&q| TcpListener::bind((Ipv4Addr::UNSPECIFIED, q)))
+        .collect();
+    held.iter().all(Result::is_ok)
+}
+
+/// A free port for a name server, from the same range as a broker's.
 pub fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))?
-        .local_addr()?
-        .port())
+    let range = chosen_range();
+    for _ in 0..64 {
+        let p = fastrand::u16(range.clone());
+        if free_now(&[p]) {
+            return Ok(p);
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free port in {range:?} in 64 tries"
+    )))
 }
 
 /// broker.conf for Apache: the cell's keys (a `listenPort` of 0 means "choose"), then what
@@ -246,6 +282,11 @@ mod tests {
         let p = BrokerPorts::pick().unwrap();
         for q in [p.listen - 2, p.listen, p.ha()] {
             TcpListener::bind((Ipv4Addr::UNSPECIFIED, q)).unwrap();
+            assert!(
+                chosen_range().contains(&q),
+                "{q} outside {:?}",
+                chosen_range()
+            );
         }
     }
 }

@@ -49,26 +49,49 @@ pub(super) fn start_namesrv(
     stem: &str,
     cpus: Option<&[usize]>,
 ) -> Result<ApacheNameServer, StartError> {
-    let port = conf::free_port().map_err(|e| failed(format!("choosing a port: {e}")))?;
     let conf_path = dir.join(format!("{stem}.conf"));
-    std::fs::write(&conf_path, format!("listenPort={port}\n")).map_err(conf_error(&conf_path))?;
     let home = dir.join(format!("{stem}-home"));
-    let args = conf::jvm_args(Role::NameServer, version, &jars.lib, &home, &conf_path, 128)
-        .map_err(conf_error(&home))?;
     let log = dir.join(format!("{stem}.log"));
-    let jvm = Jvm::start(&JvmSpec {
-        java: jars.java.clone(),
-        args,
-        log: &log,
-        ready_line: NAMESRV_READY,
-        cpus,
-        ready: MIN_READY,
-        what: "name server",
-    })?;
-    Ok(ApacheNameServer {
-        jvm,
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-    })
+    let mut attempt = 1;
+    loop {
+        let port = conf::free_port().map_err(|e| failed(format!("choosing a port: {e}")))?;
+        std::fs::write(&conf_path, format!("listenPort={port}\n"))
+            .map_err(conf_error(&conf_path))?;
+        let args = conf::jvm_args(Role::NameServer, version, &jars.lib, &home, &conf_path, 128)
+            .map_err(conf_error(&home))?;
+        let started = Jvm::start(&JvmSpec {
+            java: jars.java.clone(),
+            args,
+            log: &log,
+            ready_line: NAMESRV_READY,
+            cpus,
+            ready: MIN_READY,
+            what: "name server",
+        });
+        match started {
+            Ok(jvm) => {
+                return Ok(ApacheNameServer {
+                    jvm,
+                    addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                })
+            }
+            Err(e) if e.lost_a_port() && attempt < PORT_ATTEMPTS => {
+                keep_lost_log(&log, attempt);
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Tries a JVM gets when its port, chosen free, was taken before the JVM bound it.
+const PORT_ATTEMPTS: u32 = 3;
+
+/// Keeps the log of a start that lost its port beside the next try's (`<log>.lost-port-N`).
+fn keep_lost_log(log: &Path, attempt: u32) {
+    let mut kept = log.as_os_str().to_owned();
+    kept.push(format!(".lost-port-{attempt}"));
+    let _ = std::fs::rename(log, kept);
 }
 
 /// Starts a broker for `spec`; a broker whose keys name no name server gets one of its own.
@@ -94,33 +117,46 @@ pub(super) fn start_broker(
             addr
         }
     };
-    let ports = match spec
+    let given = spec
         .conf
         .get("listenPort")
         .and_then(|p| p.parse::<u16>().ok())
-    {
-        Some(p) if p > 0 => BrokerPorts { listen: p },
-        _ => BrokerPorts::pick().map_err(|e| failed(format!("choosing ports: {e}")))?,
-    };
-    let mut keys = conf::broker_conf(spec.conf, version, ports, namesrv);
+        .filter(|&p| p > 0);
     let home = spec.dir.join(format!("{}-home", spec.stem));
-    keys.entry("storePathRootDir".into())
-        .or_insert_with(|| home.join("store").display().to_string());
     let conf_path = spec.conf_path();
-    write_conf(&conf_path, &keys).map_err(conf_error(&conf_path))?;
-    let direct = conf::direct_memory_mb(&keys);
-    let args = conf::jvm_args(Role::Broker, version, &jars.lib, &home, &conf_path, direct)
-        .map_err(conf_error(&home))?;
     let log = spec.log_path();
-    let jvm = Jvm::start(&JvmSpec {
-        java: jars.java.clone(),
-        args,
-        log: &log,
-        ready_line: BROKER_READY,
-        cpus: spec.cpus,
-        ready: spec.ready.max(MIN_READY),
-        what: "broker",
-    })?;
+    let mut attempt = 1;
+    let (jvm, ports, keys) = loop {
+        let ports = match given {
+            Some(p) => BrokerPorts { listen: p },
+            None => BrokerPorts::pick().map_err(|e| failed(format!("choosing ports: {e}")))?,
+        };
+        let mut keys = conf::broker_conf(spec.conf, version, ports, namesrv);
+        keys.entry("storePathRootDir".into())
+            .or_insert_with(|| home.join("store").display().to_string());
+        write_conf(&conf_path, &keys).map_err(conf_error(&conf_path))?;
+        let direct = conf::direct_memory_mb(&keys);
+        let args = conf::jvm_args(Role::Broker, version, &jars.lib, &home, &conf_path, direct)
+            .map_err(conf_error(&home))?;
+        let started = Jvm::start(&JvmSpec {
+            java: jars.java.clone(),
+            args,
+            log: &log,
+            ready_line: BROKER_READY,
+            cpus: spec.cpus,
+            ready: spec.ready.max(MIN_READY),
+            what: "broker",
+        });
+        match started {
+            Ok(jvm) => break (jvm, ports, keys),
+            // Ports the cell named are the cell's: no other ports behind its back.
+            Err(e) if e.lost_a_port() && given.is_none() && attempt < PORT_ATTEMPTS => {
+                keep_lost_log(&log, attempt);
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let broker = ApacheBroker {
         broker: jvm,
         ns: own_ns,
