@@ -1,7 +1,7 @@
 //! broker-under-test: RocketMQ's send path, request by request:
 //! `remoting → server → dispatch → processor → store`.
 //!
-//! [`run`] serves a bound listener until a shutdown future completes; [`RunningBroker`] starts
+//! [`run`] serves a bound socket until a shutdown future completes; [`RunningBroker`] starts
 //! one in-process (tests, the harness).
 
 pub mod acl;
@@ -26,7 +26,11 @@ pub mod task;
 use std::{future::Future, io::Write, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tokio::{
+    net::{TcpListener, TcpSocket},
+    sync::oneshot,
+    task::JoinHandle,
+};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -53,18 +57,40 @@ const CLIENT_SCAN_PERIOD: Duration = Duration::from_secs(10);
 /// How often the flow-control summary line is logged.
 const SUMMARY_PERIOD: Duration = Duration::from_secs(60);
 
-/// Serves `listener` until `shutdown` completes, then stops accepting, lets the executors finish
-/// their queued work, shuts the store down (flush) and joins every thread.
+/// Serves `socket` (bound by [`bind`], not yet listening) until `shutdown` completes, then stops
+/// accepting, lets the executors finish their queued work, shuts the store down (flush) and
+/// joins every thread.
 ///
 /// Prints two lines to stdout once ready, `listening on IP:PORT` then `ha listening on IP:PORT`
 /// (the HA port); everything else goes to stderr.
 pub async fn run(
     config: BrokerConfig,
-    listener: TcpListener,
+    socket: TcpSocket,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    serve(config, listener, shutdown, None).await
+    serve(config, socket, shutdown, None).await
 }
+
+/// Binds the broker's port without listening on it: the port is the broker's from here on, but
+/// a client's connect is refused until the store has opened (RocketMQ's NettyRemotingServer
+/// binds in `start()`, after the store's load and recovery). A listening socket would let the
+/// kernel complete handshakes and buffer requests through a long recovery; clients time out
+/// (3 s), close and reconnect, and their queued heartbeats are served after the close.
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As Netty's server channel (and tokio's TcpListener::bind) do: a restart on the same port
+    // must not wait for the last run's TIME_WAIT connections.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
+/// NettyServerConfig `serverSocketBacklog` (1024).
+const BACKLOG: u32 = 1024;
 
 /// `aclEnable=true`: the accounts of `${rocketmqHome}/conf/plain_acl.yml`. A file that is
 /// missing or does not parse stops the start-up: a broker that quietly let every request
@@ -86,11 +112,11 @@ fn acl_validator(config: &BrokerConfig) -> anyhow::Result<Option<acl::PlainAcces
 
 async fn serve(
     config: BrokerConfig,
-    listener: TcpListener,
+    socket: TcpSocket,
     shutdown: impl Future<Output = ()>,
     ready: Option<oneshot::Sender<Bound>>,
 ) -> anyhow::Result<()> {
-    let local = listener.local_addr().context("reading the bound address")?;
+    let local = socket.local_addr().context("reading the bound address")?;
     let store_config = config.store_config(local);
     let root = store_config.store_path_root_dir.clone();
     let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
@@ -196,6 +222,10 @@ async fn serve(
 
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
+    // Listening only now, with the store open (see [`bind`]).
+    let listener = socket
+        .listen(BACKLOG)
+        .with_context(|| format!("listening on {local}"))?;
     let fast = bind_fast_port(&broker.config, local).await?;
     let fast_addr = fast.as_ref().and_then(|l| l.local_addr().ok());
     if let Some(fast) = fast {
@@ -352,13 +382,12 @@ impl RunningBroker {
     /// Binds `config.bind_addr()` (use `listenPort=0` for an ephemeral port) and returns once
     /// the broker serves.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(config.bind_addr())
-            .await
-            .with_context(|| format!("binding {}", config.bind_addr()))?;
+        let socket =
+            bind(config.bind_addr()).with_context(|| format!("binding {}", config.bind_addr()))?;
         let stop = CancellationToken::new();
         let (ready_tx, ready_rx) = oneshot::channel();
         let shutdown = stop.clone().cancelled_owned();
-        let task = tokio::spawn(serve(config, listener, shutdown, Some(ready_tx)));
+        let task = tokio::spawn(serve(config, socket, shutdown, Some(ready_tx)));
         match ready_rx.await {
             Ok(Bound {
                 addr,

@@ -100,9 +100,7 @@ fn real_main() -> anyhow::Result<()> {
         .context("building the tokio runtime")?;
     runtime.block_on(async move {
         let addr = config.bind_addr();
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        broker_under_test::run(config, listener, remoting_server::shutdown_signal("broker")).await
+        let socket = broker_under_test::bind(addr).with_context(|| format!("binding {addr}"))?;
+        broker_under_test::run(config, socket, remoting_server::shutdown_signal("broker")).await
     })
 }

@@ -155,16 +155,37 @@ pub struct Responder {
     tx: mpsc::Sender<Bytes>,
     /// Cancelled to close the connection (outbound queue overflow).
     close: CancellationToken,
+    /// Cancelled once the connection's read loop has ended (the peer closed, or we did).
+    ended: CancellationToken,
     peer: SocketAddr,
 }
 
 impl Responder {
     pub fn new(tx: mpsc::Sender<Bytes>, close: CancellationToken, peer: SocketAddr) -> Self {
-        Responder { tx, close, peer }
+        Responder {
+            tx,
+            close,
+            ended: CancellationToken::new(),
+            peer,
+        }
     }
 
     pub fn peer(&self) -> SocketAddr {
         self.peer
+    }
+
+    /// Marks the connection ended: from here on a request still queued for it must not
+    /// register the connection anywhere (its close event has been, or is being, handled).
+    pub fn end(&self) {
+        self.ended.cancel();
+    }
+
+    /// Whether the connection's read loop has ended. A heartbeat that was read before the
+    /// peer's FIN and processed after the close would otherwise register a dead connection
+    /// that only the 120-s expiry scan removes: a client listed twice in
+    /// GET_CONSUMER_LIST_BY_GROUP, and half the queues allocated to nobody.
+    pub fn ended(&self) -> bool {
+        self.ended.is_cancelled()
     }
 
     /// Closes the connection (the client-expiry scan).

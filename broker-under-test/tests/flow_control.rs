@@ -302,8 +302,12 @@ async fn timeout_clean_queue_expires_waiting_sends() {
                 }
                 2 => {
                     let (period, _) = period_and_size(remark(r), TIMEOUT);
+                    // Never before the limit; and cleaned by the 10-ms fast-failure scan, not
+                    // left until the 600-ms append ahead of it ended. (An upper bound of 150 ms
+                    // failed once on a machine loaded by a parallel CI run: the scan thread was
+                    // late, which says nothing about the rule.)
                     assert!(
-                        (100..150).contains(&period),
+                        (100..600).contains(&period),
                         "{profile}: period in queue {period} ms for a 100 ms limit"
                     );
                     timed_out += 1;

@@ -143,6 +143,12 @@ pub fn process(broker: &Broker, task: &RequestTask) -> RemotingCommand {
     for p in data.producer_data_set {
         broker.consumers.register_producer(&p.group_name, peer);
     }
+    // Registered, then checked: a connection that ended before the check is closed again here
+    // (doChannelCloseEvent is idempotent); one that ends after it is closed by its read loop,
+    // which marks it ended before closing. Either way no dead connection stays registered.
+    if task.responder.ended() {
+        broker.channel_closed(peer);
+    }
     let r = response(profile, req, ResponseCode::SUCCESS, None);
     if profile.is_4x() {
         r
@@ -172,4 +178,66 @@ fn unregister(broker: &Broker, task: &RequestTask) -> RemotingCommand {
         }
     }
     response(broker.config.profile, req, ResponseCode::SUCCESS, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use remoting::RemotingCommand;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::{
+        config::BrokerConfig,
+        dispatch::{ProcessorKind, Responder},
+        store::MessageStore,
+    };
+
+    /// Apache's C++ client 0.4.4's push-consumer heartbeat, as captured by the interop run.
+    const HEARTBEAT: &[u8] = include_bytes!(
+        "../../tests/fixtures/client-bodies/cpp-rocketmq-0.4.4/heart_beat-push-consumer.json"
+    );
+
+    fn group_of(body: &[u8]) -> String {
+        let data: HeartbeatData = fastjson::from_slice(body).unwrap();
+        data.consumer_data_set[0].group_name.clone()
+    }
+
+    #[test]
+    fn a_heartbeat_served_after_its_connection_closed_leaves_no_member() {
+        let dir = tempfile::tempdir().unwrap();
+        // 4.9 registers a group it has no config for; the rule is the same on every profile.
+        let config =
+            BrokerConfig::for_test(dir.path(), &[("brokerVersionProfile", "4.9")]).unwrap();
+        let host: std::net::SocketAddr = "127.0.0.1:10911".parse().unwrap();
+        let store = MessageStore::open(config.store_config(host)).unwrap();
+        let broker = Arc::new(Broker::new(config, store, host));
+        let group = group_of(HEARTBEAT);
+        let task = |peer: &str| {
+            let (tx, _rx) = tokio::sync::mpsc::channel(4);
+            RequestTask {
+                request: RemotingCommand::request(RequestCode::HEART_BEAT, 1)
+                    .with_body(HEARTBEAT.to_vec()),
+                responder: Responder::new(tx, CancellationToken::new(), peer.parse().unwrap()),
+                processor: ProcessorKind::Heartbeat,
+                created: Instant::now(),
+                created_epoch_ms: 0,
+            }
+        };
+        let live = task("127.0.0.1:40001");
+        let dead = task("127.0.0.1:40002");
+        // The read loop saw the FIN (and ran its close) before the queued heartbeat was served.
+        dead.responder.end();
+        broker.channel_closed(dead.responder.peer());
+        for t in [&live, &dead] {
+            assert_eq!(process(&broker, t).code, ResponseCode::SUCCESS.as_i32());
+        }
+        assert_eq!(
+            broker.consumers.client_ids(&group).map(|ids| ids.len()),
+            Some(1),
+            "only the live connection is a member"
+        );
+    }
 }

@@ -89,7 +89,10 @@ pub async fn serve(
             },
         }
     }
-    // The client leaves its consumer groups; the other members are told.
+    // The client leaves its consumer groups; the other members are told. Marked ended first,
+    // so that a heartbeat still queued for this connection undoes its own registration
+    // (processor/heartbeat.rs) instead of outliving this close.
+    responder.end();
     broker.channel_closed(peer);
     // Stop reading; answers still being produced for this connection (queued tasks, store
     // callbacks, held pulls) hold their own senders, and the writer flushes them until all are
