@@ -1,9 +1,9 @@
 """ACL: a signer we did not write. The client signs its requests with its own code (the C++
 client's ClientRPCHook: AccessKey, OnsChannel, Base64 HmacSHA1 over the sorted ext values and
-the body); our broker, with aclEnable=true and a plain_acl.yml, must store the sends signed
-with the account's secret and refuse those signed with another secret (code 1, RocketMQ's
-AclException remark). Every connection comes through the proxy from 127.0.0.1, which no white
-address of the file names."""
+the body); our broker, with aclEnable=true, a plain_acl.yml and brokerVersionProfile=4.9 (its
+one profile with ACL 1.0), must store the sends signed with the account's secret and refuse
+those signed with another secret (code 1, RocketMQ's AclException remark). Every connection
+comes through the proxy from 127.0.0.1, which no white address of the file names."""
 import os
 
 from scenario import Verdict, body
@@ -55,7 +55,12 @@ def refusal(cluster):
     os.makedirs(os.path.join(home, "conf"), exist_ok=True)
     with open(os.path.join(home, "conf", "plain_acl.yml"), "w") as f:
         f.write(ACL_FILE)
-    return (["aclEnable=true", f"rocketmqHome={home}"], SYSTEM_ERROR,
+    sets = ["aclEnable=true", f"rocketmqHome={home}"]
+    if not hasattr(cluster, "kind"):
+        # Our broker has ACL 1.0 on its 4.9 profile only (4.9.8's checks); its default 5.3
+        # profile refuses aclEnable=true as 5.3.3 has no ACL 1.0. Apache 4.9.7 needs no such key.
+        sets.append("brokerVersionProfile=4.9")
+    return (sets, SYSTEM_ERROR,
             "org.apache.rocketmq.acl.common.AclException: Check signature failed")
 
 

@@ -99,9 +99,14 @@ fn acl_validator(config: &BrokerConfig) -> anyhow::Result<Option<acl::PlainAcces
     if !config.acl_enable {
         return Ok(None);
     }
+    // `validate` refused this already; a config built by hand must not get 4.9.8's checks
+    // under another release's name either.
+    if let Some(why) = acl::acl_refusal(config.profile) {
+        anyhow::bail!(why);
+    }
     let path = config.acl_file();
-    let v = acl::PlainAccessValidator::load(&path, config.profile)
-        .context("aclEnable=true: loading the ACL file")?;
+    let v =
+        acl::PlainAccessValidator::load(&path).context("aclEnable=true: loading the ACL file")?;
     eprintln!(
         "aclEnable=true: {} account(s) from {}",
         v.accounts(),

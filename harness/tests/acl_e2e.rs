@@ -1,4 +1,6 @@
-//! ACL end to end: the harness binary against a broker-under-test with `aclEnable=true`.
+//! ACL end to end: the harness binary against a broker-under-test with `aclEnable=true` and
+//! `brokerVersionProfile = "4.9"`, the one profile with ACL 1.0 (5.3.3 removed it: on the 5.3
+//! profile the run is refused before it starts, exit 3, last test here).
 //! With `[auth]` every send is signed and stored, and a push consumer (heartbeat, pulls, offset
 //! commits, all signed) consumes every one of them; without it the run fails visibly, every send
 //! counted as code 1 SYSTEM_ERROR; the result folder never holds the secret. Each run is its
@@ -34,6 +36,7 @@ duration = "1s"
 connections = 1
 [broker]
 mappedFileSizeCommitLog = 16777216
+brokerVersionProfile = "4.9"
 aclEnable = true
 rocketmqHome = "{}"
 {auth}"#,
@@ -230,7 +233,8 @@ fn a_cluster_of_acl_brokers_is_driven_signed() {
         format!(
             "name = \"acl-cluster\"\n[cluster]\nbrokers = 2\n[workload]\ntopic = \"AclTopic\"\n\
              rate = 200\nwarmup = \"0.2s\"\nduration = \"1s\"\nconnections = 1\n[broker]\n\
-             mappedFileSizeCommitLog = 16777216\naclEnable = true\nrocketmqHome = \"{}\"\n{auth}",
+             mappedFileSizeCommitLog = 16777216\nbrokerVersionProfile = \"4.9\"\naclEnable = true\n\
+             rocketmqHome = \"{}\"\n{auth}",
             home.display()
         )
     };
@@ -259,4 +263,39 @@ fn a_cluster_of_acl_brokers_is_driven_signed() {
     let (code, err) = run(&unsigned, &dir.path().join("unsigned"), &[]);
     assert_eq!(code, i32::from(harness::exit::RUN_FAILED), "{err}");
     assert!(err.contains("No accessKey is configured"), "{err}");
+}
+
+/// Audit #8: on the 5.3 profile (the default, and `version = "5.3.3"` in-tree) `aclEnable = true`
+/// is refused while the cells are checked, before any broker starts: a real 5.3.3 broker
+/// ignores the key (ACL 1.0 is gone), so a signed run here would report ACL 1.0's costs and
+/// refusals under a release that has neither. The message names the key, the release and the
+/// fix; the run folder holds no row.
+#[test]
+fn acl_1_0_on_the_5_3_profile_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = acl_home(dir.path());
+    for (name, choice) in [("default", ""), ("version", "version = \"5.3.3\"\n")] {
+        let text = format!(
+            "name = \"acl-5-3\"\n[workload]\ntopic = \"AclTopic\"\nrate = 200\nwarmup = \"0.2s\"\n\
+             duration = \"1s\"\nconnections = 1\n[broker]\n{choice}aclEnable = true\n\
+             rocketmqHome = \"{}\"\n[auth]\naccess_key = \"harness1\"\nsecret_key = \"{SECRET}\"\n",
+            home.display()
+        );
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = dir.path().join(name);
+        let (code, err) = run(&path, &out, &[]);
+        assert_eq!(
+            code,
+            i32::from(harness::exit::INVALID_INPUT),
+            "{name}: {err}"
+        );
+        for part in ["aclEnable=true", "5.3.3", "brokerVersionProfile=4.9"] {
+            assert!(err.contains(part), "{name}: {part:?} missing from: {err}");
+        }
+        assert!(
+            !out.join("summary.csv").exists(),
+            "{name}: a row was written"
+        );
+    }
 }

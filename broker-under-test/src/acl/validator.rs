@@ -7,15 +7,14 @@ use remoting::{acl, RemotingCommand};
 
 use super::file::{Account, AclFile, AclFileError};
 use super::perm;
-use super::resource::{admin_codes, parse};
-use crate::keys::VersionProfile;
+use super::resource::{parse, ADMIN_CODES};
 
 /// `TopicValidator.RMQ_SYS_TRACE_TOPIC`: publishing traces skips the permission check.
 const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 
 /// Where RocketMQ throws each refusal: the first stack frame of the AclException, which the
 /// remoting layer appends to the remark (`exceptionSimpleDesc`). Lines of rocketmq-all-4.9.8
-/// and of rocketmq-all-5.3.2, the last 5.x release with ACL 1.0.
+/// (`acl/.../plain/PlainPermissionManager.java`, `PlainAccessValidator.java`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Site {
     Parse,
@@ -28,28 +27,16 @@ enum Site {
 }
 
 impl Site {
-    fn frame(self, profile: VersionProfile) -> &'static str {
+    fn frame(self) -> &'static str {
         use Site::*;
-        if profile.is_4x() {
-            match self {
-                Parse => "org.apache.rocketmq.acl.plain.PlainAccessValidator.parse(PlainAccessValidator.java:134)",
-                NoAccessKey => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:664)",
-                NoAccount => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:668)",
-                Signature => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:684)",
-                Admin => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:581)",
-                DefaultPerm => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:606)",
-                Perm => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:611)",
-            }
-        } else {
-            match self {
-                Parse => "org.apache.rocketmq.acl.plain.PlainAccessResource.parse(PlainAccessResource.java:178)",
-                NoAccessKey => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:604)",
-                NoAccount => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:608)",
-                Signature => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:625)",
-                Admin => "org.apache.rocketmq.acl.plain.PlainPermissionChecker.check(PlainPermissionChecker.java:36)",
-                DefaultPerm => "org.apache.rocketmq.acl.plain.PlainPermissionChecker.check(PlainPermissionChecker.java:57)",
-                Perm => "org.apache.rocketmq.acl.plain.PlainPermissionChecker.check(PlainPermissionChecker.java:62)",
-            }
+        match self {
+            Parse => "org.apache.rocketmq.acl.plain.PlainAccessValidator.parse(PlainAccessValidator.java:134)",
+            NoAccessKey => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:664)",
+            NoAccount => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:668)",
+            Signature => "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:684)",
+            Admin => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:581)",
+            DefaultPerm => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:606)",
+            Perm => "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:611)",
         }
     }
 }
@@ -76,11 +63,11 @@ impl Denied {
 
     /// The remark of the SYSTEM_ERROR answer: `exceptionSimpleDesc(e)`, the exception's
     /// `toString()` and its first stack frame.
-    pub fn remark(&self, profile: VersionProfile) -> String {
+    pub fn remark(&self) -> String {
         format!(
             "org.apache.rocketmq.acl.common.AclException: {}, {}",
             self.message,
-            self.site.frame(profile)
+            self.site.frame()
         )
     }
 }
@@ -93,25 +80,25 @@ fn print_str(resource: &str) -> String {
     }
 }
 
-/// The accounts and white lists of one `plain_acl.yml`, checked as the release `profile` checks.
+/// The accounts and white lists of one `plain_acl.yml`, checked as rocketmq-all-4.9.8 checks
+/// them (the only release modelled with ACL 1.0: [`super::acl_refusal`]).
 #[derive(Debug, Clone)]
 pub struct PlainAccessValidator {
     file: AclFile,
-    profile: VersionProfile,
 }
 
 impl PlainAccessValidator {
-    pub fn load(path: &Path, profile: VersionProfile) -> Result<Self, AclFileError> {
-        Ok(Self::new(AclFile::load(path)?, profile))
+    pub fn load(path: &Path) -> Result<Self, AclFileError> {
+        Ok(PlainAccessValidator {
+            file: AclFile::load(path)?,
+        })
     }
 
     /// From the text of a `plain_acl.yml` (tests).
-    pub fn parse(text: &str, profile: VersionProfile) -> Result<Self, String> {
-        Ok(Self::new(AclFile::parse(text)?, profile))
-    }
-
-    fn new(file: AclFile, profile: VersionProfile) -> Self {
-        PlainAccessValidator { file, profile }
+    pub fn parse(text: &str) -> Result<Self, String> {
+        Ok(PlainAccessValidator {
+            file: AclFile::parse(text)?,
+        })
     }
 
     /// How many accounts the file defines (start-up log).
@@ -125,7 +112,7 @@ impl PlainAccessValidator {
         let access = if request.ext_fields.is_empty() {
             Default::default()
         } else {
-            parse(request, self.profile).map_err(|m| Denied::new(Site::Parse, m))?
+            parse(request).map_err(|m| Denied::new(Site::Parse, m))?
         };
         if self.file.global_white.iter().any(|r| r.matches(peer)) {
             return Ok(());
@@ -162,18 +149,14 @@ impl PlainAccessValidator {
         self.check_perm(request.code, &access.needed, account)
     }
 
-    /// `checkPerm` (4.9) / `PlainPermissionChecker.check` (5.3).
+    /// `PlainPermissionManager.checkPerm`.
     fn check_perm(
         &self,
         code: i32,
         needed: &[(String, u8)],
         owned: &Account,
     ) -> Result<(), Denied> {
-        let v4 = self.profile.is_4x();
-        if !v4 && owned.admin {
-            return Ok(());
-        }
-        if admin_codes(self.profile).contains(&code) && !owned.admin {
+        if ADMIN_CODES.contains(&code) && !owned.admin {
             return Err(Denied::new(
                 Site::Admin,
                 format!(
@@ -182,38 +165,24 @@ impl PlainAccessValidator {
                 ),
             ));
         }
-        // 4.9: an admin without any topicPerms/groupPerms may do everything.
-        if v4 && owned.admin && owned.resources.is_empty() {
+        // An admin without any topicPerms/groupPerms may do everything; one with them is
+        // checked like anyone else.
+        if owned.admin && owned.resources.is_empty() {
             return Ok(());
         }
         for (resource, need) in needed {
             let is_group = resource.starts_with("%RETRY%");
-            match owned.resources.get(resource) {
-                None => {
-                    let default = if is_group {
-                        owned.default_group_perm
-                    } else {
-                        owned.default_topic_perm
-                    };
-                    if !perm::permits(*need, default) {
-                        return Err(Denied::new(
-                            Site::DefaultPerm,
-                            format!("No default permission for {}", print_str(resource)),
-                        ));
-                    }
-                }
-                Some(p) if !perm::permits(*need, *p) => {
-                    let text = if v4 {
-                        "No default permission for"
-                    } else {
-                        "No permission for"
-                    };
-                    return Err(Denied::new(
-                        Site::Perm,
-                        format!("{text} {}", print_str(resource)),
-                    ));
-                }
-                Some(_) => {}
+            // 4.9.8 words both refusals alike ("No default permission"), from two lines.
+            let (site, owned_perm) = match owned.resources.get(resource) {
+                None if is_group => (Site::DefaultPerm, owned.default_group_perm),
+                None => (Site::DefaultPerm, owned.default_topic_perm),
+                Some(p) => (Site::Perm, *p),
+            };
+            if !perm::permits(*need, owned_perm) {
+                return Err(Denied::new(
+                    site,
+                    format!("No default permission for {}", print_str(resource)),
+                ));
             }
         }
         Ok(())
@@ -243,8 +212,8 @@ accounts:
     whiteRemoteAddress: 127.0.0.2
 ";
 
-    fn v(profile: VersionProfile) -> PlainAccessValidator {
-        PlainAccessValidator::parse(FILE, profile).unwrap()
+    fn v() -> PlainAccessValidator {
+        PlainAccessValidator::parse(FILE).unwrap()
     }
 
     fn send(topic: &str) -> RemotingCommand {
@@ -267,54 +236,51 @@ accounts:
     #[test]
     fn signed_and_permitted_passes() {
         let r = signed(send("TopicA"), "producer1", "secret-one");
-        assert_eq!(v(VersionProfile::V5_3).check(&r, LOCAL), Ok(()));
+        assert_eq!(v().check(&r, LOCAL), Ok(()));
     }
 
     #[test]
-    fn refusals_carry_rocketmqs_messages() {
-        let v5 = v(VersionProfile::V5_3);
-        let e = v5.check(&send("TopicA"), LOCAL).unwrap_err();
+    fn refusals_carry_rocketmqs_messages_and_frames() {
+        let v = v();
+        let e = v.check(&send("TopicA"), LOCAL).unwrap_err();
         assert_eq!(e.message(), "No accessKey is configured");
         assert_eq!(
-            e.remark(VersionProfile::V4_9),
+            e.remark(),
             "org.apache.rocketmq.acl.common.AclException: No accessKey is configured, \
              org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:664)"
         );
-        let e = v5
+        let e = v
             .check(&signed(send("TopicA"), "nobody1", "x"), LOCAL)
             .unwrap_err();
         assert_eq!(e.message(), "No acl config for nobody1");
-        let e = v5
+        let e = v
             .check(&signed(send("TopicA"), "producer1", "wrong"), LOCAL)
             .unwrap_err();
         assert_eq!(
             e.message(),
             "Check signature failed for accessKey=producer1"
         );
-        let e = v5
-            .check(&signed(send("TopicB"), "producer1", "secret-one"), LOCAL)
-            .unwrap_err();
-        assert_eq!(e.message(), "No permission for topic:TopicB");
-        let e = v(VersionProfile::V4_9)
+        // An entry that lacks the bit and a default that lacks it read alike in 4.9.8; only
+        // the frame tells them apart.
+        let e = v
             .check(&signed(send("TopicB"), "producer1", "secret-one"), LOCAL)
             .unwrap_err();
         assert_eq!(e.message(), "No default permission for topic:TopicB");
-        let e = v5
+        assert!(e.remark().ends_with("(PlainPermissionManager.java:611)"));
+        let e = v
             .check(&signed(send("Other"), "producer1", "secret-one"), LOCAL)
             .unwrap_err();
         assert_eq!(e.message(), "No default permission for topic:Other");
+        assert!(e.remark().ends_with("(PlainPermissionManager.java:606)"));
     }
 
     #[test]
     fn white_addresses_skip_signature_and_permissions() {
-        let v5 = v(VersionProfile::V5_3);
-        assert_eq!(
-            v5.check(&send("Other"), "10.0.0.7".parse().unwrap()),
-            Ok(())
-        );
+        let v = v();
+        assert_eq!(v.check(&send("Other"), "10.0.0.7".parse().unwrap()), Ok(()));
         let r = signed(send("Other"), "trusted1", "not-the-secret");
-        assert_eq!(v5.check(&r, "127.0.0.2".parse().unwrap()), Ok(()));
-        assert!(v5.check(&r, LOCAL).is_err());
+        assert_eq!(v.check(&r, "127.0.0.2".parse().unwrap()), Ok(()));
+        assert!(v.check(&r, LOCAL).is_err());
     }
 
     #[test]
@@ -325,7 +291,7 @@ accounts:
             "producer1",
             "secret-one",
         );
-        let e = v(VersionProfile::V4_9).check(&r, LOCAL).unwrap_err();
+        let e = v().check(&r, LOCAL).unwrap_err();
         assert_eq!(
             e.message(),
             "Need admin permission for request code=17, but accessKey=producer1 is not"

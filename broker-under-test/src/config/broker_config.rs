@@ -73,7 +73,8 @@ pub struct BrokerConfig {
     pub channel_expired_timeout: Duration,
     /// `rebalanceLockMaxLiveTime` (ours). Default: 60000 ms.
     pub rebalance_lock_max_live_time: Duration,
-    /// `aclEnable`: check requests against `plain_acl.yml`. Default: false.
+    /// `aclEnable`: check requests against `plain_acl.yml` (4.9 only; refused on 4.3 and 5.3).
+    /// Default: false.
     pub acl_enable: bool,
     /// `rocketmqHome`: `conf/plain_acl.yml` is read under it. Default: $ROCKETMQ_HOME.
     pub rocketmq_home: PathBuf,
@@ -140,10 +141,13 @@ impl BrokerConfig {
                 reason,
             });
         }
-        if self.acl_enable && self.profile == VersionProfile::V4_3 {
-            return Err(ConfigError::Contradiction(
-                "aclEnable=true with brokerVersionProfile=4.3: ACL came with RocketMQ 4.4.0".into(),
-            ));
+        // ACL 1.0 is modelled for 4.9 only: 4.3.2 predates it, 5.3.3 removed it (acl/release.rs).
+        if let Some(why) = self
+            .acl_enable
+            .then(|| crate::acl::acl_refusal(self.profile))
+            .flatten()
+        {
+            return Err(ConfigError::Contradiction(why));
         }
         if self.acl_enable && self.rocketmq_home.as_os_str().is_empty() {
             return Err(ConfigError::Contradiction(

@@ -7,7 +7,8 @@ use crate::{broker::Broker, task::RequestTask};
 
 /// The answer to a request the ACL refuses, or `None` to let it through. RocketMQ's remoting
 /// layer turns the hook's AclException into SYSTEM_ERROR with `exceptionSimpleDesc(e)` as the
-/// remark (4.9.8 and 5.3.2 alike), and writes nothing for a oneway request.
+/// remark (4.9.8 `NettyRemotingAbstract.processRequestCommand`), and writes nothing for a
+/// oneway request.
 pub fn refusal(broker: &Broker, task: &RequestTask) -> Option<remoting::RemotingCommand> {
     let acl = broker.acl.as_ref()?;
     let denied = acl.check(&task.request, task.responder.peer().ip()).err()?;
@@ -16,6 +17,6 @@ pub fn refusal(broker: &Broker, task: &RequestTask) -> Option<remoting::Remoting
         profile,
         &task.request,
         ResponseCode::SYSTEM_ERROR,
-        Some(denied.remark(profile)),
+        Some(denied.remark()),
     ))
 }

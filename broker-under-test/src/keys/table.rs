@@ -418,7 +418,7 @@ const SEND_PATH: &[KeySpec] = &[
         "aclEnable",
         Bool,
         Fixed("false"),
-        "ACL 1.0: check every request against `${rocketmqHome}/conf/plain_acl.yml` (accounts, white addresses, signature, topic and group permissions)",
+        "ACL 1.0 as 4.9.8: check every request against `${rocketmqHome}/conf/plain_acl.yml` (accounts, white addresses, signature, topic and group permissions); `true` is refused with `brokerVersionProfile` 4.3 (no ACL before 4.4.0) and 5.3 (5.3.3 removed ACL 1.0 and ignores the key)",
     ),
     key(
         "rocketmqHome",
