@@ -320,3 +320,148 @@ async fn a_plain_send_to_the_retry_topic_dead_letters_by_each_release_s_rule() {
         b.stop().await;
     }
 }
+
+/// A SEND_MESSAGE_V2 (310) to `%RETRY%<group>` as an orderly consumer's inner producer writes
+/// it for a message at its retry limit (ConsumeMessageOrderlyService.sendMessageBack, 4.9.8
+/// l.377-398): header `j` (reconsumeTimes) = r for a 4.x client (r + 1 from 5.1.1), `l`
+/// (maxReconsumeTimes), property DELAY = 3 + r; JSON header and properties by hand.
+fn retry_send_frame(opaque: i32, group: &str, r: i32, max: i32, body: &[u8]) -> Vec<u8> {
+    let delay = 3 + r;
+    let props = format!(
+        r"DELAY\u0001{delay}\u0002RETRY_TOPIC\u0001T\u0002UNIQ_KEY\u0001ORDERLY{opaque:025}\u0002WAIT\u0001true\u0002"
+    );
+    let header = format!(
+        r#"{{"code":310,"extFields":{{"a":"CLIENT_INNER_PRODUCER","b":"%RETRY%{group}","c":"TBW102","d":"4","e":"0","f":"0","g":"1700000000000","h":"0","i":"{props}","j":"{r}","k":"false","l":"{max}","m":"false"}},"flag":0,"language":"JAVA","opaque":{opaque},"serializeTypeCurrentRPC":"JSON","version":401}}"#
+    );
+    let mut f = Vec::new();
+    f.extend_from_slice(&((4 + header.len() + body.len()) as u32).to_be_bytes());
+    f.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    f.extend_from_slice(header.as_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
+async fn retry_send(c: &mut Client, group: &str, r: i32, max: i32, body: &[u8]) -> RemotingCommand {
+    let o = c.opaque();
+    c.write_raw(&retry_send_frame(o, group, r, max, body)).await;
+    loop {
+        let answer = c.read().await;
+        if answer.opaque == o {
+            return answer;
+        }
+    }
+}
+
+/// LOCK_BATCH_MQ (41) or UNLOCK_BATCH_MQ (42) of queue 0 of topic T for `group`, body by hand.
+async fn lock_frame(c: &mut Client, code: i32, group: &str, client: &str) -> RemotingCommand {
+    let o = c.opaque();
+    let header = format!(
+        r#"{{"code":{code},"flag":0,"language":"JAVA","opaque":{o},"serializeTypeCurrentRPC":"JSON","version":401}}"#
+    );
+    let body = format!(
+        r#"{{"clientId":"{client}","consumerGroup":"{group}","mqSet":[{{"brokerName":"broker-a","queueId":0,"topic":"T"}}]}}"#
+    );
+    let mut f = Vec::new();
+    f.extend_from_slice(&((4 + header.len() + body.len()) as u32).to_be_bytes());
+    f.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    f.extend_from_slice(header.as_bytes());
+    f.extend_from_slice(body.as_bytes());
+    c.write_raw(&f).await;
+    loop {
+        let answer = c.read().await;
+        if answer.opaque == o {
+            assert_eq!(answer.code, 0, "{code}: {:?}", answer.remark);
+            return answer;
+        }
+    }
+}
+
+/// 5.3 (5.3.3 SendMessageProcessor.handleRetryAndDLQ l.201-209, DELAY=-1 l.217; since 5.1.1):
+/// while the group holds an unexpired queue lock, a send to its retry topic goes to the DLQ at
+/// once, whatever the count. A 4.x orderly client sends r = max, which 5.x's `>` alone sends
+/// back to the retry topic: released, the same send is parked for level 3 + r instead.
+#[tokio::test]
+async fn on_5_3_a_retry_send_of_a_group_holding_a_lock_goes_to_the_dlq_at_once() {
+    let b = TestBroker::start(&[
+        ("brokerVersionProfile", "5.3"),
+        ("messageDelayLevel", LEVELS),
+    ])
+    .await;
+    let mut c = b.client().await;
+    let granted = lock_frame(&mut c, 41, "OG", "orderly-client").await;
+    assert!(String::from_utf8_lossy(&granted.body).contains("\"queueId\":0"));
+    let r = retry_send(&mut c, "OG", 1, 1, b"orderly").await;
+    assert_eq!((r.code, r.remark.as_deref()), (0, None));
+    let (dlq, _) = wait_for(&mut c, "%DLQ%OG", 0, 1, Duration::from_secs(20)).await;
+    let m = &dlq[0];
+    assert_eq!(m.body, b"orderly");
+    assert_eq!(m.reconsume_times, 1, "the header's count, as sent");
+    assert_eq!(property(&m.properties, "DELAY"), Some("-1"));
+    assert_eq!(property(&m.properties, "RETRY_TOPIC"), Some("T"));
+    c.dispatched().await;
+    assert!(c.pull_all("SCHEDULE_TOPIC_XXXX", 3).await.is_empty());
+
+    // Unlocked, the group holds no lock: 1 > 1 is false, so to the retry topic at level 4.
+    lock_frame(&mut c, 42, "OG", "orderly-client").await;
+    let r = retry_send(&mut c, "OG", 1, 1, b"orderly").await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let (parked, _) = wait_for(&mut c, "SCHEDULE_TOPIC_XXXX", 3, 1, Duration::from_secs(20)).await;
+    assert_eq!(
+        property(&parked[0].properties, "REAL_TOPIC"),
+        Some("%RETRY%OG")
+    );
+    assert_eq!(c.pull_all("%DLQ%OG", 0).await.len(), 1);
+    // A SEND, not a send-back: the SNDBCK counters stay still.
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "SNDBCK_PUT_NUMS"), 0);
+    assert_eq!(counter(&info, "SNDBCK2DLQ_TIMES"), 0);
+    assert_eq!(counter(&info, "scheduleMessagePutNums"), 1);
+    b.stop().await;
+}
+
+/// 4.x (4.9.8 handleRetryAndDLQ l.364-373, then asyncSendMessage l.296): a send to the retry
+/// topic at the limit is bound for the DLQ, but the request's properties replace the DELAY=0
+/// handleRetryAndDLQ set, so CommitLog parks it in SCHEDULE_TOPIC_XXXX at level 3 + r (clamped
+/// to the highest level) and it reaches `%DLQ%<group>` only after that level's delay. A lock
+/// held by the group changes nothing before 5.1.1.
+#[tokio::test]
+async fn on_4_9_a_retry_send_at_the_limit_reaches_the_dlq_through_the_schedule() {
+    let b = TestBroker::start(&[
+        ("brokerVersionProfile", "4.9"),
+        ("messageDelayLevel", LEVELS),
+    ])
+    .await;
+    let mut c = b.client().await;
+    lock_frame(&mut c, 41, "OG", "orderly-client").await;
+    // r = 1: level 4 (1 s); r = 16: DELAY 19, clamped to level 6 (1 s).
+    for r in [1, 16] {
+        let answer = retry_send(&mut c, "OG", r, r, b"orderly").await;
+        assert_eq!(answer.code, 0, "{r}: {:?}", answer.remark);
+    }
+    let (at4, _) = wait_for(&mut c, "SCHEDULE_TOPIC_XXXX", 3, 1, Duration::from_secs(20)).await;
+    let (at6, _) = wait_for(&mut c, "SCHEDULE_TOPIC_XXXX", 5, 1, Duration::from_secs(20)).await;
+    for parked in [&at4[0], &at6[0]] {
+        assert_eq!(property(&parked.properties, "REAL_TOPIC"), Some("%DLQ%OG"));
+        assert_eq!(property(&parked.properties, "REAL_QID"), Some("0"));
+    }
+    assert_eq!(property(&at6[0].properties, "DELAY"), Some("6"));
+    let (mut dlq, _) = wait_for(&mut c, "%DLQ%OG", 0, 2, Duration::from_secs(20)).await;
+    // Both levels are 1 s: either may be delivered first.
+    dlq.sort_by_key(|m| m.reconsume_times);
+    for (m, parked, r) in [(&dlq[0], &at4[0], 1), (&dlq[1], &at6[0], 16)] {
+        assert_eq!((m.body.as_slice(), m.reconsume_times), (&b"orderly"[..], r));
+        assert!(
+            m.store_timestamp - parked.store_timestamp >= 1_000,
+            "in the DLQ {} ms after it was parked",
+            m.store_timestamp - parked.store_timestamp
+        );
+    }
+    assert!(c.pull_all("%RETRY%OG", 0).await.is_empty());
+    let info = c.runtime_info().await;
+    assert_eq!(counter(&info, "SNDBCK_PUT_NUMS"), 0);
+    assert_eq!(counter(&info, "SNDBCK2DLQ_TIMES"), 0);
+    assert_eq!(counter(&info, "scheduleMessagePutNums_4"), 1);
+    assert_eq!(counter(&info, "scheduleMessagePutNums_6"), 1);
+    assert_eq!(counter(&info, "scheduleMessageDeliverNums"), 2);
+    b.stop().await;
+}

@@ -4,17 +4,24 @@
 //! key (RocketMQ's grammar has no unit below a second).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use harness::reconcile::read_queue;
 use harness::report::SummaryRow;
-use harness::runner::run_profile;
+use harness::runner::{run_profile, RunOptions};
 use harness_model::profile::Profile;
+use rmq_client::admin::AdminConn;
 
 mod common;
-use common::options;
+use common::{options, own_broker};
 
 fn run(text: &str, out: &Path) -> Vec<SummaryRow> {
+    run_with(text, &options(out))
+}
+
+fn run_with(text: &str, opts: &RunOptions) -> Vec<SummaryRow> {
     let profile = Profile::parse(text, "fail.toml", Path::new("fail.toml"), &[]).unwrap();
-    let outcome = run_profile(&profile, &options(out)).unwrap();
+    let outcome = run_profile(&profile, opts).unwrap();
     assert!(!outcome.interrupted);
     outcome.rows
 }
@@ -144,10 +151,8 @@ max_lag_p99_us = 10000000
     assert_eq!((scheduled, delivered), (r.retries, r.retries));
 }
 
-#[test]
-fn orderly_suspends_in_place_and_dead_letters_at_the_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = r#"
+/// Delivery 1 fails and is suspended; delivery 2 fails at the limit.
+const ORDERLY_FAILING: &str = r#"
 name = "orderly-fail"
 pin = false
 [workload]
@@ -166,7 +171,11 @@ drain_timeout = "40s"
 [validity]
 max_lag_p99_us = 10000000
 "#;
-    let rows = run(text, dir.path());
+
+#[test]
+fn orderly_suspends_in_place_and_dead_letters_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = run(ORDERLY_FAILING, dir.path());
     let c = rows[0].consumer.clone().expect("consumer figures");
     eprintln!("figures: {c:?}");
     let r = &c.retry;
@@ -183,6 +192,66 @@ max_lag_p99_us = 10000000
     // Suspended in place: back after the suspend time, not a delay level.
     let [p50, _] = r.delay_us;
     assert!((100_000..1_000_000).contains(&p50), "p50 {p50} µs");
+    // Published to `%RETRY%` with SEND_MESSAGE, not sent back: the default 5.3 broker puts
+    // it in the DLQ at once (the group holds locks), never through SCHEDULE_TOPIC_XXXX.
+    assert_eq!(r.send_backs, 0);
     let [puts, to_dlq, scheduled, _] = r.broker.expect("broker counters");
-    assert_eq!((puts, to_dlq, scheduled), (messages, messages, 0));
+    assert_eq!((puts, to_dlq, scheduled), (0, 0, 0));
+}
+
+/// Audit #7: an orderly consumer's message at its retry limit is published to `%RETRY%<group>`
+/// with SEND_MESSAGE (4.9 client: RECONSUME_TIME = r = max, DELAY 3 + r), never sent back, and
+/// the broker dead-letters it: 4.9 (`r >= max`) after parking it in SCHEDULE_TOPIC_XXXX for
+/// that level, 5.3 at once because the group holds its queue locks (`r > max` alone would
+/// retry it). The DLQ read back from the broker's store holds every message the consumers
+/// counted as dead-lettered.
+#[test]
+fn orderly_at_the_limit_reaches_the_dlq_through_a_send_on_each_broker_version() {
+    for (version, parked) in [("4.9", true), ("5.3", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = own_broker(
+            dir.path(),
+            &[
+                ("brokerVersionProfile", version),
+                ("messageDelayLevel", LEVELS),
+            ],
+        );
+        let mut opts = options(&dir.path().join("out"));
+        opts.target = Some(broker.addr);
+        opts.broker_pid = Some(broker.pid);
+        let rows = run_with(ORDERLY_FAILING, &opts);
+        let c = rows[0].consumer.clone().expect("consumer figures");
+        eprintln!("{version}: {c:?}");
+        let r = &c.retry;
+        assert!(c.drained, "{version}: {c:?}");
+        assert_eq!((c.lost, r.pending), (Some(0), 0), "{version}");
+        assert!(r.dlq > 50, "{version}: {r:?}");
+        assert_eq!((r.send_backs, r.send_back_fallback), (0, 0), "{version}");
+        let [puts, to_dlq, scheduled, _] = r.broker.expect("broker counters");
+        assert_eq!((puts, to_dlq), (0, 0), "{version}: no SNDBCK");
+        assert_eq!(scheduled, if parked { r.dlq } else { 0 }, "{version}");
+        // Level 4 is 1 s: the parked ones reach the DLQ within a few seconds of the last.
+        let mut conn = AdminConn::connect(broker.addr, Duration::from_secs(2)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let read = read_queue(
+                &mut conn,
+                "%DLQ%harness_consumer",
+                0,
+                Duration::from_secs(5),
+                |_| {},
+            )
+            .unwrap();
+            if read == r.dlq {
+                break;
+            }
+            assert!(
+                read < r.dlq && Instant::now() < deadline,
+                "{version}: {read} in the DLQ, {} counted",
+                r.dlq
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        broker.stop(Duration::from_secs(10));
+    }
 }

@@ -121,6 +121,22 @@ impl LockManager {
         }
     }
 
+    /// RebalanceLockManager.isLockAllExpired (5.1.1+): whether `group` holds no lock renewed
+    /// within `rebalanceLockMaxLiveTime`, on any queue of any topic. The 5.3 send path reads
+    /// it to dead-letter an orderly group's retry message at once (`retry_send_to_dlq`).
+    pub fn is_lock_all_expired(&self, group: &str) -> bool {
+        self.is_lock_all_expired_at(group, Instant::now())
+    }
+
+    fn is_lock_all_expired_at(&self, group: &str, now: Instant) -> bool {
+        let table = self.table.lock();
+        table.get(group).is_none_or(|locks| {
+            locks
+                .values()
+                .all(|e| now.duration_since(e.last_update) > self.max_live)
+        })
+    }
+
     /// Locks held now (runtime info).
     pub fn held(&self) -> usize {
         self.table.lock().values().map(HashMap::len).sum()
@@ -173,5 +189,24 @@ mod tests {
             "now B's"
         );
         assert_eq!(m.held(), 4);
+    }
+
+    #[test]
+    fn a_group_s_locks_are_all_expired_when_none_was_renewed_within_the_limit() {
+        let m = LockManager::new(Duration::from_millis(50));
+        assert!(m.is_lock_all_expired("G"), "no lock record");
+        let t = Instant::now();
+        m.try_lock_batch_at("G", &[mq(0)], "A", t);
+        m.try_lock_batch_at("G", &[mq(1)], "A", t + Duration::from_millis(30));
+        let at = |ms| t + Duration::from_millis(ms);
+        assert!(!m.is_lock_all_expired_at("G", at(50)));
+        assert!(
+            !m.is_lock_all_expired_at("G", at(80)),
+            "queue 1's is 50 ms old"
+        );
+        assert!(m.is_lock_all_expired_at("G", at(81)));
+        assert!(m.is_lock_all_expired_at("H", at(0)), "per group");
+        m.unlock_batch("G", &[mq(0), mq(1)], "A");
+        assert!(m.is_lock_all_expired_at("G", at(0)), "unlocked");
     }
 }

@@ -196,9 +196,14 @@ fn handle(broker: &Broker, task: &RequestTask) -> RemotingCommand {
 }
 
 /// SendMessageProcessor.handleRetryAndDLQ (reference B3): a plain send to `%RETRY%<group>` (the
-/// Java client's fallback after a failed send-back, and the orderly DLQ path) goes to
-/// `%DLQ%<group>` once its header `reconsumeTimes` reaches the limit (4.x: ≥, 5.x: >). Returns the
-/// DLQ topic when it does; Err is the answer for an unknown group.
+/// Java client's fallback after a failed send-back, and an orderly consumer's message at its
+/// retry limit) goes to `%DLQ%<group>` once its header `reconsumeTimes` reaches the limit (4.x:
+/// ≥, 4.3.2 l.251-293, 4.9.8 l.344-387; 5.x: >, 5.3.3 l.180-240), and on 5.3 also whenever the
+/// group holds an unexpired queue lock (5.3.3 l.201-209, since 5.1.1): a 4.x orderly client
+/// sends its count unraised, which `>` alone would send back to `%RETRY%` forever. Returns the
+/// DLQ topic when it goes there; Err is the answer for an unknown group. The caller keeps the
+/// client's DELAY on 4.x (handleRetryAndDLQ's DELAY=0 is overwritten by the request's
+/// properties, so the DLQ-bound record waits in SCHEDULE_TOPIC_XXXX) and writes DELAY=-1 on 5.x.
 pub fn retry_send_to_dlq(
     broker: &Broker,
     req: &RemotingCommand,
@@ -229,7 +234,7 @@ pub fn retry_send_to_dlq(
     let dead = if profile.is_4x() {
         times >= max
     } else {
-        times > max
+        times > max || !broker.locks.is_lock_all_expired(group_name)
     };
     if !dead {
         return Ok(None);

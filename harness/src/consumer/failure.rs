@@ -63,7 +63,9 @@ pub struct Failures {
     pub failures: AtomicU64,
     /// Deliveries with reconsumeTimes > 0 (from `%RETRY%`, or a local re-consume).
     pub retries: AtomicU64,
-    /// Messages sent back past the retry limit (or with a negative level): in the DLQ.
+    /// Messages in the DLQ: sent back past the retry limit (or with a negative level), or
+    /// published to `%RETRY%` for the broker to dead-letter (a fallback past the broker's limit,
+    /// an orderly message at the limit).
     pub dlq: AtomicU64,
     /// CONSUMER_SEND_MSG_BACK calls answered 0.
     pub send_backs: AtomicU64,

@@ -21,6 +21,12 @@
 //! (`retryQueueNums` 1) of every broker of the topic's route that has a master
 //! (`topicRouteData2TopicPublishInfo` skips a name without one), as `retry_pull.rs` assumes,
 //! starting at a random one (`sendWhichQueue` is a ThreadLocalIndex with a random start).
+//!
+//! The same inner producer carries an orderly consumer's message at its retry limit (audit #7):
+//! ConsumeMessageOrderlyService.sendMessageBack (4.9.8 l.377-398, 4.3.2 l.361-381, 5.3.3
+//! l.379-400) publishes it to `%RETRY%<group>` with `DELAY` = 3 + reconsumeTimes and
+//! `RECONSUME_TIME` = reconsumeTimes (r + 1 from 5.1.1, commit 7cfffe7f48), for the broker's
+//! handleRetryAndDLQ to dead-letter ([`Republish::OrderlyAtLimit`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,8 +57,38 @@ const ATTEMPTS: usize = 3;
 /// FLUSH_SLAVE_TIMEOUT (`MQClientAPIImpl.processSendResponse`).
 const NOT_STORE_OK: [i32; 3] = [10, 11, 12];
 
-/// The fallback's SEND_MESSAGE_V2 for `m`, to `queue_id` of `%RETRY%<group>`.
-pub fn request(group: &str, m: &Msg, max_reconsume: i32, queue_id: i32) -> RemotingCommand {
+/// Which of the Java client's two publishes to `%RETRY%<group>` a message takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Republish {
+    /// After a failed send-back (DefaultMQPushConsumerImpl.sendMessageBack): the header's
+    /// reconsumeTimes is the message's + 1 in every version.
+    AfterSendBack,
+    /// An orderly message at its retry limit (ConsumeMessageOrderlyService.sendMessageBack):
+    /// the message's own count from a 4.x client, + 1 from a 5.1.1+ one.
+    OrderlyAtLimit,
+}
+
+impl Republish {
+    /// The `RECONSUME_TIME` the message carries, which the producer moves into the header.
+    pub fn reconsume_times(self, m: &Msg, client: ClientVersion) -> i32 {
+        match (self, client) {
+            (Republish::OrderlyAtLimit, ClientVersion::V43 | ClientVersion::V49) => {
+                m.reconsume_times
+            }
+            _ => m.reconsume_times + 1,
+        }
+    }
+}
+
+/// The SEND_MESSAGE_V2 for `m`, to `queue_id` of `%RETRY%<group>`, header reconsumeTimes
+/// `reconsume_times`.
+pub fn request(
+    group: &str,
+    m: &Msg,
+    reconsume_times: i32,
+    max_reconsume: i32,
+    queue_id: i32,
+) -> RemotingCommand {
     let delay = (3 + m.reconsume_times).to_string();
     let mut props: Vec<(&str, &str)> = vec![
         (PROPERTY_WAIT_STORE_MSG_OK, "true"),
@@ -76,7 +112,7 @@ pub fn request(group: &str, m: &Msg, max_reconsume: i32, queue_id: i32) -> Remot
         g: born,
         h: 0,
         i: Some(encode_properties(props)),
-        j: Some(m.reconsume_times + 1),
+        j: Some(reconsume_times),
         k: Some(false),
         l: Some(max_reconsume),
         m: Some(false),
@@ -97,8 +133,9 @@ pub enum Published {
 }
 
 /// The inner producer's send of `m` to `%RETRY%<group>`; Err says why every attempt failed.
-pub async fn publish(inst: &Instance, m: &Msg) -> Result<Published, String> {
+pub async fn publish(inst: &Instance, m: &Msg, what: Republish) -> Result<Published, String> {
     let cfg = &inst.shared.cfg;
+    let times = what.reconsume_times(m, cfg.client_version);
     let mut masters: Vec<(Arc<str>, std::net::SocketAddr)> = inst
         .shared
         .route
@@ -132,11 +169,16 @@ pub async fn publish(inst: &Instance, m: &Msg) -> Result<Published, String> {
             return Err(format!("sendDefaultImpl call timeout: {why}"));
         };
         let link = inst.links.to(name, MASTER_ID, *addr);
-        let cmd = request(&cfg.group, m, cfg.max_reconsume(), 0);
+        let cmd = request(&cfg.group, m, times, cfg.max_reconsume(), 0);
         match link.call(cmd, left).await {
             Ok(r) if r.code == 0 || NOT_STORE_OK.contains(&r.code) => {
                 let rule = dlq_rule(inst, &link).await;
-                return Ok(if rule.dead(m.reconsume_times + 1, cfg.max_reconsume()) {
+                // 5.1.1+ brokers also dead-letter while the group holds an unexpired queue lock
+                // (5.3.3 handleRetryAndDLQ l.201-209). An orderly consumer consumes only under
+                // its queue's lock, and the job's orderly instances lock every queue of the
+                // topic, so the lock is taken as held on whichever broker the send reached.
+                let locked = what == Republish::OrderlyAtLimit && rule == DlqRule::PastLimit;
+                return Ok(if locked || rule.dead(times, cfg.max_reconsume()) {
                     Published::DeadLettered
                 } else {
                     Published::Retry
@@ -199,7 +241,7 @@ mod tests {
             topic: "BenchmarkTopic".into(),
             ..Msg::default()
         };
-        let cmd = request("g", &m, 16, 0);
+        let cmd = request("g", &m, 3, 16, 0);
         assert_eq!(cmd.code, RequestCode::SEND_MESSAGE_V2 as i32);
         let h: SendMessageRequestHeader =
             cmd.header::<SendMessageRequestHeaderV2>().unwrap().into();
@@ -218,5 +260,34 @@ mod tests {
         assert_eq!(props["UNIQ_KEY"], "7F00000100002A9F0000000000000007");
         assert!(!props.contains_key("RECONSUME_TIME"));
         assert_eq!(cmd.body.len(), 5);
+    }
+
+    /// RECONSUME_TIME per publish and client: the orderly one is the message's own count
+    /// before 5.1.1 (4.9.8 ConsumeMessageOrderlyService l.386), + 1 after (5.3.3 l.388).
+    #[test]
+    fn the_orderly_publish_carries_the_count_as_the_client_version_does() {
+        let m = Msg {
+            reconsume_times: 4,
+            ..Msg::default()
+        };
+        use ClientVersion::{V43, V49, V53};
+        let at_limit = Republish::OrderlyAtLimit;
+        let fallback = Republish::AfterSendBack;
+        assert_eq!(at_limit.reconsume_times(&m, V43), 4);
+        assert_eq!(at_limit.reconsume_times(&m, V49), 4);
+        assert_eq!(at_limit.reconsume_times(&m, V53), 5);
+        for v in [V43, V49, V53] {
+            assert_eq!(fallback.reconsume_times(&m, v), 5);
+        }
+        let props = |cmd: &RemotingCommand| {
+            let h: SendMessageRequestHeader =
+                cmd.header::<SendMessageRequestHeaderV2>().unwrap().into();
+            let p: BTreeMap<String, String> = decode_properties(h.properties.as_deref().unwrap())
+                .into_iter()
+                .collect();
+            (h.reconsume_times, p["DELAY"].clone())
+        };
+        let cmd = request("g", &m, at_limit.reconsume_times(&m, V49), 4, 0);
+        assert_eq!(props(&cmd), (Some(4), "7".to_owned()), "DELAY 3 + r");
     }
 }

@@ -12,6 +12,7 @@ use bytes::BytesMut;
 use remoting::headers::PullMessageRequestHeader;
 
 use crate::consumer::body::decode_pull_body;
+use crate::consumer::fallback::{self, Published, Republish};
 use crate::consumer::locks::{lock_one, orderly_gate, try_lock_later, OrderlyGate};
 use crate::consumer::metrics::PullResult;
 use crate::consumer::offsets::query_offset;
@@ -22,7 +23,6 @@ use crate::consumer::pull_gate::{
     decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds,
 };
 use crate::consumer::route::MASTER_ID;
-use crate::consumer::send_back;
 use crate::consumer::state::{publish_committed, Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
 use crate::recorder::{classify, Outcome};
@@ -433,7 +433,7 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
         ready = process(&inst, &mut thread, ready, &msgs).await;
         drop(thread);
         if inst.shared.failures.batch_fails(&msgs) {
-            if let Some(suspend) = orderly_failed(&inst, &q, msgs).await {
+            if let Some(suspend) = orderly_failed(&inst, msgs).await {
                 q.pq.lock().consume_again(suspend);
                 tokio::select! {
                     _ = inst.shared.cancel.cancelled() => break,
@@ -454,12 +454,15 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
     q.pq.lock().orderly_running = false;
 }
 
-/// SUSPEND_CURRENT_QUEUE_A_MOMENT (retention-retry reference B7): `checkReconsumeTimes`. A
-/// message at the retry limit goes to the DLQ (the Java client publishes it to `%RETRY%` with a
-/// count the broker dead-letters; here a send-back with level −1 reaches the same DLQ), the
-/// others count one more consumption in memory only. Returns the batch to consume again after
-/// the suspend time, or None when every message went to the DLQ.
-async fn orderly_failed(inst: &Instance, q: &QueueState, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
+/// SUSPEND_CURRENT_QUEUE_A_MOMENT (retention-retry reference B7): `checkReconsumeTimes` (4.9.8
+/// ConsumeMessageOrderlyService l.358-375). A message at the retry limit is published to
+/// `%RETRY%<group>` by the inner producer (`sendMessageBack` l.377-398: no CONSUMER_SEND_MSG_BACK,
+/// so no SNDBCK counter moves), for the broker's handleRetryAndDLQ to dead-letter: 4.x parks it
+/// in SCHEDULE_TOPIC_XXXX for level 3 + r first, 5.x writes it with DELAY=-1. A publish that
+/// fails counts one more consumption, as every other message of the batch does, in memory
+/// only. Returns the whole batch (the published ones too, as `makeMessageToConsumeAgain(msgs)`
+/// does) to consume again after the suspend time, or None when every message was published.
+async fn orderly_failed(inst: &Instance, msgs: Vec<Msg>) -> Option<Vec<Msg>> {
     let f = &inst.shared.failures;
     f.suspends.fetch_add(1, Ordering::Relaxed);
     let max = inst.shared.cfg.max_reconsume();
@@ -467,13 +470,27 @@ async fn orderly_failed(inst: &Instance, q: &QueueState, msgs: Vec<Msg>) -> Opti
     let mut again = Vec::with_capacity(msgs.len());
     for mut m in msgs {
         f.failed(&m);
-        let to_dlq = m.reconsume_times >= max;
-        if to_dlq && send_back::send_back(inst, &q.broker, &m, -1).await.is_ok() {
-            f.send_backs.fetch_add(1, Ordering::Relaxed);
-            f.dead_lettered(&m);
-        } else {
+        if m.reconsume_times < max {
             suspend = true;
             m.reconsume_times += 1;
+            again.push(m);
+            continue;
+        }
+        match fallback::publish(inst, &m, Republish::OrderlyAtLimit).await {
+            Ok(Published::DeadLettered) => f.dead_lettered(&m),
+            // Back from `%RETRY%` after its level: pending until then.
+            Ok(Published::Retry) => {}
+            Err(e) => {
+                inst.log(
+                    "ERROR",
+                    &format!(
+                        "sendMessageBack exception, group: {} msg: {:?} {e}",
+                        inst.shared.cfg.group, m.uniq_key
+                    ),
+                );
+                suspend = true;
+                m.reconsume_times += 1;
+            }
         }
         again.push(m);
     }

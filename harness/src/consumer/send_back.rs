@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::consumer::fallback::{self, Published};
+use crate::consumer::fallback::{self, Published, Republish};
 use crate::consumer::process_queue::Msg;
 use crate::consumer::state::Instance;
 use crate::consumer::wire::Wire;
@@ -100,7 +100,7 @@ pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) 
                         cfg.group, m.uniq_key
                     ),
                 );
-                match fallback::publish(inst, m).await {
+                match fallback::publish(inst, m, Republish::AfterSendBack).await {
                     Ok(published) => {
                         f.send_back_fallback.fetch_add(1, Ordering::Relaxed);
                         if published == Published::DeadLettered {

@@ -6,9 +6,13 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use harness::kind::in_tree::process::BrokerProcess;
+use harness::kind::write_conf;
 use harness::runner::RunOptions;
 
 /// The debug broker of this target dir, built by cargo first (a no-op when fresh).
@@ -48,4 +52,28 @@ pub fn options(out: &Path) -> RunOptions {
         quiet: true,
         ..Default::default()
     }
+}
+
+/// A broker of [`broker_bin`] of the test's own on 127.0.0.1:0, its store under `dir`, with
+/// `keys` added to broker.conf: its store outlives the runs against it, so it can be read back.
+pub fn own_broker(dir: &Path, keys: &[(&str, &str)]) -> BrokerProcess {
+    let mut conf: BTreeMap<String, String> = [
+        ("listenPort", "0".to_owned()),
+        ("storePathRootDir", dir.join("store").display().to_string()),
+        ("mappedFileSizeCommitLog", "16777216".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    conf.extend(keys.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let path = dir.join("broker.conf");
+    write_conf(&path, &conf).unwrap();
+    BrokerProcess::start(
+        &broker_bin(),
+        &path,
+        &dir.join("broker.log"),
+        None,
+        Duration::from_secs(20),
+    )
+    .expect("broker starts")
 }
