@@ -19,6 +19,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::consumer::process_queue::Msg;
+use crate::consumer::route::Sub;
 use crate::consumer::send_back;
 use crate::consumer::state::{publish_committed, ConsumeRequest, Instance, QueueState};
 use crate::consumer::workers::{Clock, RequestQueue};
@@ -267,7 +268,8 @@ fn started(inst: &Instance, reqs: &[ConsumeRequest]) {
         while i < reqs.len() && Arc::ptr_eq(&reqs[i].q, q) {
             let msgs = reqs[i].msgs();
             shared.failures.delivered(msgs);
-            if watching {
+            // The restart watch follows the topic's queues (see `pull.rs`).
+            if watching && q.sub == Sub::Topic {
                 shared.restart.consumed(&q.mq(), msgs, wall);
             }
             n += msgs.len();

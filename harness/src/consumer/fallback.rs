@@ -19,7 +19,7 @@
 //! other properties, and nothing the harness measures reads them. ORIGIN_MESSAGE_ID is the
 //! UNIQ_KEY (Java keeps the first hop's). The inner producer's queues are the retry queue
 //! (`retryQueueNums` 1) of every broker of the topic's route that has a master
-//! (`topicRouteData2TopicPublishInfo` skips a name without one), as `retry_pull.rs` assumes,
+//! (`topicRouteData2TopicPublishInfo` skips a name without one), as `Route::sub_queues` assumes,
 //! starting at a random one (`sendWhichQueue` is a ThreadLocalIndex with a random start).
 //!
 //! The same inner producer carries an orderly consumer's message at its retry limit (audit #7):

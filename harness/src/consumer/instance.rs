@@ -3,6 +3,9 @@
 //! 20 s; at stop: offsets persisted, orderly queues unlocked, the client unregistered.
 //! Heartbeats and the unregister go to every master of the route; the rebalance spans the
 //! queues of every broker; offsets, pulls and locks go to the broker that holds the queue.
+//! The two subscriptions, the run's topic and `%RETRY%<group>` (every CLUSTERING push consumer,
+//! orderly too), are rebalanced together, and their queues allocated, locked, pulled and
+//! committed alike.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -17,8 +20,7 @@ use crate::consumer::locks::{lock_all, lock_batch, lock_request, next_rebalance,
 use crate::consumer::offsets::{compute_pull_from_where, consumer_ids, persist, persist_all};
 use crate::consumer::pull::pull_loop;
 use crate::consumer::pull_gate::{per_queue, Thresholds};
-use crate::consumer::retry_pull::retry_loop;
-use crate::consumer::route::Mq;
+use crate::consumer::route::{Mq, Sub};
 use crate::consumer::state::publish_committed;
 use crate::consumer::state::{Instance, QueueState};
 use harness_model::profile::{ClientVersion, ConsumeFrom, ConsumeMode};
@@ -78,8 +80,6 @@ pub async fn run_instance(inst: Arc<Instance>) {
     }
     if inst.shared.cfg.mode == ConsumeMode::Concurrently {
         crate::consumer::concurrent::start_workers(&inst);
-        // The retry topic's subscription; an orderly consumer retries in place (B7).
-        tracker.spawn(retry_loop(inst.clone()));
     }
     if inst.shared.cfg.client_version == ClientVersion::V53 {
         // 5.x `onChannelActive` (enableHeartbeatChannelEventListener): a new connection to
@@ -142,12 +142,12 @@ async fn shutdown(inst: &Arc<Instance>) {
     }
     persist(inst, &queues).await;
     if inst.shared.cfg.mode == ConsumeMode::Orderly && !queues.is_empty() {
-        let mut by_broker: std::collections::BTreeMap<Arc<str>, Vec<i32>> = Default::default();
+        let mut by_broker: std::collections::BTreeMap<Arc<str>, Vec<_>> = Default::default();
         for q in &queues {
             by_broker
                 .entry(q.broker.clone())
                 .or_default()
-                .push(q.queue_id);
+                .push((q.sub, q.queue_id));
         }
         for (broker, ids) in by_broker {
             let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, &broker, &ids);
@@ -233,24 +233,42 @@ async fn heartbeat(inst: &Instance, sub_version: i64) -> Result<(), String> {
     Err(text)
 }
 
-/// GET_CONSUMER_LIST_BY_GROUP, allocation, and the assigned set brought in line with it.
+/// `doRebalance`: each subscription in turn (`rebalanceByTopic`), the run's topic, then
+/// `%RETRY%<group>`, so whatever wakes the rebalance (the start, the 20-s period,
+/// NOTIFY_CONSUMER_IDS_CHANGED, a route change, 5.3's new connection) moves both. A lock refused
+/// on either leaves the group unbalanced (5.3 `allMQLocked`).
 async fn rebalance(inst: &Arc<Instance>) -> Balance {
+    let mut balance = Balance::Balanced;
+    for sub in Sub::ALL {
+        if rebalance_by_topic(inst, sub).await == Balance::LockRefused {
+            balance = Balance::LockRefused;
+        }
+    }
+    balance
+}
+
+/// `rebalanceByTopic` (CLUSTERING): GET_CONSUMER_LIST_BY_GROUP (one per subscription, as
+/// `findConsumerIdList(topic, group)`), allocation, and `sub`'s queues of the process queue
+/// table brought in line with it.
+async fn rebalance_by_topic(inst: &Arc<Instance>, sub: Sub) -> Balance {
     let shared = &inst.shared;
     let cfg = &shared.cfg;
+    let topic = shared.topic_of(sub);
     let ids = match consumer_ids(inst).await {
         Ok(ids) => ids,
         Err(e) => {
             inst.log(
                 "WARN",
                 &format!(
-                    "doRebalance, {}, get consumer id list failed: {e}",
+                    "doRebalance, {} {topic}, get consumer id list failed: {e}",
                     cfg.group
                 ),
             );
             return Balance::Balanced;
         }
     };
-    let mine: BTreeSet<Mq> = allocate_averagely(&shared.route.queues(), &ids, &inst.client_id)
+    let all = shared.route.sub_queues(sub);
+    let mine: BTreeSet<Mq> = allocate_averagely(&all, &ids, &inst.client_id)
         .into_iter()
         .collect();
     if mine.is_empty() && !ids.contains(&inst.client_id) {
@@ -262,41 +280,19 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
             ),
         );
     }
-    let current: BTreeSet<Mq> = inst.queues.lock().keys().cloned().collect();
+    let current: BTreeSet<Mq> = inst
+        .queues
+        .lock()
+        .keys()
+        .filter(|(s, _)| *s == sub)
+        .map(|(_, mq)| mq.clone())
+        .collect();
     let mut changed = false;
     for mq in current.difference(&mine) {
-        let Some(q) = inst.queues.lock().remove(mq) else {
+        let Some(q) = inst.queues.lock().remove(&(sub, mq.clone())) else {
             continue;
         };
-        let (broker, qid) = (&q.broker, q.queue_id);
-        q.dropped.store(true, Ordering::Release);
-        persist(inst, std::slice::from_ref(&q)).await;
-        if cfg.mode == ConsumeMode::Orderly {
-            let cached = !q.pq.lock().is_empty();
-            if cached && cfg.client_version != ClientVersion::V53 {
-                // 4.x keeps the lock `unlockDelayTimeMills` (20 s) while messages are still
-                // cached, so no other client consumes them concurrently (consumer §7.3).
-                inst.log("INFO", &format!("[MessageQueue [topic={}, brokerName={broker}, queueId={qid}]]unlockDelay, begin", shared.topic));
-                let (inst2, broker) = (inst.clone(), broker.clone());
-                shared.tracker.spawn(async move {
-                    tokio::select! {
-                        _ = inst2.shared.cancel.cancelled() => {}
-                        _ = tokio::time::sleep(UNLOCK_DELAY) => {
-                            let cmd = lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &broker, &[qid]);
-                            if let Ok(l) = inst2.master_link(&broker) {
-                                let _ = l.oneway(cmd).await;
-                            }
-                        }
-                    }
-                });
-            } else {
-                let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, broker, &[qid]);
-                if let Ok(l) = inst.master_link(broker) {
-                    let _ = l.oneway(cmd).await;
-                }
-            }
-        }
-        inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}]", cfg.group, shared.topic));
+        remove_queue(inst, &q).await;
         changed = true;
     }
     let mut added = Vec::new();
@@ -305,73 +301,129 @@ async fn rebalance(inst: &Arc<Instance>) -> Balance {
         let (broker, qid) = (&mq.broker, mq.queue_id);
         let mut locked = false;
         if cfg.mode == ConsumeMode::Orderly {
-            let granted = lock_batch(inst, broker, &[qid]).await;
-            if !granted.is_ok_and(|g| g.contains(&qid)) {
+            let granted = lock_batch(inst, broker, &[(sub, qid)]).await;
+            if !granted.is_ok_and(|g| g.contains(&(sub, qid))) {
                 balance = Balance::LockRefused;
-                inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={}, brokerName={broker}, queueId={qid}], because lock failed", cfg.group, shared.topic));
+                inst.log("INFO", &format!("doRebalance, {}, add a new mq failed, MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}], because lock failed", cfg.group));
                 continue;
             }
             // 4.3.0 starts a new queue unlocked until the next lockAll (consumer §7.3).
             locked = cfg.client_version != ClientVersion::V43;
         }
-        let Some(start) = compute_pull_from_where(inst, mq).await else {
+        let Some(start) = compute_pull_from_where(inst, sub, mq).await else {
             continue;
         };
-        let q = Arc::new(QueueState::new(
-            mq,
-            start,
-            locked,
-            Thresholds {
-                count: cfg.pull_threshold_for_queue,
-                size_mib: cfg.pull_threshold_size_for_queue,
-                span: cfg.consume_concurrently_max_span,
-            },
-        ));
-        inst.log("INFO", &format!("doRebalance, {}, add a new mq, MessageQueue [topic={}, brokerName={broker}, queueId={qid}], nextOffset={start}", cfg.group, shared.topic));
-        inst.queues.lock().insert(mq.clone(), q.clone());
+        let q = Arc::new(
+            QueueState::new(
+                mq,
+                start,
+                locked,
+                Thresholds {
+                    count: cfg.pull_threshold_for_queue,
+                    size_mib: cfg.pull_threshold_size_for_queue,
+                    span: cfg.consume_concurrently_max_span,
+                },
+            )
+            .of(sub),
+        );
+        inst.log("INFO", &format!("doRebalance, {}, add a new mq, MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}], nextOffset={start}", cfg.group));
+        inst.queues.lock().insert(q.key(), q.clone());
         publish_committed(inst, &q);
         added.push(q);
         changed = true;
     }
     if changed {
-        let assigned = inst.assigned();
-        let (count, size) = (
-            per_queue(
-                cfg.pull_threshold_for_queue,
-                cfg.pull_threshold_for_topic,
-                assigned.len(),
-            ),
-            per_queue(
-                cfg.pull_threshold_size_for_queue,
-                cfg.pull_threshold_size_for_topic,
-                assigned.len(),
-            ),
-        );
-        for q in &assigned {
-            q.threshold_count.store(count, Ordering::Relaxed);
-            q.threshold_size.store(size, Ordering::Relaxed);
+        let mine: Vec<String> = mine
+            .iter()
+            .map(|m| format!("{}:{}", m.broker, m.queue_id))
+            .collect();
+        inst.log("INFO", &format!("rebalanced result changed. allocateMessageQueueStrategyName=AVG, group={}, topic={topic}, clientId={}, mqAllSize={}, cidAllSize={}, rebalanceResultSize={}, rebalanceResultSet={mine:?}", cfg.group, inst.client_id, all.len(), ids.len(), mine.len()));
+        message_queue_changed(inst, sub, ids.len()).await;
+    }
+    for q in added {
+        shared.tracker.spawn(pull_loop(inst.clone(), q));
+    }
+    balance
+}
+
+/// `removeUnnecessaryMessageQueue`: the queue dropped, its offset persisted; orderly, its
+/// lock released (4.x: 20 s later while messages are still cached).
+async fn remove_queue(inst: &Arc<Instance>, q: &Arc<QueueState>) {
+    let shared = &inst.shared;
+    let cfg = &shared.cfg;
+    let (broker, qid, topic) = (&q.broker, q.queue_id, q.topic(shared));
+    q.dropped.store(true, Ordering::Release);
+    persist(inst, std::slice::from_ref(q)).await;
+    if cfg.mode == ConsumeMode::Orderly {
+        let cached = !q.pq.lock().is_empty();
+        let unlock = [(q.sub, qid)];
+        if cached && cfg.client_version != ClientVersion::V53 {
+            // 4.x keeps the lock `unlockDelayTimeMills` (20 s) while messages are still
+            // cached, so no other client consumes them concurrently (consumer §7.3).
+            inst.log("INFO", &format!("[MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}]]unlockDelay, begin"));
+            let (inst2, broker) = (inst.clone(), broker.clone());
+            shared.tracker.spawn(async move {
+                tokio::select! {
+                    _ = inst2.shared.cancel.cancelled() => {}
+                    _ = tokio::time::sleep(UNLOCK_DELAY) => {
+                        let cmd = lock_request(&inst2, RequestCode::UNLOCK_BATCH_MQ, &broker, &unlock);
+                        if let Ok(l) = inst2.master_link(&broker) {
+                            let _ = l.oneway(cmd).await;
+                        }
+                    }
+                }
+            });
+        } else {
+            let cmd = lock_request(inst, RequestCode::UNLOCK_BATCH_MQ, broker, &unlock);
+            if let Ok(l) = inst.master_link(broker) {
+                let _ = l.oneway(cmd).await;
+            }
         }
-        // The new subVersion goes to the broker before any pull carries it (else 25).
-        let v = epoch_ms().max(inst.sub_version.load(Ordering::Acquire) + 1);
-        match heartbeat(inst, v).await {
-            Ok(()) => inst.sub_version.store(v, Ordering::Release),
-            Err(e) => inst.log("WARN", &format!("heartbeat after rebalance failed: {e}")),
-        }
+    }
+    inst.log("INFO", &format!("doRebalance, {}, remove unnecessary mq, MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}]", cfg.group));
+}
+
+/// `RebalancePushImpl.messageQueueChanged` for `sub`: the per-queue thresholds from the topic
+/// ones over every queue of the process queue table (both subscriptions'), and a heartbeat
+/// with a new `subVersion` before any pull carries it (else 25). One `subVersion` serves both
+/// subscriptions: a pull's version is never above the broker's.
+async fn message_queue_changed(inst: &Arc<Instance>, sub: Sub, clients: usize) {
+    let cfg = &inst.shared.cfg;
+    let assigned = inst.assigned();
+    let (count, size) = (
+        per_queue(
+            cfg.pull_threshold_for_queue,
+            cfg.pull_threshold_for_topic,
+            assigned.len(),
+        ),
+        per_queue(
+            cfg.pull_threshold_size_for_queue,
+            cfg.pull_threshold_size_for_topic,
+            assigned.len(),
+        ),
+    );
+    for q in &assigned {
+        q.threshold_count.store(count, Ordering::Relaxed);
+        q.threshold_size.store(size, Ordering::Relaxed);
+    }
+    let v = epoch_ms().max(inst.sub_version.load(Ordering::Acquire) + 1);
+    match heartbeat(inst, v).await {
+        Ok(()) => inst.sub_version.store(v, Ordering::Release),
+        Err(e) => inst.log("WARN", &format!("heartbeat after rebalance failed: {e}")),
+    }
+    if sub == Sub::Topic {
         let names: Vec<String> = assigned
             .iter()
+            .filter(|q| q.sub == Sub::Topic)
             .map(|q| format!("{}:{}", q.broker, q.queue_id))
             .collect();
         inst.log(
             "INFO",
             &format!(
                 "messageQueueChanged: {} assigned queues {names:?} of {} clients",
-                assigned.len(),
-                ids.len().max(1)
+                names.len(),
+                clients.max(1)
             ),
         );
     }
-    for q in added {
-        shared.tracker.spawn(pull_loop(inst.clone(), q));
-    }
-    balance
 }

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use remoting::{RemotingCommand, RequestCode};
 use tokio_util::sync::CancellationToken;
 
-use crate::consumer::state::{Instance, QueueState};
+use crate::consumer::route::Sub;
+use crate::consumer::state::{Instance, QueueState, Shared};
 use crate::consumer::wire::WireError;
 use harness_model::profile::ClientVersion;
 
@@ -53,34 +54,39 @@ pub enum LockError {
     Body(String),
 }
 
-/// The LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body for `ids` of `broker`'s queues of this
-/// instance's topic (Java sends one request per broker, to that broker).
+/// One queue of a broker in a lock request: its subscription (so its topic) and its id.
+pub type LockedQueue = (Sub, i32);
+
+/// The LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body for `queues` of `broker`, of either subscription
+/// (Java sends one request per broker, to that broker, with every queue of its process queue
+/// table there: the retry queue too).
 pub fn lock_request(
     inst: &Instance,
     code: RequestCode,
     broker: &str,
-    ids: &[i32],
+    queues: &[LockedQueue],
 ) -> RemotingCommand {
-    let mqs: Vec<serde_json::Value> = ids
+    let mqs: Vec<serde_json::Value> = queues
         .iter()
-        .map(
-            |q| serde_json::json!({"brokerName": broker, "queueId": q, "topic": inst.shared.topic}),
-        )
+        .map(|(sub, q)| {
+            let topic = inst.shared.topic_of(*sub);
+            serde_json::json!({"brokerName": broker, "queueId": q, "topic": topic})
+        })
         .collect();
     let body = serde_json::json!({"clientId": inst.client_id, "consumerGroup": inst.shared.cfg.group, "mqSet": mqs});
     RemotingCommand::request(code, 0).with_body(body.to_string().into_bytes())
 }
 
-/// LOCK_BATCH_MQ to `broker` for its queues `ids`: the queue ids granted.
+/// LOCK_BATCH_MQ to `broker` for its `queues`: the queues granted.
 pub async fn lock_batch(
     inst: &Instance,
     broker: &Arc<str>,
-    ids: &[i32],
-) -> Result<Vec<i32>, LockError> {
+    queues: &[LockedQueue],
+) -> Result<Vec<LockedQueue>, LockError> {
     let r = inst
         .master_link(broker)?
         .call(
-            lock_request(inst, RequestCode::LOCK_BATCH_MQ, broker, ids),
+            lock_request(inst, RequestCode::LOCK_BATCH_MQ, broker, queues),
             LOCK_TIMEOUT,
         )
         .await?;
@@ -89,14 +95,22 @@ pub async fn lock_batch(
     }
     let v: serde_json::Value =
         serde_json::from_slice(&r.body).map_err(|e| LockError::Body(e.to_string()))?;
-    Ok(v["lockOKMQSet"]
+    Ok(granted(&inst.shared, &v))
+}
+
+/// The queues of `lockOKMQSet`, by topic and id; a topic of neither subscription is ignored.
+fn granted(shared: &Shared, answer: &serde_json::Value) -> Vec<LockedQueue> {
+    answer["lockOKMQSet"]
         .as_array()
         .map(|a| {
             a.iter()
-                .filter_map(|m| m["queueId"].as_i64().map(|q| q as i32))
+                .filter_map(|m| {
+                    let sub = shared.sub_of(m["topic"].as_str()?)?;
+                    Some((sub, m["queueId"].as_i64()? as i32))
+                })
                 .collect()
         })
-        .unwrap_or_default())
+        .unwrap_or_default()
 }
 
 /// What `lockAll` did to one queue, for the log.
@@ -113,16 +127,16 @@ pub enum LockChange {
 /// `lockAll`'s answer applied to the assigned queues at `now`; a failed call changes nothing.
 pub fn apply_lock_all(
     queues: &[Arc<QueueState>],
-    answer: &Result<Vec<i32>, LockError>,
+    answer: &Result<Vec<LockedQueue>, LockError>,
     now: Instant,
-) -> Vec<(i32, LockChange)> {
+) -> Vec<(Arc<QueueState>, LockChange)> {
     let Ok(granted) = answer else {
         return Vec::new();
     };
     queues
         .iter()
         .map(|q| {
-            let change = if granted.contains(&q.queue_id) {
+            let change = if granted.contains(&(q.sub, q.queue_id)) {
                 *q.last_lock.lock() = now;
                 if q.locked.swap(true, Ordering::AcqRel) {
                     LockChange::Renewed
@@ -133,7 +147,7 @@ pub fn apply_lock_all(
                 q.locked.store(false, Ordering::Release);
                 LockChange::Refused
             };
-            (q.queue_id, change)
+            (q.clone(), change)
         })
         .collect()
 }
@@ -152,7 +166,7 @@ pub async fn lock_all(inst: &Instance) {
 }
 
 async fn lock_broker(inst: &Instance, broker: &Arc<str>, queues: &[Arc<QueueState>]) {
-    let ids: Vec<i32> = queues.iter().map(|q| q.queue_id).collect();
+    let ids: Vec<LockedQueue> = queues.iter().map(|q| (q.sub, q.queue_id)).collect();
     let answer = lock_batch(inst, broker, &ids).await;
     if let Err(e) = &answer {
         inst.log(
@@ -160,8 +174,9 @@ async fn lock_broker(inst: &Instance, broker: &Arc<str>, queues: &[Arc<QueueStat
             &format!("lockBatchMQ exception, {broker} {ids:?}: {e}"),
         );
     }
-    let (group, topic) = (&inst.shared.cfg.group, &inst.shared.topic);
-    for (qid, change) in apply_lock_all(queues, &answer, Instant::now()) {
+    let group = &inst.shared.cfg.group;
+    for (q, change) in apply_lock_all(queues, &answer, Instant::now()) {
+        let (topic, qid) = (q.topic(&inst.shared), q.queue_id);
         let mq = format!("MessageQueue [topic={topic}, brokerName={broker}, queueId={qid}]");
         match change {
             LockChange::Gained => inst.log(
@@ -180,8 +195,8 @@ async fn lock_broker(inst: &Instance, broker: &Arc<str>, queues: &[Arc<QueueStat
 /// `lock(mq)`: one queue; true when granted (then locked, its lock time renewed). A refusal
 /// or a failed call leaves the queue as it was.
 pub async fn lock_one(inst: &Instance, q: &QueueState) -> bool {
-    match lock_batch(inst, &q.broker, &[q.queue_id]).await {
-        Ok(granted) if granted.contains(&q.queue_id) => {
+    match lock_batch(inst, &q.broker, &[(q.sub, q.queue_id)]).await {
+        Ok(granted) if granted.contains(&(q.sub, q.queue_id)) => {
             *q.last_lock.lock() = Instant::now();
             q.locked.store(true, Ordering::Release);
             inst.log(
@@ -278,14 +293,40 @@ mod tests {
     use crate::consumer::pull_gate::Thresholds;
     use tokio::time::Instant as Clock;
 
+    const THRESHOLDS: Thresholds = Thresholds {
+        count: 1000,
+        size_mib: 100,
+        span: 2000,
+    };
+
     fn queue(id: i32, locked: bool) -> Arc<QueueState> {
-        let t = Thresholds {
-            count: 1000,
-            size_mib: 100,
-            span: 2000,
-        };
         let mq = crate::consumer::route::Mq::new(crate::consumer::route::BROKER_NAME, id);
-        Arc::new(QueueState::new(&mq, 0, locked, t))
+        Arc::new(QueueState::new(&mq, 0, locked, THRESHOLDS))
+    }
+
+    fn ids(changes: Vec<(Arc<QueueState>, LockChange)>) -> Vec<(i32, LockChange)> {
+        changes.iter().map(|(q, c)| (q.queue_id, *c)).collect()
+    }
+
+    /// The retry queue `(broker, 0)` and the topic's queue 0 of the same broker are two queues
+    /// of one lock answer: the topic tells them apart.
+    #[test]
+    fn a_lock_answer_tells_the_retry_queue_from_the_topic_s_queue_0() {
+        let topic = queue(0, false);
+        let retry = Arc::new(QueueState::new(&topic.mq(), 0, false, THRESHOLDS).of(Sub::Retry));
+        let qs = [topic.clone(), retry.clone()];
+        let now = Instant::now();
+        let changes = apply_lock_all(&qs, &Ok(vec![(Sub::Retry, 0)]), now);
+        let subs: Vec<_> = changes.iter().map(|(q, c)| (q.sub, *c)).collect();
+        assert_eq!(
+            subs,
+            [
+                (Sub::Topic, LockChange::Refused),
+                (Sub::Retry, LockChange::Gained)
+            ]
+        );
+        assert!(retry.locked.load(Ordering::Acquire));
+        assert!(!topic.locked.load(Ordering::Acquire));
     }
 
     #[test]
@@ -302,7 +343,7 @@ mod tests {
         assert!(apply_lock_all(&qs, &code, later).is_empty());
         assert!(qs[0].locked.load(Ordering::Acquire));
         // An answer: granted ones locked and renewed, the rest unlocked.
-        let changes = apply_lock_all(&qs, &Ok(vec![1]), later);
+        let changes = ids(apply_lock_all(&qs, &Ok(vec![(Sub::Topic, 1)]), later));
         assert_eq!(changes, [(0, LockChange::Refused), (1, LockChange::Gained)]);
         assert!(!qs[0].locked.load(Ordering::Acquire));
         assert_eq!(*qs[1].last_lock.lock(), later);
@@ -316,7 +357,7 @@ mod tests {
         let now = Instant::now();
         apply_lock_all(std::slice::from_ref(&q), &Ok(vec![]), now);
         assert!(!q.locked.load(Ordering::Acquire));
-        apply_lock_all(std::slice::from_ref(&q), &Ok(vec![3]), now);
+        apply_lock_all(std::slice::from_ref(&q), &Ok(vec![(Sub::Topic, 3)]), now);
         assert!(q.locked.load(Ordering::Acquire));
         assert!(
             q.offset_fixed.load(Ordering::Acquire),

@@ -5,7 +5,8 @@
 //!
 //! * run.rs           — a job's consumers: runtime, prefill, join/leave schedule, drain, figures
 //! * job_part.rs      — the consumers as a job part (`crate::part`): the hooks the job calls
-//! * instance.rs      — one client: heartbeat, rebalance, offset persistence, locks, shutdown
+//! * instance.rs      — one client: heartbeat, rebalance of both subscriptions (the topic,
+//!   `%RETRY%<group>`), offset persistence, locks, shutdown
 //! * pull.rs          — one queue's pull loop, and orderly's consume task per queue
 //! * pull_frame.rs    — its PULL_MESSAGE, encoded once and re-emitted per pull
 //! * concurrent.rs    — ConsumeMessageConcurrentlyService: consume requests, their bookkeeping
@@ -21,7 +22,6 @@
 //! * failure.rs       — which deliveries fail, and the retry accounting (retries, DLQ, delays)
 //! * send_back.rs     — CONSUMER_SEND_MSG_BACK for a failed message; the broker's retry counters
 //! * fallback.rs      — the inner producer's publish to `%RETRY%<group>` after a failed send-back
-//! * retry_pull.rs    — the `%RETRY%<group>` subscription: its rebalance, offset and pull loop
 //! * threads.rs       — the consume threads, busy on absolute deadlines (no rounding drift)
 //! * body.rs          — pull bodies into messages; a bad record is a counted error
 //! * wire.rs          — the async connection (calls, oneway, broker notifications)
@@ -30,6 +30,7 @@
 //! * links.rs         — an instance's links, one per address (broker name and id) of the route
 //! * route.rs         — one broker or a cluster's route (name server, 30-s refresh); `Mq`
 //! * restart.rs       — a restart's recovery time and duplicates
+//! * prefill.rs       — the backlog sent before the consumers start
 //! * backlog.rs       — the prefilled backlog's drain: first pull to last message (`drain_rate`)
 //! * metrics.rs, figures.rs, seqset.rs, tracking.rs, log.rs, state.rs — leaves
 
@@ -52,6 +53,7 @@ mod offset_illegal;
 mod offset_map;
 mod offsets;
 mod outbox;
+mod prefill;
 mod process_queue;
 mod processing;
 mod pull;
@@ -59,7 +61,6 @@ mod pull_answer;
 mod pull_frame;
 mod pull_gate;
 mod restart;
-mod retry_pull;
 mod route;
 mod run;
 mod send_back;
@@ -78,7 +79,7 @@ pub use figures::{ConsumerFigures, ConsumerSecond};
 pub use metrics::BrokerCounts;
 pub use process_queue::{Msg, ProcessQueue};
 pub use pull_gate::{decide, FlowControl, Gate, QueueView, Thresholds};
-pub use route::{Mq, Target};
+pub use route::{Mq, Sub, Target};
 pub use run::ConsumerRun;
 pub use seqset::SeqSet;
 pub use tracking::SendTracking;

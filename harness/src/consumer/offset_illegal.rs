@@ -70,8 +70,8 @@ async fn fix(inst: &Arc<Instance>, q: &Arc<QueueState>, next: i64) {
     {
         // Only this process queue: a rebalance may have replaced it meanwhile.
         let mut queues = inst.queues.lock();
-        if queues.get(&q.mq()).is_some_and(|cur| Arc::ptr_eq(cur, q)) {
-            queues.remove(&q.mq());
+        if queues.get(&q.key()).is_some_and(|cur| Arc::ptr_eq(cur, q)) {
+            queues.remove(&q.key());
         }
     }
     inst.log(

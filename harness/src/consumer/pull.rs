@@ -22,7 +22,7 @@ use crate::consumer::pull_frame::{PullFields, PullFrame};
 use crate::consumer::pull_gate::{
     decide, delay_of, log_text, logged, FlowControl, Gate, Thresholds,
 };
-use crate::consumer::route::MASTER_ID;
+use crate::consumer::route::{Sub, MASTER_ID};
 use crate::consumer::state::{publish_committed, Instance, QueueState};
 use crate::consumer::threads::ConsumeThread;
 use crate::recorder::{classify, Outcome};
@@ -239,15 +239,19 @@ async fn pull_once(
             if msgs.is_empty() {
                 return Duration::ZERO;
             }
-            if let Some(order) = shared.metrics.order.get() {
-                order.pulled(
-                    q.queue_id,
-                    msgs.iter().map(|m| (m.queue_offset, m.key_seq())),
-                );
+            // The order ledger and the restart watch follow the topic's queues; the retry
+            // queue `(broker, 0)` has offsets of its own.
+            if q.sub == Sub::Topic {
+                if let Some(order) = shared.metrics.order.get() {
+                    order.pulled(
+                        q.queue_id,
+                        msgs.iter().map(|m| (m.queue_offset, m.key_seq())),
+                    );
+                }
+                shared
+                    .restart
+                    .pulled(&q.mq(), msgs[0].queue_offset, link.opened_at());
             }
-            shared
-                .restart
-                .pulled(&q.mq(), msgs[0].queue_offset, link.opened_at());
             let added = match shared.cfg.mode {
                 ConsumeMode::Concurrently => q.pq.lock().put_keys(msgs),
                 ConsumeMode::Orderly => q.pq.lock().put(msgs),
@@ -425,9 +429,11 @@ async fn consume_orderly(inst: Arc<Instance>, q: Arc<QueueState>) {
             continue;
         }
         inst.shared.failures.delivered(&msgs);
-        inst.shared
-            .restart
-            .consumed(&q.mq(), &msgs, std::time::Instant::now());
+        if q.sub == Sub::Topic {
+            inst.shared
+                .restart
+                .consumed(&q.mq(), &msgs, std::time::Instant::now());
+        }
         inst.shared.metrics.consumed_on(&q.broker, msgs.len());
         // The loop takes the next batch the moment this one is done (`continueConsume`).
         ready = process(&inst, &mut thread, ready, &msgs).await;

@@ -54,6 +54,21 @@ pub fn retry_topic(group: &str) -> String {
     format!("%RETRY%{group}")
 }
 
+/// A subscription of the consumer (`RebalanceImpl.subscriptionInner`): the run's topic, and
+/// `%RETRY%<group>`, which `DefaultMQPushConsumerImpl.copySubscription` adds for every
+/// CLUSTERING push consumer, orderly included. `doRebalance` rebalances each in turn, and the
+/// process queue table holds both topics' queues: a queue is `(Sub, Mq)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sub {
+    Topic,
+    Retry,
+}
+
+impl Sub {
+    /// Both, in the order `doRebalance` takes them here.
+    pub const ALL: [Sub; 2] = [Sub::Topic, Sub::Retry];
+}
+
 /// `MixAll.MASTER_ID`.
 pub const MASTER_ID: i64 = 0;
 
@@ -140,6 +155,27 @@ impl Route {
     /// Every queue of the topic, sorted as Java sorts `MessageQueue`.
     pub fn queues(&self) -> Vec<Mq> {
         queues_of(&self.brokers.read())
+    }
+
+    /// The queues of `sub`. The retry topic's are `retryQueueNums` (1) on every broker of the
+    /// route, `(brokerName, 0)`: each broker made the topic when the group's heartbeat reached
+    /// it (retention-retry reference B5).
+    pub fn sub_queues(&self, sub: Sub) -> Vec<Mq> {
+        match sub {
+            Sub::Topic => self.queues(),
+            Sub::Retry => {
+                let brokers = self.brokers.read();
+                let mut out: Vec<Mq> = brokers
+                    .iter()
+                    .map(|b| Mq {
+                        broker: b.name.clone(),
+                        queue_id: 0,
+                    })
+                    .collect();
+                out.sort();
+                out
+            }
+        }
     }
 
     /// Replaces the brokers; true when they changed.

@@ -23,18 +23,16 @@ use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
 use crate::consumer::metrics::{BrokerCounts, Metrics};
 use crate::consumer::offsets::max_offset;
+use crate::consumer::prefill::prefill_topic;
 use crate::consumer::processing::ProcessingModel;
-use crate::consumer::route::{refresh_loop, Route, Target};
+use crate::consumer::route::{refresh_loop, retry_topic, Mq, Route, Sub, Target};
 use crate::consumer::send_back::broker_retry_sum;
 use crate::consumer::state::{Instance, Shared};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
-use crate::consumer::wire::Wire;
 use crate::recorder::quantile;
 use harness_model::profile::{Consumer, Workload};
 
-/// Sends of the prefill in flight at once.
-const PREFILL_WINDOW: usize = 256;
 /// Messages the load's tracking can hold when the schedule has no fixed count (closed loop).
 const OPEN_ENDED_CAPACITY: u64 = 1 << 30;
 
@@ -83,6 +81,7 @@ impl ConsumerRun {
             cfg: cfg.clone(),
             route,
             topic: workload.topic.clone(),
+            retry_topic: retry_topic(&cfg.group),
             committed: Mutex::new(BTreeMap::new()),
             rebalance_wakers: Mutex::new(Vec::new()),
             metrics: Arc::new(
@@ -228,18 +227,29 @@ impl ConsumerRun {
         self.load.clone()
     }
 
-    /// The queues the running instances hold now, sorted, each once.
-    pub fn assigned(&self) -> Vec<crate::consumer::route::Mq> {
-        let mut ids: Vec<crate::consumer::route::Mq> = self
-            .instances
-            .lock()
-            .iter()
-            .filter(|i| !i.stop.is_cancelled())
-            .flat_map(|i| i.queues.lock().keys().cloned().collect::<Vec<_>>())
+    /// The topic's queues the running instances hold now, sorted, each once.
+    pub fn assigned(&self) -> Vec<Mq> {
+        let mut ids: Vec<Mq> = self
+            .owners()
+            .into_iter()
+            .filter_map(|(_, sub, mq)| (sub == Sub::Topic).then_some(mq))
             .collect();
         ids.sort_unstable();
         ids.dedup();
         ids
+    }
+
+    /// Which running instance (by index) holds which queue of either subscription now.
+    pub fn owners(&self) -> Vec<(u32, Sub, Mq)> {
+        self.instances
+            .lock()
+            .iter()
+            .filter(|i| !i.stop.is_cancelled())
+            .flat_map(|i| {
+                let keys: Vec<(Sub, Mq)> = i.queues.lock().keys().cloned().collect();
+                keys.into_iter().map(|(sub, mq)| (i.index, sub, mq))
+            })
+            .collect()
     }
 
     fn assigned_queues(&self) -> usize {
@@ -537,64 +547,4 @@ async fn sample_lag(shared: Arc<Shared>) {
         }
     }
     links.close();
-}
-
-/// Sends `cfg.prefill` messages before any consumer starts; returns how many were
-/// acknowledged.
-async fn prefill_topic(
-    shared: &Arc<Shared>,
-    workload: &Workload,
-    tracking: &Arc<SendTracking>,
-) -> Result<u64, String> {
-    // One connection per broker of the route.
-    let mut wires = Vec::new();
-    for b in shared.route.brokers() {
-        let w = Wire::connect(
-            b.addr,
-            Arc::new(Notify::new()),
-            &shared.tracker,
-            shared.cancel.child_token(),
-        )
-        .await
-        .map_err(|e| format!("prefill: {}: {e}", b.name))?;
-        wires.push(Arc::new(w));
-    }
-    if wires.is_empty() {
-        return Err("prefill: the route lists no broker".into());
-    }
-    let mut builder = crate::send_spec::builder(workload);
-    builder.set_uniq_prefix(&tracking.prefix);
-    let mut set = tokio::task::JoinSet::new();
-    let mut buf = bytes::BytesMut::new();
-    let acked = Arc::new(AtomicU64::new(0));
-    for seq in 0..shared.cfg.prefill {
-        while set.len() >= PREFILL_WINDOW {
-            set.join_next().await;
-        }
-        // Round robin over every queue of every broker, as the producer spreads its sends.
-        let queues = u64::from(workload.queues.max(1));
-        let slot = seq % (queues * wires.len() as u64);
-        let wire = &wires[(slot / queues) as usize];
-        let (opaque, queue) = (wire.reserve_opaque(), Some((slot % queues) as i32));
-        buf.clear();
-        builder.encode_into_queue(seq, queue, opaque, Instant::now(), &mut buf);
-        let frame = buf.split().freeze();
-        let (wire, tracking, acked) = (wire.clone(), tracking.clone(), acked.clone());
-        set.spawn(async move {
-            if let Ok(r) = wire
-                .call_encoded(opaque, frame, Duration::from_secs(10))
-                .await
-            {
-                if r.code == 0 {
-                    tracking.ack(seq);
-                    acked.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        });
-    }
-    while set.join_next().await.is_some() {}
-    for w in &wires {
-        w.close();
-    }
-    Ok(acked.load(Ordering::Relaxed))
 }

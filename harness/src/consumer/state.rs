@@ -21,7 +21,7 @@ use crate::consumer::process_queue::ProcessQueue;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::pull_gate::{QueueView, Thresholds};
 use crate::consumer::restart::RestartWatch;
-use crate::consumer::route::{find_in_subscribe, Mq, Route, MASTER_ID};
+use crate::consumer::route::{find_in_subscribe, Mq, Route, Sub, MASTER_ID};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::wire::WireError;
 use crate::consumer::workers::RequestQueue;
@@ -33,6 +33,8 @@ pub struct Shared {
     /// One broker, or the topic's route from the name server (refreshed every 30 s).
     pub route: Route,
     pub topic: String,
+    /// `%RETRY%<group>`, the other subscription.
+    pub retry_topic: String,
     pub metrics: Arc<Metrics>,
     pub model: ProcessingModel,
     /// Messages started over every instance: which one `stall_every` hits.
@@ -54,6 +56,19 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The topic of subscription `sub`.
+    pub fn topic_of(&self, sub: Sub) -> &str {
+        match sub {
+            Sub::Topic => &self.topic,
+            Sub::Retry => &self.retry_topic,
+        }
+    }
+
+    /// The subscription of `topic`, if it is one of the two.
+    pub fn sub_of(&self, topic: &str) -> Option<Sub> {
+        Sub::ALL.into_iter().find(|s| self.topic_of(*s) == topic)
+    }
+
     /// Where the current owner of `mq` stands, for the lag sampler.
     pub fn publish_committed(&self, mq: Mq, offset: i64) {
         self.committed.lock().insert(mq, offset);
@@ -62,7 +77,7 @@ impl Shared {
 
 /// Tells the lag sampler where this queue's owner stands.
 pub fn publish_committed(inst: &Instance, q: &QueueState) {
-    if q.topic.is_some() {
+    if q.sub == Sub::Retry {
         // The retry queue is not part of the run's topic lag.
         return;
     }
@@ -88,8 +103,8 @@ pub struct QueueState {
     pub offset_fixed: AtomicBool,
     pub threshold_count: AtomicI64,
     pub threshold_size: AtomicI64,
-    /// Another topic than the run's (the `%RETRY%<group>` queue); None for the run's topic.
-    pub topic: Option<String>,
+    /// The subscription the queue belongs to: the run's topic or `%RETRY%<group>`.
+    pub sub: Sub,
     /// `pullFromWhichNodeTable`: the broker id the last pull answer suggested (0 at first).
     pub pull_from: AtomicI64,
 }
@@ -108,20 +123,25 @@ impl QueueState {
             offset_fixed: AtomicBool::new(false),
             threshold_count: AtomicI64::new(t.count),
             threshold_size: AtomicI64::new(t.size_mib),
-            topic: None,
+            sub: Sub::Topic,
             pull_from: AtomicI64::new(MASTER_ID),
         }
     }
 
-    /// The same queue state for a queue of `topic`.
-    pub fn with_topic(mut self, topic: &str) -> QueueState {
-        self.topic = Some(topic.to_owned());
+    /// The same queue state for a queue of subscription `sub`.
+    pub fn of(mut self, sub: Sub) -> QueueState {
+        self.sub = sub;
         self
     }
 
-    /// This queue's topic: its own, or the run's.
-    pub fn topic<'a>(&'a self, shared: &'a Shared) -> &'a str {
-        self.topic.as_deref().unwrap_or(&shared.topic)
+    /// This queue's topic.
+    pub fn topic<'a>(&self, shared: &'a Shared) -> &'a str {
+        shared.topic_of(self.sub)
+    }
+
+    /// Its key in [`Instance::queues`].
+    pub fn key(&self) -> (Sub, Mq) {
+        (self.sub, self.mq())
     }
 
     pub fn mq(&self) -> Mq {
@@ -196,7 +216,8 @@ pub struct Instance {
     pub shared: Arc<Shared>,
     /// A link per broker; each reconnects after its broker restarts.
     pub links: Links,
-    pub queues: Mutex<BTreeMap<Mq, Arc<QueueState>>>,
+    /// The process queue table: both subscriptions' queues (`processQueueTable`).
+    pub queues: Mutex<BTreeMap<(Sub, Mq), Arc<QueueState>>>,
     /// The subscription's `subVersion` sent in pulls (after the heartbeat carrying it).
     pub sub_version: AtomicI64,
     /// Orderly: `consumeThreadMin` threads; the wait for one is bounded by the cached messages.
