@@ -275,3 +275,40 @@ async fn a_slave_refuses_sends_per_version() {
     assert!(c.pull_all("SlaveTopic", 0).await.is_empty());
     b.stop().await;
 }
+
+/// A batch to a retry topic: 4.3.2 and 5.3.3 answer 13 (sendBatchMessage's "batch request does
+/// not support retry group"); 4.9.8 has no such check and stores the batch in the retry topic
+/// as sent (no handleRetryAndDLQ on its batch path either).
+#[tokio::test]
+async fn a_batch_to_a_retry_topic_per_version() {
+    let topic = "%RETRY%BatchGroup";
+    for profile in ["4.3", "4.9", "5.3"] {
+        let b = TestBroker::start(&[("brokerVersionProfile", profile)]).await;
+        let mut c = b.client().await;
+        let bodies = vec![b"one".to_vec(), b"two".to_vec()];
+        let r = c.call(batch(1, topic, &bodies)).await;
+        if profile == "4.9" {
+            assert_eq!(r.code, 0, "{profile}: {}", remark(&r));
+            let stored: Vec<Vec<u8>> = c
+                .pull_all(topic, 0)
+                .await
+                .into_iter()
+                .map(|m| m.body.to_vec())
+                .collect();
+            assert_eq!(
+                stored, bodies,
+                "{profile}: stored in the retry topic as sent"
+            );
+        } else {
+            assert_eq!(
+                (r.code, remark(&r)),
+                (
+                    13,
+                    "batch request does not support retry group %RETRY%BatchGroup"
+                ),
+                "{profile}"
+            );
+        }
+        b.stop().await;
+    }
+}

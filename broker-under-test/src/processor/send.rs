@@ -198,15 +198,32 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
     } else {
         h.queue_id
     };
-    let dlq = match super::send_back::retry_send_to_dlq(
-        broker,
-        req,
-        &h.topic,
-        h.reconsume_times,
-        h.max_reconsume_times,
-    ) {
-        Ok(d) => d,
-        Err(r) => return finish(broker, &task, r),
+    let is_batch = req.code == RequestCode::SEND_BATCH_MESSAGE.as_i32();
+    let to_retry = h.topic.starts_with(super::send_back::RETRY_PREFIX);
+    // A batch to a retry topic: 4.3.2 and 5.3.3 refuse it (sendBatchMessage, 4.3.2 l.514-517,
+    // 5.3.3 l.573-576); 4.9.8's asyncSendBatchMessage has no such check and no
+    // handleRetryAndDLQ either, so it stores the batch in the retry topic as sent.
+    if is_batch && to_retry && profile != VersionProfile::V4_9 {
+        let remark = format!("batch request does not support retry group {}", h.topic);
+        return finish(
+            broker,
+            &task,
+            response(profile, req, ResponseCode::MESSAGE_ILLEGAL, Some(remark)),
+        );
+    }
+    let dlq = if is_batch {
+        None
+    } else {
+        match super::send_back::retry_send_to_dlq(
+            broker,
+            req,
+            &h.topic,
+            h.reconsume_times,
+            h.max_reconsume_times,
+        ) {
+            Ok(d) => d,
+            Err(r) => return finish(broker, &task, r),
+        }
     };
     // RocketMQ adds these before storing, so every store-level answer carries them.
     let mut region = std::collections::BTreeMap::new();
@@ -238,7 +255,6 @@ pub fn process(broker: &Arc<Broker>, task: RequestTask) {
         reconsume_times: h.reconsume_times.unwrap_or(0),
         wait_store_ok: wait,
     };
-    let is_batch = req.code == RequestCode::SEND_BATCH_MESSAGE.as_i32();
     let owner = broker.clone();
     let done_task_request = task.request.clone();
     let done_responder = task.responder.clone();
