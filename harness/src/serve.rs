@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// How long a broker may take to stop after SIGTERM before it is killed.
     #[arg(long, default_value = "15s")]
     pub grace: humantime::Duration,
+    /// How long the broker may take to be ready (boot line, in the name server's route, keys
+    /// read back; Apache: at least 60 s); past it the broker is stopped and serve exits 1. An
+    /// Apache JVM's boot took 4.5-13.9 s on two busy cores here; a slower machine needs more.
+    #[arg(long, default_value = "60s")]
+    pub ready_within: humantime::Duration,
 }
 
 /// The broker's keys: the `--set` lines over the defaults every kind needs here.
@@ -130,7 +135,7 @@ fn serve(
     let mut broker: Option<Box<dyn Member>> = None;
     if !args.no_broker {
         let keys = broker_keys(&args.set, &dir.join("store"), namesrv)?;
-        let spec = MemberSpec::new("broker", dir, &keys).ready_within(Duration::from_secs(60));
+        let spec = MemberSpec::new("broker", dir, &keys).ready_within(args.ready_within.into());
         let started = kind.start_broker(&spec);
         let member = match started {
             Ok(m) => m,
