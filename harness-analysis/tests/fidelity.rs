@@ -407,3 +407,37 @@ fn a_knee_the_generator_stopped_is_no_figure() {
     assert!(lines[0].model.contains("validity"), "{lines:?}");
     assert!(lines[0].real.starts_with("1.00"), "{lines:?}");
 }
+
+#[test]
+fn a_knee_at_the_search_ceiling_is_no_figure() {
+    // The model met the SLO at every probe up to knee.max_rate on both locks: 32000 / 32000 is
+    // the ceiling over itself, not a ratio of knees (seen in the 5 December run's row 1).
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("1"),
+        "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate,knee_limited_by",
+        &[
+            "a,1,in-tree,true,2,32000,none up to max_rate",
+            "b,1,in-tree,false,2,32000,none up to max_rate",
+            "c,1,apache,true,2,13454,p99_ms <= 100",
+            "d,1,apache,false,2,1682,p99_ms <= 100",
+        ],
+    );
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "1".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
+    assert!(lines[0].model.contains("ceiling"), "{lines:?}");
+    assert!(lines[0].real.starts_with("0.13"), "{lines:?}");
+    assert_eq!(
+        harness_results::columns::KNEE_ABOVE_MAX,
+        "none up to max_rate",
+        "the text the runner writes"
+    );
+}

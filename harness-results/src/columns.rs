@@ -205,3 +205,7 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "slave_wait_p99_us",
     "event",
 ];
+
+/// `knee_limited_by` of a knee search that met the SLO at every rate up to `knee.max_rate`:
+/// `knee_rate` is then the ceiling, a lower bound of the knee, not the knee.
+pub const KNEE_ABOVE_MAX: &str = "none up to max_rate";

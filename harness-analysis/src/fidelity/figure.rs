@@ -257,12 +257,18 @@ fn figure(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figur
     if let Some(over) = &check.over {
         rows.extend(select(data, broker, version, &over.cells));
     }
-    if rows.iter().any(|r| {
-        r.text
-            .get("knee_limited_by")
-            .is_some_and(|t| t.starts_with("valid"))
-    }) {
+    let limited_by = |p: &dyn Fn(&str) -> bool| {
+        rows.iter()
+            .any(|r| r.text.get("knee_limited_by").is_some_and(|t| p(t)))
+    };
+    if limited_by(&|t| t.starts_with("valid")) {
         return Figure::missing("a knee stopped by the harness's validity, not by the broker");
+    }
+    // A knee at the search's ceiling is a lower bound: a ratio with it says nothing.
+    if limited_by(&|t| t == harness_results::columns::KNEE_ABOVE_MAX) {
+        return Figure::missing(
+            "a knee above the search's ceiling (knee.max_rate): a bound, not a knee",
+        );
     }
     figure_of(data, check, broker, version)
 }

@@ -107,7 +107,10 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
                 .map(|r| r.knee.slo_failed.clone())
                 .unwrap_or_default(),
         ),
-        Some(KneeOutcome::AboveMax { rate }) => (Some(rate), "none up to max_rate".to_owned()),
+        Some(KneeOutcome::AboveMax { rate }) => (
+            Some(rate),
+            harness_results::columns::KNEE_ABOVE_MAX.to_owned(),
+        ),
         Some(KneeOutcome::BelowMin) => (
             None,
             rows.last()
