@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use harness::cluster::{prepare, CellCluster};
 use harness::consumer::{ConsumerRun, Mq, SendTracking, Sub, Target};
 use harness::kind::in_tree::process::BrokerProcess;
-use harness::kind::write_conf;
 use harness_model::matrix::{self, Cell};
 use harness_model::profile::{Profile, Workload};
 use remoting::{RemotingCommand, RequestCode};
@@ -37,27 +36,9 @@ fn one_broker(dir: &Path, w: &Workload) -> BrokerProcess {
     one_broker_of(dir, w, "5.3")
 }
 
-/// One broker of `profile` (`brokerVersionProfile`).
+/// One broker of `profile` (`brokerVersionProfile`) with the workload's topic.
 fn one_broker_of(dir: &Path, w: &Workload, profile: &str) -> BrokerProcess {
-    let conf: BTreeMap<String, String> = [
-        ("brokerVersionProfile", profile.to_owned()),
-        ("listenPort", "0".to_owned()),
-        ("storePathRootDir", dir.join("store").display().to_string()),
-        ("mappedFileSizeCommitLog", "16777216".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    let path = dir.join("broker.conf");
-    write_conf(&path, &conf).unwrap();
-    let broker = BrokerProcess::start(
-        &broker_bin(),
-        &path,
-        &dir.join("broker.log"),
-        None,
-        Duration::from_secs(20),
-    )
-    .unwrap();
+    let broker = common::own_broker(dir, &[("brokerVersionProfile", profile)]);
     let mut conn = AdminConn::connect(broker.addr, Duration::from_secs(3)).unwrap();
     conn.create_topic(&w.topic, w.queues, Duration::from_secs(5))
         .unwrap();

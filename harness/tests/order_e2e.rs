@@ -5,12 +5,10 @@
 //! counts, never with a time: a loaded 2-core machine changes how many inversions there are,
 //! not whether the counts agree.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use harness::kind::in_tree::process::BrokerProcess;
-use harness::kind::write_conf;
 use harness::order::count::InversionCount;
 use harness::reconcile::{read_queue, Stored};
 use harness::report::SummaryRow;
@@ -20,7 +18,7 @@ use rmq_client::admin::AdminConn;
 use rmq_client::uniq_key::uniq_seq;
 
 mod common;
-use common::{broker_bin, options};
+use common::{options, own_broker};
 
 fn run(text: &str, opts: &RunOptions) -> Vec<SummaryRow> {
     let profile = Profile::parse(text, "order.toml", Path::new("order.toml"), &[]).unwrap();
@@ -120,29 +118,6 @@ fn sync_by_key_keeps_every_key_in_order_at_eight_threads() {
     );
 }
 
-/// A broker of our own, so its store can be read back after the run.
-fn own_broker(dir: &Path) -> BrokerProcess {
-    let conf: BTreeMap<String, String> = [
-        ("listenPort", "0".to_owned()),
-        ("storePathRootDir", dir.join("store").display().to_string()),
-        ("mappedFileSizeCommitLog", "16777216".to_owned()),
-        ("sendMessageThreadPoolNums", "8".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    let path = dir.join("broker.conf");
-    write_conf(&path, &conf).unwrap();
-    BrokerProcess::start(
-        &broker_bin(),
-        &path,
-        &dir.join("broker.log"),
-        None,
-        Duration::from_secs(20),
-    )
-    .expect("broker starts")
-}
-
 /// The store's order of `topic`'s one queue, counted as the harness does (one stream).
 fn read_back(broker: &BrokerProcess, topic: &str) -> (u64, u64) {
     let mut conn = AdminConn::connect(broker.addr, Duration::from_secs(2)).unwrap();
@@ -162,7 +137,7 @@ fn read_back(broker: &BrokerProcess, topic: &str) -> (u64, u64) {
 #[test]
 fn pipelined_sends_at_eight_threads_are_inverted_and_every_count_agrees() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = own_broker(dir.path());
+    let broker = own_broker(dir.path(), &[("sendMessageThreadPoolNums", "8")]);
     let mut opts = options(&dir.path().join("out"));
     opts.target = Some(broker.addr);
     opts.broker_pid = Some(broker.pid);

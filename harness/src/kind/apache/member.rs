@@ -52,14 +52,13 @@ pub(super) fn start_namesrv(
     let conf_path = dir.join(format!("{stem}.conf"));
     let home = dir.join(format!("{stem}-home"));
     let log = dir.join(format!("{stem}.log"));
-    let mut attempt = 1;
-    loop {
+    let started = on_free_ports(&log, true, || {
         let port = conf::free_port().map_err(|e| failed(format!("choosing a port: {e}")))?;
         std::fs::write(&conf_path, format!("listenPort={port}\n"))
             .map_err(conf_error(&conf_path))?;
         let args = conf::jvm_args(Role::NameServer, version, &jars.lib, &home, &conf_path, 128)
             .map_err(conf_error(&home))?;
-        let started = Jvm::start(&JvmSpec {
+        let jvm = Jvm::start(&JvmSpec {
             java: jars.java.clone(),
             args,
             log: &log,
@@ -67,31 +66,39 @@ pub(super) fn start_namesrv(
             cpus,
             ready: MIN_READY,
             what: "name server",
-        });
-        match started {
-            Ok(jvm) => {
-                return Ok(ApacheNameServer {
-                    jvm,
-                    addr: SocketAddr::from(([127, 0, 0, 1], port)),
-                })
-            }
-            Err(e) if e.lost_a_port() && attempt < PORT_ATTEMPTS => {
-                keep_lost_log(&log, attempt);
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+        })?;
+        Ok((jvm, port))
+    });
+    let (jvm, port) = started?;
+    Ok(ApacheNameServer {
+        jvm,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+    })
 }
 
 /// Tries a JVM gets when its port, chosen free, was taken before the JVM bound it.
 const PORT_ATTEMPTS: u32 = 3;
 
-/// Keeps the log of a start that lost its port beside the next try's (`<log>.lost-port-N`).
-fn keep_lost_log(log: &Path, attempt: u32) {
-    let mut kept = log.as_os_str().to_owned();
-    kept.push(format!(".lost-port-{attempt}"));
-    let _ = std::fs::rename(log, kept);
+/// Runs `start` (choose ports, write the config, start the JVM) again, up to [`PORT_ATTEMPTS`]
+/// times, while the JVM loses its port to another process (`may_retry`: the harness chose the
+/// ports). The log of each lost try is kept beside the next one's (`<log>.lost-port-N`).
+fn on_free_ports<T>(
+    log: &Path,
+    may_retry: bool,
+    mut start: impl FnMut() -> Result<T, StartError>,
+) -> Result<T, StartError> {
+    let mut attempt = 1;
+    loop {
+        match start() {
+            Err(e) if may_retry && e.lost_a_port() && attempt < PORT_ATTEMPTS => {
+                let mut kept = log.as_os_str().to_owned();
+                kept.push(format!(".lost-port-{attempt}"));
+                let _ = std::fs::rename(log, kept);
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Starts a broker for `spec`; a broker whose keys name no name server gets one of its own.
@@ -125,8 +132,8 @@ pub(super) fn start_broker(
     let home = spec.dir.join(format!("{}-home", spec.stem));
     let conf_path = spec.conf_path();
     let log = spec.log_path();
-    let mut attempt = 1;
-    let (jvm, ports, keys) = loop {
+    // Ports the cell named are the cell's: no other ports behind its back.
+    let (jvm, ports, keys) = on_free_ports(&log, given.is_none(), || {
         let ports = match given {
             Some(p) => BrokerPorts { listen: p },
             None => BrokerPorts::pick().map_err(|e| failed(format!("choosing ports: {e}")))?,
@@ -138,7 +145,7 @@ pub(super) fn start_broker(
         let direct = conf::direct_memory_mb(&keys);
         let args = conf::jvm_args(Role::Broker, version, &jars.lib, &home, &conf_path, direct)
             .map_err(conf_error(&home))?;
-        let started = Jvm::start(&JvmSpec {
+        let jvm = Jvm::start(&JvmSpec {
             java: jars.java.clone(),
             args,
             log: &log,
@@ -146,17 +153,9 @@ pub(super) fn start_broker(
             cpus: spec.cpus,
             ready: spec.ready.max(MIN_READY),
             what: "broker",
-        });
-        match started {
-            Ok(jvm) => break (jvm, ports, keys),
-            // Ports the cell named are the cell's: no other ports behind its back.
-            Err(e) if e.lost_a_port() && given.is_none() && attempt < PORT_ATTEMPTS => {
-                keep_lost_log(&log, attempt);
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    };
+        })?;
+        Ok((jvm, ports, keys))
+    })?;
     let broker = ApacheBroker {
         broker: jvm,
         ns: own_ns,
