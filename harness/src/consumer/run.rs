@@ -17,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
-use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
+use crate::consumer::figures::{BrokerCounts, ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::run_instance;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
-use crate::consumer::metrics::{BrokerCounts, Metrics};
+use crate::consumer::metrics::Metrics;
 use crate::consumer::offsets::max_offset;
 use crate::consumer::prefill::prefill_topic;
 use crate::consumer::processing::ProcessingModel;
@@ -457,7 +457,7 @@ impl ConsumerRun {
             lag_at_end,
             recovery,
             restart_duplicates,
-            retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
+            retry: crate::consumer::figures::retry_figures(&self.shared.failures, broker_retry),
             per_broker: self.per_broker_all(),
         }
     }

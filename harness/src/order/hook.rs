@@ -102,15 +102,14 @@ impl JobOrder {
                 }
             }
         }
-        self.ledger().map_or_else(TimeseriesOrder::default, |l| {
-            TimeseriesOrder::of(&l.take_second())
-        })
+        self.ledger()
+            .map_or_else(TimeseriesOrder::default, |l| l.take_second().columns())
     }
 
     /// The job's columns, or why the count is incomplete.
     pub fn finish(self) -> Result<OrderColumns, String> {
         match self {
-            JobOrder::Pulls(l) => Ok(OrderColumns::of(&l.figures())),
+            JobOrder::Pulls(l) => Ok(l.figures().columns()),
             JobOrder::Store {
                 running, failed, ..
             } => {
@@ -121,7 +120,7 @@ impl JobOrder {
                     return Ok(OrderColumns::default());
                 };
                 reader.finish()?;
-                Ok(OrderColumns::of(&ledger.figures()))
+                Ok(ledger.figures().columns())
             }
         }
     }

@@ -191,7 +191,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         let seg = &recorder.segments[ph.segment];
         let mut figs = SegmentFigures::from_segment(seg);
         figs.broker_names = broker_names.clone();
-        figs.write_blocks = recorder.write_blocks.clone();
+        figs.write_blocks = recorder.write_blocks.iter().map(|b| b.figures()).collect();
         let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
         let target_rate =
             (cell.workload.model != Model::Closed).then_some(ctx.opts.spread.shard.share(ph.rate));
