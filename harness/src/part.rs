@@ -25,7 +25,9 @@ use harness_model::profile::Workload;
 use hdrhistogram::Histogram;
 use rmq_client::uniq_key::KeySpace;
 
+use crate::cluster::error::ClusterError;
 use crate::cluster::job::JobCluster;
+use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::ConsumerFigures;
 use crate::kind::Member;
 use crate::order::ledger::OrderLedger;
@@ -36,14 +38,14 @@ use crate::runner::plan::LoadConfig;
 #[derive(Debug, thiserror::Error)]
 pub enum PartError {
     /// The routes, the topic on every broker or the slaves of a cluster.
-    #[error("{0}")]
-    Cluster(String),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
     /// The fault's target, a signal or restart, or the reconciliation afterwards.
     #[error("{0}")]
     Fault(String),
     /// The consumers did not start.
-    #[error("{0}")]
-    Consumers(String),
+    #[error(transparent)]
+    Consumers(#[from] ConsumerStartError),
     /// The order count is incomplete.
     #[error("{0}")]
     Order(String),
