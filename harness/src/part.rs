@@ -31,6 +31,7 @@ use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::ConsumerFigures;
 use crate::kind::Member;
 use crate::order::ledger::OrderLedger;
+use crate::order::readback::ReadBackError;
 use crate::report::{FaultColumns, OrderColumns, Resources, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
 
@@ -47,8 +48,8 @@ pub enum PartError {
     #[error(transparent)]
     Consumers(#[from] ConsumerStartError),
     /// The order count is incomplete.
-    #[error("{0}")]
-    Order(String),
+    #[error(transparent)]
+    Order(#[from] ReadBackError),
     /// A row of the part's own (the consumers' backlog and drain) could not be written.
     #[error("writing the time series: {0}")]
     Series(#[source] std::io::Error),
