@@ -25,10 +25,13 @@ use harness_model::profile::Workload;
 use hdrhistogram::Histogram;
 use rmq_client::uniq_key::KeySpace;
 
+use crate::cluster::error::ClusterError;
 use crate::cluster::job::JobCluster;
+use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::ConsumerFigures;
 use crate::kind::Member;
 use crate::order::ledger::OrderLedger;
+use crate::order::readback::ReadBackError;
 use crate::report::{FaultColumns, OrderColumns, Resources, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
 
@@ -36,17 +39,17 @@ use crate::runner::plan::LoadConfig;
 #[derive(Debug, thiserror::Error)]
 pub enum PartError {
     /// The routes, the topic on every broker or the slaves of a cluster.
-    #[error("{0}")]
-    Cluster(String),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
     /// The fault's target, a signal or restart, or the reconciliation afterwards.
     #[error("{0}")]
     Fault(String),
     /// The consumers did not start.
-    #[error("{0}")]
-    Consumers(String),
+    #[error(transparent)]
+    Consumers(#[from] ConsumerStartError),
     /// The order count is incomplete.
-    #[error("{0}")]
-    Order(String),
+    #[error(transparent)]
+    Order(#[from] ReadBackError),
     /// A row of the part's own (the consumers' backlog and drain) could not be written.
     #[error("writing the time series: {0}")]
     Series(#[source] std::io::Error),

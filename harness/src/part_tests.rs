@@ -66,7 +66,7 @@ impl JobPart for Mock {
     fn finish(&mut self, _cols: JobColumns<'_>) -> Result<(), PartError> {
         self.note("finish");
         match self.fail {
-            true => Err(PartError::Order(format!("{} incomplete", self.name))),
+            true => Err(PartError::Fault(format!("{} incomplete", self.name))),
             false => Ok(()),
         }
     }
@@ -156,7 +156,7 @@ fn every_part_ticks_and_finishes_and_the_first_error_is_the_reason() {
         fault: &mut fault,
     };
     let e = parts.finish(cols).unwrap_err();
-    assert!(matches!(e, PartError::Order(_)));
+    assert!(matches!(e, PartError::Fault(_)));
     assert_eq!(e.to_string(), "b incomplete");
     assert_eq!(
         *log.borrow(),

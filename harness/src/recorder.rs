@@ -18,8 +18,8 @@ mod runs;
 mod second;
 mod segment;
 pub use outcome::{classify, parse_queue_stats, BusyClass, NotAvailableClass, Outcome};
+use segment::{count, count_n, record, record_n};
 pub use segment::{histogram, quantile, Counts, Interval, Segment};
-use segment::{record, record_n};
 
 /// The counts of the second under way; its histograms are the segments' gain
 /// ([`second::take`]).
@@ -159,7 +159,7 @@ impl Recorder {
         n: u64,
     ) {
         let s = self.seg(seg);
-        s.counts.add_n(outcome, n as i64);
+        count_n(&mut s.counts, outcome, n as i64);
         if let Some(l) = latency_us {
             record_n(&mut s.latency, l, n);
             match outcome {
@@ -171,7 +171,7 @@ impl Recorder {
         if let Some(sv) = service_us {
             record_n(&mut s.service, sv, n);
         }
-        self.second.counts.add_n(outcome, n as i64);
+        count_n(&mut self.second.counts, outcome, n as i64);
     }
 
     /// The answer to a send's first attempt (whatever happens to it later).
@@ -213,13 +213,13 @@ impl Recorder {
         self.flush_run();
         let s = self.seg(seg);
         if s.counts.ok > 0 {
-            s.counts.add_n(Outcome::Ok, -1);
-            s.counts.add(outcome);
+            count_n(&mut s.counts, Outcome::Ok, -1);
+            count(&mut s.counts, outcome);
         }
         if self.second.counts.ok > 0 {
-            self.second.counts.add_n(Outcome::Ok, -1);
+            count_n(&mut self.second.counts, Outcome::Ok, -1);
         }
-        self.second.counts.add(outcome);
+        count(&mut self.second.counts, outcome);
     }
 
     /// A busy answer for a send no longer in flight (timed out): the broker counted it.

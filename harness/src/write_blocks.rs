@@ -14,6 +14,8 @@
 
 use std::time::Instant;
 
+pub use harness_results::cols::BlockFigures;
+
 /// Blocks kept per broker and worker.
 pub const MAX_BLOCKS: usize = 64;
 
@@ -42,17 +44,6 @@ pub struct WriteBlocks {
     blocks: Vec<Block>,
     /// The broker's last answer of any kind: an open block lasted at least until then.
     last_answer: Option<Instant>,
-}
-
-/// What the summary reports of one broker's blocks.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BlockFigures {
-    pub blocks: usize,
-    /// The longest block in ms; for a block still open at the end, its length up to the
-    /// broker's last answer.
-    pub longest_ms: f64,
-    /// Whether the longest block was still open at the end (its length is a lower bound).
-    pub longest_open: bool,
 }
 
 impl WriteBlocks {

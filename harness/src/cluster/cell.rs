@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use super::error::ClusterError;
 use crate::kind::{BrokerKind, Member, MemberSpec, NameServer};
 use harness_model::matrix::Cell;
 use harness_model::profile::{
@@ -89,7 +90,7 @@ impl CellCluster {
         n: usize,
         job_dir: &Path,
         cpus: Option<&[usize]>,
-    ) -> Result<CellCluster, String> {
+    ) -> Result<CellCluster, ClusterError> {
         Self::start_pairs(kind, cell, (n, 0), job_dir, cpus)
     }
 
@@ -101,8 +102,10 @@ impl CellCluster {
         (n, slaves): (usize, usize),
         job_dir: &Path,
         cpus: Option<&[usize]>,
-    ) -> Result<CellCluster, String> {
-        let ns = kind.start_namesrv(job_dir).map_err(|e| e.to_string())?;
+    ) -> Result<CellCluster, ClusterError> {
+        let ns = kind
+            .start_namesrv(job_dir)
+            .map_err(ClusterError::NameServer)?;
         let mut cluster = CellCluster {
             namesrv_addr: ns.addr(),
             namesrv: Some(ns),
@@ -122,7 +125,10 @@ impl CellCluster {
             let spec = MemberSpec::new(&stem, job_dir, &conf).pinned(pin.as_deref());
             let p = kind
                 .start_broker(&spec)
-                .map_err(|e| format!("{stem}: {e}"))?;
+                .map_err(|source| ClusterError::Broker {
+                    member: stem.clone(),
+                    source,
+                })?;
             cluster.brokers.push(p);
             cluster.confs.push(conf);
             if slaves > 0 {

@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 
 use remoting::route::TopicRouteData;
 
+use super::error::ClusterError;
 use super::router::{BrokerRoute, Router};
-use rmq_client::name_server::{fetch_route, resolve};
+use rmq_client::name_server::{fetch_route, resolve, NameServerError};
 
 /// The client's `pollNameServerInterval`.
 pub const ROUTE_REFRESH: Duration = Duration::from_secs(30);
 
 /// The brokers of a route that have a master and a writeable queue (`topicRouteData2TopicPublishInfo`).
-pub fn brokers_of(route: &TopicRouteData) -> Result<Vec<BrokerRoute>, String> {
+pub fn brokers_of(route: &TopicRouteData) -> Result<Vec<BrokerRoute>, NameServerError> {
     let mut out = Vec::new();
     for q in &route.queue_datas {
         let Some(b) = route
@@ -31,7 +32,7 @@ pub fn brokers_of(route: &TopicRouteData) -> Result<Vec<BrokerRoute>, String> {
         };
         out.push(BrokerRoute {
             name: q.broker_name.clone(),
-            addr: resolve(addr).map_err(|e| e.to_string())?,
+            addr: resolve(addr)?,
             write_queues: if q.writeable() {
                 q.write_queue_nums.max(0) as u32
             } else {
@@ -49,18 +50,18 @@ pub fn wait_for_route(
     topic: &str,
     expect: usize,
     wait: Duration,
-) -> Result<TopicRouteData, String> {
+) -> Result<TopicRouteData, ClusterError> {
     let end = Instant::now() + wait;
     loop {
-        let route = fetch_route(namesrv, topic).map_err(|e| e.to_string())?;
+        let route = fetch_route(namesrv, topic)?;
         let listed = route.as_ref().map_or(0, |r| r.queue_datas.len());
         match route {
             Some(r) if listed >= expect => return Ok(r),
             r if Instant::now() >= end => {
-                return r.ok_or_else(|| {
-                    format!(
-                        "the name server {namesrv} has no route for topic {topic} after {wait:?}"
-                    )
+                return r.ok_or_else(|| ClusterError::NoRoute {
+                    namesrv,
+                    topic: topic.to_owned(),
+                    wait,
                 })
             }
             _ => std::thread::sleep(Duration::from_millis(50)),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cell::CellCluster;
+use super::error::ClusterError;
 use super::router::Router;
 use super::setup::{prepare, ClusterLoad};
 use crate::kind::{BrokerKind, Lifecycle, Member};
@@ -36,7 +37,7 @@ impl JobCluster {
         cell: &Cell,
         job_dir: &Path,
         cpus: Option<&[usize]>,
-    ) -> Result<Option<JobCluster>, String> {
+    ) -> Result<Option<JobCluster>, ClusterError> {
         if let Some(ns) = namesrv {
             return Ok(Some(JobCluster {
                 namesrv: ns,
@@ -84,7 +85,7 @@ impl JobCluster {
     }
 
     /// Topic on every broker, route, router: what the load needs.
-    pub fn prepare(&mut self, w: &Workload) -> Result<Arc<Router>, String> {
+    pub fn prepare(&mut self, w: &Workload) -> Result<Arc<Router>, ClusterError> {
         let load = prepare(self.namesrv, self.expect, w)?;
         let router = load.router.clone();
         if self.slaves > 0 {

@@ -19,7 +19,7 @@ impl JobPart for ClusterRouting {
         let Some(c) = brokers.cluster.as_deref_mut() else {
             return Ok(());
         };
-        let router = c.prepare(&cfg.workload).map_err(PartError::Cluster)?;
+        let router = c.prepare(&cfg.workload)?;
         cfg.addr = router.brokers[0].addr;
         cfg.cluster = Some(router);
         board.broker_names = c.broker_names();

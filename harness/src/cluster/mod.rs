@@ -10,9 +10,11 @@
 //! * job_part.rs — its routing as a job part (`crate::part`): route and router before the load
 //! * setup.rs    — what a job does before its load: topic on every broker, route, router
 //! * slaves.rs   — `[cluster] slaves = 1`: a slave per broker, wired to its master, connected
+//! * error.rs    — why a cluster did not start or get ready (`ClusterError`)
 
 pub mod cell;
 pub mod discover;
+pub mod error;
 pub mod job;
 pub mod job_part;
 pub mod latency_fault;
@@ -21,6 +23,7 @@ pub mod setup;
 pub mod slaves;
 
 pub use cell::{broker_conf, broker_name, CellCluster};
+pub use error::ClusterError;
 pub use job::JobCluster;
 pub use latency_fault::FaultVersion;
 pub use router::{BrokerRoute, Queue, Router, Selection};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::discover::{brokers_of, wait_for_route, Refresher, ROUTE_REFRESH};
+use super::error::ClusterError;
 use super::latency_fault::FaultVersion;
 use super::router::{Router, Selection};
 use harness_model::profile::{RetryPolicy, Workload};
@@ -35,21 +36,21 @@ pub fn prepare(
     namesrv: SocketAddr,
     expect: Option<usize>,
     w: &Workload,
-) -> Result<ClusterLoad, String> {
+) -> Result<ClusterLoad, ClusterError> {
     let end = Instant::now() + Duration::from_secs(20);
     let masters = loop {
-        let m = master_addrs(namesrv).map_err(|e| e.to_string())?;
+        let m = master_addrs(namesrv)?;
         let enough = m.len() >= expect.unwrap_or(1);
         if enough || Instant::now() >= end {
             if m.is_empty() {
-                return Err(format!("the name server {namesrv} lists no broker"));
+                return Err(ClusterError::NoBroker { namesrv });
             }
             if !enough {
-                return Err(format!(
-                    "only {} of {} brokers registered with the name server {namesrv} within 20 s",
-                    m.len(),
-                    expect.unwrap_or(1)
-                ));
+                return Err(ClusterError::TooFewBrokers {
+                    registered: m.len(),
+                    expected: expect.unwrap_or(1),
+                    namesrv,
+                });
             }
             break m;
         }
@@ -57,25 +58,35 @@ pub fn prepare(
     };
     if w.create_topic {
         for (name, addr) in &masters {
-            let mut admin = AdminConn::connect(*addr, Duration::from_secs(2))
-                .map_err(|e| format!("{name} ({addr}): {e}"))?;
+            let mut admin =
+                AdminConn::connect(*addr, Duration::from_secs(2)).map_err(|source| {
+                    ClusterError::Admin {
+                        broker: name.clone(),
+                        addr: *addr,
+                        source: Box::new(source),
+                    }
+                })?;
             admin
                 .create_topic(&w.topic, w.queues, Duration::from_secs(5))
-                .map_err(|e| format!("creating topic {} on {name} ({addr}): {e}", w.topic))?;
+                .map_err(|source| ClusterError::CreateTopic {
+                    topic: w.topic.clone(),
+                    broker: name.clone(),
+                    addr: *addr,
+                    source: Box::new(source),
+                })?;
         }
     }
     let want = if w.create_topic { masters.len() } else { 1 };
     let route = wait_for_route(namesrv, &w.topic, want, Duration::from_secs(15))?;
     let brokers = brokers_of(&route)?;
     if brokers.iter().all(|b| b.write_queues == 0) {
-        return Err(format!(
-            "topic {} has no writeable queue in its route",
-            w.topic
-        ));
+        return Err(ClusterError::NoWriteableQueue {
+            topic: w.topic.clone(),
+        });
     }
     let router = Arc::new(Router::new(brokers, selection(w), fastrand::u64(..)));
     let refresher = Refresher::start(namesrv, w.topic.clone(), router.clone(), ROUTE_REFRESH)
-        .map_err(|e| format!("starting the route refresh: {e}"))?;
+        .map_err(ClusterError::RouteRefresh)?;
     Ok(ClusterLoad {
         router,
         namesrv,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use remoting::route::TopicRouteData;
 
 use super::cell::CellCluster;
+use super::error::ClusterError;
 use super::router::Router;
 use crate::kind::{BrokerKind, Member, MemberSpec};
 use rmq_client::admin::AdminConn;
@@ -69,17 +70,20 @@ pub fn start_slave(
     index: usize,
     job_dir: &Path,
     cpus: Option<&[usize]>,
-) -> Result<StartedSlave, String> {
-    let ha = master.ha_addr(Duration::from_secs(2)).ok_or_else(|| {
-        format!("broker-{index}: no `ha listening on` line: this broker does not replicate")
-    })?;
+) -> Result<StartedSlave, ClusterError> {
+    let ha = master
+        .ha_addr(Duration::from_secs(2))
+        .ok_or(ClusterError::NotReplicating { broker: index })?;
     let store = job_dir.join(format!("store-{index}-slave"));
     let conf = slave_conf(master_conf, ha, &store);
     let stem = format!("broker-{index}-slave");
     let spec = MemberSpec::new(&stem, job_dir, &conf).pinned(cpus);
     let p = kind
         .start_broker(&spec)
-        .map_err(|e| format!("{stem}: {e}; see {stem}.log"))?;
+        .map_err(|source| ClusterError::Slave {
+            member: stem.clone(),
+            source,
+        })?;
     Ok((p, conf))
 }
 
@@ -146,10 +150,10 @@ pub fn ready(
     topic: &str,
     router: &Router,
     wait: Duration,
-) -> Result<BTreeMap<String, Vec<String>>, String> {
+) -> Result<BTreeMap<String, Vec<String>>, ClusterError> {
     let end = Instant::now() + wait;
     let slaves = loop {
-        let route = fetch_route(namesrv, topic).map_err(|e| e.to_string())?;
+        let route = fetch_route(namesrv, topic)?;
         let slaves = route.as_ref().map(slaves_of).unwrap_or_default();
         let missing = router
             .brokers
@@ -158,18 +162,24 @@ pub fn ready(
         match missing {
             None => break slaves,
             Some(b) if Instant::now() >= end => {
-                return Err(format!(
-                    "[cluster] slaves = 1, but the route of {topic} from {namesrv} lists no slave (brokerId > 0) of {} within {wait:?}",
-                    b.name
-                ))
+                return Err(ClusterError::NoSlaveInRoute {
+                    topic: topic.to_owned(),
+                    namesrv,
+                    broker: b.name.clone(),
+                    wait,
+                })
             }
             Some(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     };
     for b in &router.brokers {
         let left = end.saturating_duration_since(Instant::now());
-        wait_connected(b.addr, left.max(Duration::from_secs(1)))
-            .map_err(|e| format!("{}: {e}", b.name))?;
+        wait_connected(b.addr, left.max(Duration::from_secs(1))).map_err(|reason| {
+            ClusterError::SlaveNotConnected {
+                member: b.name.clone(),
+                reason,
+            }
+        })?;
     }
     Ok(slaves)
 }
@@ -181,16 +191,21 @@ pub fn ready(
 pub fn create_topic(
     slaves: &BTreeMap<String, Vec<String>>,
     w: &harness_model::profile::Workload,
-) -> Result<(), String> {
+) -> Result<(), ClusterError> {
     for (name, addrs) in slaves {
         for addr in addrs {
-            let sock: SocketAddr = addr
-                .parse()
-                .map_err(|e| format!("{name}'s slave address {addr}: {e}"))?;
+            let sock: SocketAddr = addr.parse().map_err(|source| ClusterError::SlaveAddress {
+                broker: name.clone(),
+                addr: addr.clone(),
+                source,
+            })?;
             AdminConn::connect(sock, Duration::from_secs(2))
                 .and_then(|mut a| a.create_topic(&w.topic, w.queues, Duration::from_secs(5)))
-                .map_err(|e| {
-                    format!("creating topic {} on {name}'s slave ({addr}): {e}", w.topic)
+                .map_err(|source| ClusterError::SlaveCreateTopic {
+                    topic: w.topic.clone(),
+                    broker: name.clone(),
+                    addr: addr.clone(),
+                    source: Box::new(source),
                 })?;
         }
     }
@@ -205,9 +220,9 @@ impl CellCluster {
         i: usize,
         job_dir: &Path,
         cpus: Option<&[usize]>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ClusterError> {
         if let Some(why) = master_problem(&self.confs[i]) {
-            return Err(format!("broker-{i}: {why}"));
+            return Err(ClusterError::NotAMaster { broker: i, why });
         }
         let (p, conf) = start_slave(
             kind,
@@ -225,11 +240,14 @@ impl CellCluster {
     }
 
     /// Waits until every master has its slave connected and reporting.
-    pub(super) fn wait_slaves_connected(&self) -> Result<(), String> {
+    pub(super) fn wait_slaves_connected(&self) -> Result<(), ClusterError> {
         let end = Instant::now() + CONNECT_WAIT;
         for (i, b) in self.brokers.iter().enumerate() {
             let left = end.saturating_duration_since(Instant::now());
-            wait_connected(b.addr(), left).map_err(|e| format!("broker-{i}: {e}"))?;
+            wait_connected(b.addr(), left).map_err(|reason| ClusterError::SlaveNotConnected {
+                member: format!("broker-{i}"),
+                reason,
+            })?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
 use crate::consumer::backlog::Backlog;
+use crate::consumer::figures::BrokerCounts;
 use crate::consumer::process_queue::Msg;
 use crate::consumer::pull_gate::FlowControl;
 use crate::consumer::seqset::SeqSet;
@@ -69,17 +70,6 @@ pub struct Metrics {
     backlog_of: Option<Arc<SendTracking>>,
     /// Per broker of the route, by name: what was consumed of its queues and its lag.
     brokers: Mutex<BTreeMap<Arc<str>, BrokerCounts>>,
-}
-
-/// One broker's share of the consumers' figures.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct BrokerCounts {
-    /// Messages started from this broker's queues (its retry queue included).
-    pub consumed: u64,
-    /// Max offset − committed offset over its queues, at the last sample.
-    pub lag: i64,
-    /// The largest lag sampled in the measured window.
-    pub lag_max: i64,
 }
 
 /// Records `v`; `saturating_record` alone would clamp to the current (auto-resizing) range.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use crate::consumer::start_error::PrefillError;
 use crate::consumer::state::Shared;
 use crate::consumer::tracking::SendTracking;
 use crate::consumer::wire::Wire;
@@ -21,7 +22,7 @@ pub async fn prefill_topic(
     shared: &Arc<Shared>,
     workload: &Workload,
     tracking: &Arc<SendTracking>,
-) -> Result<u64, String> {
+) -> Result<u64, PrefillError> {
     // One connection per broker of the route.
     let mut wires = Vec::new();
     for b in shared.route.brokers() {
@@ -32,11 +33,14 @@ pub async fn prefill_topic(
             shared.cancel.child_token(),
         )
         .await
-        .map_err(|e| format!("prefill: {}: {e}", b.name))?;
+        .map_err(|source| PrefillError::Connect {
+            broker: b.name.to_string(),
+            source,
+        })?;
         wires.push(Arc::new(w));
     }
     if wires.is_empty() {
-        return Err("prefill: the route lists no broker".into());
+        return Err(PrefillError::NoBroker);
     }
     let mut builder = crate::send_spec::builder(workload);
     builder.set_uniq_prefix(&tracking.prefix);

@@ -18,6 +18,7 @@ use parking_lot::RwLock;
 use remoting::route::{TopicRouteData, PERM_READ};
 use tokio_util::sync::CancellationToken;
 
+use crate::consumer::start_error::RouteError;
 use rmq_client::name_server::fetch_route;
 
 /// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
@@ -114,7 +115,7 @@ pub struct Route {
 
 impl Route {
     /// The first route: one broker, or what the name server answers now.
-    pub async fn start(target: Target, topic: &str, queues: u32) -> Result<Route, String> {
+    pub async fn start(target: Target, topic: &str, queues: u32) -> Result<Route, RouteError> {
         let brokers = match target {
             Target::Broker(addr) => vec![RouteBroker {
                 name: BROKER_NAME.into(),
@@ -125,9 +126,10 @@ impl Route {
             Target::NameServer(ns) => match read_route(ns, topic).await? {
                 Some(b) if !b.is_empty() => b,
                 _ => {
-                    return Err(format!(
-                        "the name server {ns} has no route for topic {topic}"
-                    ))
+                    return Err(RouteError::NoRoute {
+                        namesrv: ns,
+                        topic: topic.to_owned(),
+                    })
                 }
             },
         };
@@ -238,13 +240,12 @@ pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
 
 /// GET_ROUTEINFO_BY_TOPIC off the runtime (the name-server call blocks); `Ok(None)` when the
 /// topic has no route.
-async fn read_route(ns: SocketAddr, topic: &str) -> Result<Option<Vec<RouteBroker>>, String> {
+async fn read_route(ns: SocketAddr, topic: &str) -> Result<Option<Vec<RouteBroker>>, RouteError> {
     let topic = topic.to_owned();
-    tokio::task::spawn_blocking(move || fetch_route(ns, &topic))
+    let route = tokio::task::spawn_blocking(move || fetch_route(ns, &topic))
         .await
-        .map_err(|e| format!("route lookup: {e}"))?
-        .map(|r| r.map(|r| subscribe_brokers(&r)))
-        .map_err(|e| e.to_string())
+        .map_err(|e| RouteError::Lookup(e.to_string()))??;
+    Ok(route.map(|r| subscribe_brokers(&r)))
 }
 
 /// `pollNameServerInterval`: re-reads the route every `period` until `cancel`; an error or an

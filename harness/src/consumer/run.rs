@@ -17,16 +17,17 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::consumer::failure::Failures;
-use crate::consumer::figures::{ConsumerFigures, ConsumerSecond};
+use crate::consumer::figures::{BrokerCounts, ConsumerFigures, ConsumerSecond};
 use crate::consumer::instance::run_instance;
 use crate::consumer::links::Links;
 use crate::consumer::log::EventLog;
-use crate::consumer::metrics::{BrokerCounts, Metrics};
+use crate::consumer::metrics::Metrics;
 use crate::consumer::offsets::max_offset;
 use crate::consumer::prefill::prefill_topic;
 use crate::consumer::processing::ProcessingModel;
 use crate::consumer::route::{refresh_loop, retry_topic, Mq, Route, Sub, Target};
 use crate::consumer::send_back::broker_retry_sum;
+use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::state::{Instance, Shared};
 use crate::consumer::threads::ConsumeThreads;
 use crate::consumer::tracking::SendTracking;
@@ -65,13 +66,13 @@ impl ConsumerRun {
         target: Target,
         scheduled: Option<u64>,
         log_path: Option<&Path>,
-    ) -> Result<ConsumerRun, String> {
+    ) -> Result<ConsumerRun, ConsumerStartError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("harness-consumer")
             .enable_all()
             .build()
-            .map_err(|e| format!("consumer runtime: {e}"))?;
+            .map_err(ConsumerStartError::Runtime)?;
         let batch = u64::from(workload.batch.max(1));
         let capacity = scheduled.map_or(OPEN_ENDED_CAPACITY, |n| (n + 1024) * batch);
         let load = Arc::new(SendTracking::new(workload.batch, capacity));
@@ -89,7 +90,7 @@ impl ConsumerRun {
             ),
             model: ProcessingModel::new(cfg, Instant::now()),
             started: AtomicU64::new(0),
-            log: EventLog::create(log_path).map_err(|e| format!("consumer.log: {e}"))?,
+            log: EventLog::create(log_path).map_err(ConsumerStartError::Log)?,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
             failures: Failures::new(cfg),
@@ -117,20 +118,16 @@ impl ConsumerRun {
                         _ = shared.cancel.cancelled() => return,
                         _ = tokio::time::sleep_until(origin + join) => {}
                     }
-                    match start_instance(&shared, i).await {
-                        Ok(inst) => {
-                            list.lock().push(inst.clone());
-                            if let Some(leave) = leave {
-                                let stop = inst.stop.clone();
-                                shared.tracker.spawn(async move {
-                                    tokio::time::sleep_until(origin + leave).await;
-                                    stop.cancel();
-                                });
-                            }
-                            run_instance(inst).await;
-                        }
-                        Err(e) => shared.log.line(&format!("consumer-{i}"), "ERROR", &e),
+                    let inst = start_instance(&shared, i);
+                    list.lock().push(inst.clone());
+                    if let Some(leave) = leave {
+                        let stop = inst.stop.clone();
+                        shared.tracker.spawn(async move {
+                            tokio::time::sleep_until(origin + leave).await;
+                            stop.cancel();
+                        });
                     }
+                    run_instance(inst).await;
                 });
             }
             shared.tracker.spawn(sample_lag(shared.clone()));
@@ -457,7 +454,7 @@ impl ConsumerRun {
             lag_at_end,
             recovery,
             restart_duplicates,
-            retry: crate::consumer::figures::RetryFigures::of(&self.shared.failures, broker_retry),
+            retry: crate::consumer::figures::retry_figures(&self.shared.failures, broker_retry),
             per_broker: self.per_broker_all(),
         }
     }
@@ -472,8 +469,9 @@ impl Drop for ConsumerRun {
     }
 }
 
-/// Instance `i` with its own client id; its links connect at their first call.
-async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, String> {
+/// Instance `i` with its own client id; its links connect at their first call, so starting
+/// one cannot fail (what fails later, a pull or a heartbeat, is logged by the instance).
+fn start_instance(shared: &Arc<Shared>, i: u32) -> Arc<Instance> {
     let notify = Arc::new(Notify::new());
     shared.rebalance_wakers.lock().push(notify.clone());
     let stop = shared.cancel.child_token();
@@ -482,7 +480,7 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    Ok(Arc::new(Instance {
+    Arc::new(Instance {
         index: i,
         client_id: format!("127.0.0.1@{}#{i}#{nanos}", std::process::id()),
         shared: shared.clone(),
@@ -503,7 +501,7 @@ async fn start_instance(shared: &Arc<Shared>, i: u32) -> Result<Arc<Instance>, S
         fc_times: AtomicU64::new(0),
         span_times: AtomicU64::new(0),
         not_locked_times: AtomicU64::new(0),
-    }))
+    })
 }
 
 /// Every 500 ms: broker max offset − committed offset, per broker over its queues of the

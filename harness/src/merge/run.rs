@@ -4,19 +4,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use serde_json::{json, Value};
 
 use crate::merge::args::MergeArgs;
-use crate::merge::series::{merge_series, MergedSecond};
-use crate::merge::summary::merge_rows;
-use crate::recorder::histogram;
-use crate::report::hlog_totals::{parse_tag, TagKind, SECOND_HISTOGRAMS};
-use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
+use crate::report::{self, SummaryRow, TimeseriesWriter};
 use harness_analysis::merge::check::check;
-use harness_analysis::merge::folder::{self, ShardFolder};
+use harness_analysis::merge::folder;
+use harness_analysis::merge::rows::merge_rows;
+use harness_analysis::merge::series::merge_series;
+use harness_analysis::merge::write::{run_json, write_hlog};
 use harness_analysis::merge::MergeError;
 use harness_model::profile::higher_is_better;
 
@@ -113,101 +110,4 @@ pub fn merge_folders(
         rows,
         shards: folders[0].shards,
     })
-}
-
-fn unix(t: f64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs_f64(t.max(0.0))
-}
-
-/// The merged interval log: each merged second, then every segment histogram summed over the
-/// shards, on the earliest shard's base time.
-fn write_hlog(
-    path: &Path,
-    folders: &[ShardFolder],
-    seconds: &[MergedSecond],
-) -> anyhow::Result<()> {
-    let base = folders
-        .iter()
-        .map(|f| f.hlog.base)
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    let mut log = HlogWriter::create(path, unix(base))?;
-    for MergedSecond { job, end, hists } in seconds {
-        for name in SECOND_HISTOGRAMS {
-            if let Some(h) = hists.get(name).filter(|h| !h.is_empty()) {
-                log.push(&format!("{job}/{name}"), end - 1.0 - base, 1.0, h);
-            }
-        }
-        log.flush_second()?;
-    }
-    // Segment totals, in the first shard's order, summed over every shard.
-    for e in &folders[0].hlog.entries {
-        if !matches!(parse_tag(&e.tag), Some(TagKind::Segment { .. })) {
-            continue;
-        }
-        let mut total = histogram();
-        for f in folders {
-            for other in f.hlog.entries.iter().filter(|o| o.tag == e.tag) {
-                total
-                    .add(&other.hist)
-                    .map_err(|err| anyhow::anyhow!("{}: {err:?}", e.tag))?;
-            }
-        }
-        log.push(&e.tag, folders[0].hlog.base + e.start - base, e.len, &total);
-    }
-    log.flush_second()?;
-    Ok(())
-}
-
-/// The first shard's `run.json`, marked as a merge of all of them.
-fn run_json(folders: &[ShardFolder], command_line: &str) -> Value {
-    let mut run = folders[0].run.clone();
-    let text = |f: &ShardFolder, k: &str| f.run[k].as_str().unwrap_or_default().to_owned();
-    let statuses: Vec<String> = folders.iter().map(|f| text(f, "status")).collect();
-    let status = ["running", "interrupted"]
-        .into_iter()
-        .find(|s| statuses.iter().any(|x| x == s))
-        .unwrap_or("finished");
-    let starts: Vec<String> = folders.iter().map(|f| text(f, "start")).collect();
-    let ends: Vec<String> = folders.iter().map(|f| text(f, "end")).collect();
-    if let Value::Object(m) = &mut run {
-        m.insert("shard".into(), Value::Null);
-        m.insert("shards".into(), json!(folders[0].shards));
-        m.insert("command_line".into(), json!(command_line));
-        m.insert("status".into(), json!(status));
-        m.insert("interrupted".into(), json!(status == "interrupted"));
-        m.insert("start".into(), json!(starts.iter().min()));
-        m.insert(
-            "end".into(),
-            if ends.iter().any(String::is_empty) {
-                Value::Null
-            } else {
-                json!(ends.iter().max())
-            },
-        );
-        m.insert(
-            "jobs_done".into(),
-            json!(folders
-                .iter()
-                .filter_map(|f| f.run["jobs_done"].as_u64())
-                .min()),
-        );
-        m.insert(
-            "merged_from".into(),
-            Value::Array(
-                folders
-                    .iter()
-                    .map(|f| {
-                        json!({
-                            "path": f.path.display().to_string(), "shard": f.shard,
-                            "host": f.run["host"], "harness_revision": f.run["harness_revision"],
-                            "start": f.run["start"], "end": f.run["end"], "status": f.run["status"],
-                            "command_line": f.run["command_line"],
-                        })
-                    })
-                    .collect(),
-            ),
-        );
-    }
-    run
 }

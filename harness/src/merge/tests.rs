@@ -109,7 +109,7 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
         1,
         Duration::from_secs(1),
         &[(0, Duration::from_secs(1)), (1, Duration::from_secs(2))],
-        &rec,
+        &rec.segments,
     )
     .unwrap();
     let row = SummaryRow {

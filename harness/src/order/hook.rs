@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::order::key::Streams;
 use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
-use crate::order::readback::StoreReader;
+use crate::order::readback::{ReadBackError, StoreReader};
 use crate::part::{BeforeLoad, JobColumns, JobPart, LoadStarted, PartError, Second};
 use crate::report::{OrderColumns, TimeseriesOrder, TimeseriesRow};
 use harness_model::profile::{ConsumeMode, SendOrdering, Workload};
@@ -25,7 +25,7 @@ pub enum JobOrder {
     Store {
         streams: Streams,
         running: Option<(Arc<OrderLedger>, StoreReader)>,
-        failed: Option<String>,
+        failed: Option<ReadBackError>,
     },
 }
 
@@ -102,15 +102,14 @@ impl JobOrder {
                 }
             }
         }
-        self.ledger().map_or_else(TimeseriesOrder::default, |l| {
-            TimeseriesOrder::of(&l.take_second())
-        })
+        self.ledger()
+            .map_or_else(TimeseriesOrder::default, |l| l.take_second().columns())
     }
 
     /// The job's columns, or why the count is incomplete.
-    pub fn finish(self) -> Result<OrderColumns, String> {
+    pub fn finish(self) -> Result<OrderColumns, ReadBackError> {
         match self {
-            JobOrder::Pulls(l) => Ok(OrderColumns::of(&l.figures())),
+            JobOrder::Pulls(l) => Ok(l.figures().columns()),
             JobOrder::Store {
                 running, failed, ..
             } => {
@@ -121,7 +120,7 @@ impl JobOrder {
                     return Ok(OrderColumns::default());
                 };
                 reader.finish()?;
-                Ok(OrderColumns::of(&ledger.figures()))
+                Ok(ledger.figures().columns())
             }
         }
     }

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 
 use crate::order::count::{ConsumeCheck, InversionCount};
 use crate::order::key::Streams;
+use harness_results::cols::{OrderColumns, TimeseriesOrder};
 use rmq_client::uniq_key::{key_seq, KeyPrefix, KeySeq};
 
 /// Where `order_inversions` was counted.
@@ -49,11 +50,34 @@ pub struct OrderFigures {
     pub consume_redelivered: Option<u64>,
 }
 
+impl OrderFigures {
+    /// The job's `summary.csv` order columns.
+    pub fn columns(&self) -> OrderColumns {
+        OrderColumns {
+            order_inversions: Some(self.inversions),
+            order_source: Some(self.source.name()),
+            order_read: Some(self.read),
+            consume_order_violations: self.consume_violations,
+            consume_order_redelivered: self.consume_redelivered,
+        }
+    }
+}
+
 /// One second's new counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OrderSecond {
     pub inversions: u64,
     pub consume_violations: Option<u64>,
+}
+
+impl OrderSecond {
+    /// The second's `timeseries.csv` order columns.
+    pub fn columns(&self) -> TimeseriesOrder {
+        TimeseriesOrder {
+            order_inversions: Some(self.inversions),
+            consume_order_violations: self.consume_violations,
+        }
+    }
 }
 
 #[derive(Default)]

@@ -16,6 +16,33 @@ use crate::order::ledger::OrderLedger;
 use crate::reconcile::{pull_answer, pull_request, Stored};
 use rmq_client::admin::{AdminConn, ClientError};
 
+/// Why the read-back's count is incomplete: the order part's `PartError::Order`, whose text is
+/// the rows' `invalid_reason`.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadBackError {
+    /// The reader's own admin connection.
+    #[error("order read-back: {0}")]
+    Connect(#[source] Box<ClientError>),
+    #[error("order read-back thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// A pull of a catch-up failed three passes in a row.
+    #[error("order read-back of {topic}: {source}")]
+    Pull {
+        topic: String,
+        #[source]
+        source: Box<ClientError>,
+    },
+    /// The store kept growing: the load did not end, or reading is slower than writing.
+    #[error("order read-back of {topic} still finding messages after {limit:?}")]
+    StillFinding { topic: String, limit: Duration },
+    #[error("order read-back: the reader stopped")]
+    ReaderStopped,
+    #[error("order read-back: no answer to a catch-up")]
+    NoAnswer,
+    #[error("order read-back: the reader panicked")]
+    Panicked,
+}
+
 /// Pulls of one pass at most (about 3 million messages): a pass ends even if the store grows
 /// as fast as it is read.
 const MAX_PULLS_PER_PASS: u64 = 100_000;
@@ -32,7 +59,7 @@ const SETTLE: Duration = Duration::from_millis(20);
 
 enum Cmd {
     /// Read until a pass finds nothing new, then answer.
-    CatchUp(SyncSender<Result<(), String>>),
+    CatchUp(SyncSender<Result<(), ReadBackError>>),
     /// Catch up a last time, then end.
     Stop,
     /// End now (the job is being abandoned).
@@ -42,7 +69,7 @@ enum Cmd {
 /// The running reader. Dropping it stops and joins the thread.
 pub struct StoreReader {
     tx: SyncSender<Cmd>,
-    handle: Option<JoinHandle<Result<(), String>>>,
+    handle: Option<JoinHandle<Result<(), ReadBackError>>>,
 }
 
 struct Reader {
@@ -58,8 +85,11 @@ impl Reader {
     /// are read side by side: one pull at a time would trail a fast load). Returns the records
     /// read. A queue's records are counted only when their answer arrives, in order, so a
     /// pass that fails leaves the unanswered queues where they were for the next one.
-    fn pass(&mut self) -> Result<u64, String> {
-        let fail = |e: ClientError| format!("order read-back of {}: {e}", self.topic);
+    fn pass(&mut self) -> Result<u64, ReadBackError> {
+        let fail = |e: ClientError| ReadBackError::Pull {
+            topic: self.topic.clone(),
+            source: Box::new(e),
+        };
         let mut waiting: HashMap<i32, usize> = HashMap::new();
         for (q, &cursor) in self.cursors.iter().enumerate() {
             let opaque = self
@@ -105,7 +135,7 @@ impl Reader {
 
     /// Reads until a pass finds nothing new (the load has ended, so the store stops growing).
     /// A pass that fails is tried again, twice.
-    fn catch_up(&mut self) -> Result<(), String> {
+    fn catch_up(&mut self) -> Result<(), ReadBackError> {
         let deadline = Instant::now() + CATCH_UP_LIMIT;
         let mut failures = 0;
         loop {
@@ -120,10 +150,10 @@ impl Reader {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "order read-back of {} still finding messages after {CATCH_UP_LIMIT:?}",
-                    self.topic
-                ));
+                return Err(ReadBackError::StillFinding {
+                    topic: self.topic.clone(),
+                    limit: CATCH_UP_LIMIT,
+                });
             }
             thread::sleep(SETTLE);
         }
@@ -132,7 +162,7 @@ impl Reader {
     /// Passes while the load runs; a pass that fails (a pull unanswered) is tried again at
     /// the next one from the same offsets, since nothing of an unfinished queue read is
     /// counted. Only a failed catch-up is an error.
-    fn run(mut self, rx: Receiver<Cmd>) -> Result<(), String> {
+    fn run(mut self, rx: Receiver<Cmd>) -> Result<(), ReadBackError> {
         loop {
             match rx.recv_timeout(PASS_EVERY) {
                 Err(RecvTimeoutError::Timeout) => {
@@ -155,9 +185,9 @@ impl StoreReader {
         topic: &str,
         queues: u32,
         ledger: Arc<OrderLedger>,
-    ) -> Result<StoreReader, String> {
+    ) -> Result<StoreReader, ReadBackError> {
         let conn = AdminConn::connect(addr, Duration::from_secs(2))
-            .map_err(|e| format!("order read-back: {e}"))?;
+            .map_err(|e| ReadBackError::Connect(Box::new(e)))?;
         let reader = Reader {
             conn,
             topic: topic.to_owned(),
@@ -168,7 +198,7 @@ impl StoreReader {
         let handle = thread::Builder::new()
             .name("harness-order-reader".into())
             .spawn(move || reader.run(rx))
-            .map_err(|e| format!("order read-back thread: {e}"))?;
+            .map_err(ReadBackError::Thread)?;
         Ok(StoreReader {
             tx,
             handle: Some(handle),
@@ -176,22 +206,22 @@ impl StoreReader {
     }
 
     /// Reads everything stored so far (until a pass finds nothing new).
-    pub fn catch_up(&self) -> Result<(), String> {
+    pub fn catch_up(&self) -> Result<(), ReadBackError> {
         let (done_tx, done_rx) = sync_channel(1);
         self.tx
             .send(Cmd::CatchUp(done_tx))
-            .map_err(|_| "order read-back: the reader stopped".to_owned())?;
+            .map_err(|_| ReadBackError::ReaderStopped)?;
         done_rx
             .recv_timeout(CATCH_UP_LIMIT + 3 * CALL_TIMEOUT)
-            .map_err(|_| "order read-back: no answer to a catch-up".to_owned())?
+            .map_err(|_| ReadBackError::NoAnswer)?
     }
 
     /// Catches up a last time, stops and joins the reader.
-    pub fn finish(mut self) -> Result<(), String> {
+    pub fn finish(mut self) -> Result<(), ReadBackError> {
         let _ = self.tx.send(Cmd::Stop);
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            Some(Err(_)) => Err("order read-back: the reader panicked".into()),
+            Some(Err(_)) => Err(ReadBackError::Panicked),
             None => Ok(()),
         }
     }
@@ -203,5 +233,27 @@ impl Drop for StoreReader {
             let _ = self.tx.send(Cmd::Quit);
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows' `invalid_reason` when the count is incomplete: the texts of before.
+    #[test]
+    fn reasons_read_as_before() {
+        let e = ReadBackError::StillFinding {
+            topic: "T".into(),
+            limit: CATCH_UP_LIMIT,
+        };
+        assert_eq!(
+            e.to_string(),
+            "order read-back of T still finding messages after 120s"
+        );
+        assert_eq!(
+            ReadBackError::NoAnswer.to_string(),
+            "order read-back: no answer to a catch-up"
+        );
     }
 }

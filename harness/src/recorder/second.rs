@@ -203,7 +203,7 @@ mod tests {
                     Event::Outcome { seg, outcome, latency, service } => {
                         rec.outcome(seg, outcome, latency, service);
                         let d = direct.get();
-                        d.counts.add(outcome);
+                        crate::recorder::segment::count(&mut d.counts, outcome);
                         if let Some(l) = latency {
                             d.latency.record(l).unwrap();
                             all_latency.record(l).unwrap();

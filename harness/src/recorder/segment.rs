@@ -1,27 +1,12 @@
-//! The recorded figures: a segment's counts and histograms, and the second under way's
-//! ([`Interval`]); a leaf below [`crate::recorder`], which records into them.
+//! Recording into the figures: an outcome into its count, a value into a histogram, and the
+//! second under way ([`Interval`]); a leaf below [`crate::recorder`]. The segment's figures
+//! themselves ([`Counts`], [`Segment`]) are the result-folder contract's
+//! (`harness_results::segment`).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 use super::outcome::Outcome;
-
-/// A new auto-resizing histogram of µs with 3 significant digits.
-pub fn histogram() -> Histogram<u64> {
-    // 3 significant digits is always a valid configuration; the fallback only satisfies types.
-    Histogram::new(3).unwrap_or_else(|_| Histogram::new(2).expect("2 significant digits is valid"))
-}
-
-/// The value at quantile `p` (1.0 = the maximum); 0 for an empty histogram.
-pub fn quantile(h: &Histogram<u64>, p: f64) -> u64 {
-    if h.is_empty() {
-        0
-    } else if p >= 1.0 {
-        h.max()
-    } else {
-        h.value_at_quantile(p)
-    }
-}
+pub use harness_results::segment::{histogram, quantile, Counts, Segment};
 
 pub(super) fn record(h: &mut Histogram<u64>, v: u64) {
     record_n(h, v, 1);
@@ -35,170 +20,28 @@ pub(super) fn record_n(h: &mut Histogram<u64>, v: u64, n: u64) {
     }
 }
 
-/// Counts of final outcomes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub ok: u64,
-    pub busy: [u64; 6],
-    pub system_error: u64,
-    pub flush_disk_timeout: u64,
-    pub message_illegal: u64,
-    pub other_codes: u64,
-    /// Code 14 per [`NotAvailableClass`](super::NotAvailableClass) (also counted in [`Counts::errors`]).
-    pub not_available: [u64; 2],
-    /// Codes 12 and 11 (also counted in [`Counts::errors`]).
-    pub flush_slave_timeout: u64,
-    pub slave_not_available: u64,
-    pub timeouts: u64,
-    pub dropped: u64,
-    pub connection_errors: u64,
+/// Counts `o` once.
+pub(super) fn count(counts: &mut Counts, o: Outcome) {
+    count_n(counts, o, 1);
 }
 
-impl Counts {
-    pub fn add(&mut self, o: Outcome) {
-        self.add_n(o, 1);
-    }
-
-    pub(super) fn add_n(&mut self, o: Outcome, n: i64) {
-        let slot = match o {
-            Outcome::Ok => &mut self.ok,
-            Outcome::Busy(c) => &mut self.busy[c.index()],
-            Outcome::SystemError => &mut self.system_error,
-            Outcome::FlushDiskTimeout => &mut self.flush_disk_timeout,
-            Outcome::MessageIllegal => &mut self.message_illegal,
-            Outcome::NotAvailable(c) => &mut self.not_available[c.index()],
-            Outcome::OtherCode(_) => &mut self.other_codes,
-            Outcome::FlushSlaveTimeout => &mut self.flush_slave_timeout,
-            Outcome::SlaveNotAvailable => &mut self.slave_not_available,
-            Outcome::Timeout => &mut self.timeouts,
-            Outcome::Dropped => &mut self.dropped,
-            Outcome::ConnectionError => &mut self.connection_errors,
-        };
-        *slot = slot.saturating_add_signed(n);
-    }
-
-    pub fn busy_total(&self) -> u64 {
-        self.busy.iter().sum()
-    }
-
-    /// Everything that is neither ok nor busy nor dropped nor a timeout.
-    pub fn errors(&self) -> u64 {
-        self.system_error
-            + self.flush_disk_timeout
-            + self.message_illegal
-            + self.other_codes
-            + self.not_available.iter().sum::<u64>()
-            + self.flush_slave_timeout
-            + self.slave_not_available
-            + self.connection_errors
-    }
-
-    pub fn total(&self) -> u64 {
-        self.ok + self.busy_total() + self.errors() + self.timeouts + self.dropped
-    }
-
-    pub fn merge(&mut self, o: &Counts) {
-        self.ok += o.ok;
-        for (a, b) in self.busy.iter_mut().zip(o.busy) {
-            *a += b;
-        }
-        self.system_error += o.system_error;
-        self.flush_disk_timeout += o.flush_disk_timeout;
-        self.message_illegal += o.message_illegal;
-        self.other_codes += o.other_codes;
-        for (a, b) in self.not_available.iter_mut().zip(o.not_available) {
-            *a += b;
-        }
-        self.flush_slave_timeout += o.flush_slave_timeout;
-        self.slave_not_available += o.slave_not_available;
-        self.timeouts += o.timeouts;
-        self.dropped += o.dropped;
-        self.connection_errors += o.connection_errors;
-    }
-}
-
-/// Everything recorded for one segment (warm-up, the measured window, or one stair).
-#[derive(Debug, Clone)]
-pub struct Segment {
-    /// Sends scheduled (intended) in this segment.
-    pub sent: u64,
-    pub counts: Counts,
-    /// Attempts put on the wire (> sent − dropped only with retries).
-    pub attempts: u64,
-    /// Response − intended time, every answered, timed-out or dropped send.
-    pub latency: Histogram<u64>,
-    /// Response − actual write.
-    pub service: Histogram<u64>,
-    /// Actual write − intended time.
-    pub lag: Histogram<u64>,
-    pub ok_latency: Histogram<u64>,
-    pub busy_latency: Histogram<u64>,
-    /// From fast-failure remarks, in ms and entries.
-    pub period_in_queue: Histogram<u64>,
-    pub size_of_queue: Histogram<u64>,
-    /// Busy answers per attempt (what the broker counted), including late ones.
-    pub attempt_busy: [u64; 6],
-    /// First attempts answered ok / busy: the answer before any retry (the final outcomes
-    /// are in `counts`).
-    pub first_ok: u64,
-    pub first_busy: u64,
-    /// Attempts answered `[ok, busy, code 14 disk full]` by each broker of a cluster (index
-    /// of the router).
-    pub per_broker: Vec<[u64; 3]>,
-}
-
-impl Default for Segment {
-    fn default() -> Self {
-        Segment {
-            sent: 0,
-            counts: Counts::default(),
-            attempts: 0,
-            latency: histogram(),
-            service: histogram(),
-            lag: histogram(),
-            ok_latency: histogram(),
-            busy_latency: histogram(),
-            period_in_queue: histogram(),
-            size_of_queue: histogram(),
-            attempt_busy: [0; 6],
-            first_ok: 0,
-            first_busy: 0,
-            per_broker: Vec::new(),
-        }
-    }
-}
-
-impl Segment {
-    pub fn merge(&mut self, o: &Segment) {
-        self.sent += o.sent;
-        self.counts.merge(&o.counts);
-        self.attempts += o.attempts;
-        for (a, b) in [
-            (&mut self.latency, &o.latency),
-            (&mut self.service, &o.service),
-            (&mut self.lag, &o.lag),
-            (&mut self.ok_latency, &o.ok_latency),
-            (&mut self.busy_latency, &o.busy_latency),
-            (&mut self.period_in_queue, &o.period_in_queue),
-            (&mut self.size_of_queue, &o.size_of_queue),
-        ] {
-            // Both are auto-resizing with equal precision, so adding cannot fail.
-            let _ = a.add(b);
-        }
-        for (a, b) in self.attempt_busy.iter_mut().zip(o.attempt_busy) {
-            *a += b;
-        }
-        self.first_ok += o.first_ok;
-        self.first_busy += o.first_busy;
-        if self.per_broker.len() < o.per_broker.len() {
-            self.per_broker.resize(o.per_broker.len(), [0; 3]);
-        }
-        for (a, b) in self.per_broker.iter_mut().zip(&o.per_broker) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-    }
+/// Adds `n` (negative: takes back) to the count of `o`.
+pub(super) fn count_n(counts: &mut Counts, o: Outcome, n: i64) {
+    let slot = match o {
+        Outcome::Ok => &mut counts.ok,
+        Outcome::Busy(c) => &mut counts.busy[c.index()],
+        Outcome::SystemError => &mut counts.system_error,
+        Outcome::FlushDiskTimeout => &mut counts.flush_disk_timeout,
+        Outcome::MessageIllegal => &mut counts.message_illegal,
+        Outcome::NotAvailable(c) => &mut counts.not_available[c.index()],
+        Outcome::OtherCode(_) => &mut counts.other_codes,
+        Outcome::FlushSlaveTimeout => &mut counts.flush_slave_timeout,
+        Outcome::SlaveNotAvailable => &mut counts.slave_not_available,
+        Outcome::Timeout => &mut counts.timeouts,
+        Outcome::Dropped => &mut counts.dropped,
+        Outcome::ConnectionError => &mut counts.connection_errors,
+    };
+    *slot = slot.saturating_add_signed(n);
 }
 
 /// One second of the time series, by completion time.

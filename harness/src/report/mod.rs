@@ -2,32 +2,28 @@
 //! HdrHistogram interval log, `run.json`, and the final table. `summary.csv` and `run.json` are
 //! rewritten atomically (temp file in the same directory + rename) after each cell;
 //! `timeseries.csv` and `latency.hlog` are appended line by line as each second ends.
+//!
+//! The rows and writers of those files are the result-folder contract's (`harness_results`),
+//! shared with `harness merge` and the readers; they are re-exported here for the runner.
 
 pub mod advice;
-mod consumer_cols;
-mod disk_cols;
-mod ha_cols;
-mod hlog;
-pub mod hlog_totals;
-pub mod knee_columns;
-mod order_cols;
 pub mod run_json;
-mod summary;
 mod table;
-mod timeseries;
 
-pub use consumer_cols::{SummaryConsumer, TimeseriesConsumer};
-pub use ha_cols::{HaColumns, TimeseriesHa};
 pub use harness_results::cells;
-pub use harness_results::write_atomic;
-pub use hlog::HlogWriter;
-pub use order_cols::{OrderColumns, TimeseriesOrder};
-pub use summary::{
+pub use harness_results::cols::{
+    DiskColumns, HaColumns, KneeColumns, OrderColumns, SummaryConsumer, TimeseriesConsumer,
+    TimeseriesHa, TimeseriesOrder,
+};
+pub use harness_results::hlog_totals;
+pub use harness_results::summary::{
     summary_csv, summary_header, FaultColumns, Resources, SegmentFigures, SummaryRecord,
     SummaryRow, SUMMARY_LEADING, SUMMARY_METRICS,
 };
-pub use table::table;
-pub use timeseries::{
+pub use harness_results::timeseries::{
     timeseries_csv, TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail,
     TimeseriesWriter, TIMESERIES_COLUMNS,
 };
+pub use harness_results::write_atomic;
+pub use harness_results::HlogWriter;
+pub use table::table;

@@ -1,6 +1,6 @@
 //! The table printed at the end of `harness run`.
 
-use crate::report::summary::SummaryRow;
+use harness_results::summary::SummaryRow;
 
 /// The final table, sorted by `key_metric` (best first), best and worst marked.
 pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> String {

@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cluster::JobCluster;
-use crate::kind::{Lifecycle, Member, MemberSpec};
+use crate::kind::{Lifecycle, Member, MemberSpec, StartError};
 use crate::part::{JobColumns, JobParts, Stopped};
 use crate::report::{SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
+use crate::runner::job_error::JobError;
 use crate::runner::parts::{job_parts, JobSetup};
 use crate::runner::plan::LoadConfig;
 use crate::runner::sample::segment_resources;
@@ -25,11 +26,11 @@ pub(crate) fn start_broker(
     ctx: &Ctx,
     cell: &Cell,
     job_dir: &std::path::Path,
-) -> Result<Box<dyn Member>, String> {
+) -> Result<Box<dyn Member>, StartError> {
     let conf = effective_conf(cell, &job_dir.join("store"));
     let cpus = ctx.pinning.as_ref().map(|(b, _)| b.as_slice());
     let spec = MemberSpec::new("broker", job_dir, &conf).pinned(cpus);
-    ctx.kind.start_broker(&spec).map_err(|e| e.to_string())
+    ctx.kind.start_broker(&spec)
 }
 
 /// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
@@ -52,9 +53,11 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         cell.id, cell.label
     ));
 
-    let result: Result<(), String> = (|| {
-        std::fs::create_dir_all(&job_dir)
-            .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
+    let result: Result<(), JobError> = (|| {
+        std::fs::create_dir_all(&job_dir).map_err(|source| JobError::JobDir {
+            path: job_dir.clone(),
+            source,
+        })?;
         let store = job_dir.join("store");
         let mut cluster = JobCluster::start(
             ctx.opts.namesrv,
@@ -113,8 +116,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             pids: &broker_pids,
             store_dirs: own_stores.then_some(job_dir.as_path()),
         };
-        let outcome =
-            drive(ctx, cell, repetition, brokers, &mut parts, &mut out).map_err(|e| e.to_string());
+        let outcome = drive(ctx, cell, repetition, brokers, &mut parts, &mut out);
         let interrupted = out.interrupted;
         if let Some(p) = process {
             let killed_for_good = parts.board.down.is_some();
@@ -155,7 +157,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         outcome
     })();
     if let Err(reason) = result {
-        invalid.get_or_insert(reason);
+        invalid.get_or_insert(reason.to_string());
     }
     let JobOutput {
         broker_names,
@@ -191,7 +193,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         let seg = &recorder.segments[ph.segment];
         let mut figs = SegmentFigures::from_segment(seg);
         figs.broker_names = broker_names.clone();
-        figs.write_blocks = recorder.write_blocks.clone();
+        figs.write_blocks = recorder.write_blocks.iter().map(|b| b.figures()).collect();
         let step = (cell.workload.model == Model::Steps).then(|| ph.segment - 1);
         let target_rate =
             (cell.workload.model != Model::Closed).then_some(ctx.opts.spread.shard.share(ph.rate));

@@ -1,14 +1,32 @@
-//! Why one job's load did not run to its end: the typed error of `sampler::drive`. The job
+//! Why one job did not run to its end: its setup (`job::run_job`: folder, cluster, broker) or
+//! its load (the typed error of `sampler::drive`). The job
 //! turns it into its rows' `invalid_reason` (its text is the reason; `report/advice.rs`
 //! explains each by its start).
 
+use std::path::PathBuf;
+
 use rmq_client::admin::ClientError;
 
+use crate::cluster::ClusterError;
+use crate::kind::StartError;
 use crate::part::PartError;
 use crate::runner::load::LoadError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
+    /// The job's folder (broker.conf, logs, stores) could not be made.
+    #[error("creating {}: {source}", path.display())]
+    JobDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The job's own cluster (`[cluster]`) did not start.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The job's own broker did not start.
+    #[error(transparent)]
+    Broker(#[from] StartError),
     /// A job part failed (`crate::part`).
     #[error(transparent)]
     Part(#[from] PartError),

@@ -337,7 +337,7 @@ pub fn drive(
             repetition,
             schedule_start,
             &phases,
-            recorder,
+            &recorder.segments,
         )
         .map_err(JobError::SegmentHistograms)?;
     }

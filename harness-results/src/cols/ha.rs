@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use harness_results::cells::Fixed;
+use crate::cells::Fixed;
 
 /// `timeseries.csv`'s replication columns: empty for a broker that reports no HA keys.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -4,13 +4,15 @@
 
 use hdrhistogram::Histogram;
 
-use crate::recorder::{histogram, BusyClass, Counts, Segment};
-use crate::report::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
-use crate::report::{Resources, SegmentFigures, SummaryRow};
-use harness_analysis::merge::folder::ShardFolder;
-use harness_analysis::merge::rates::{phase_rates, rate_of};
-use harness_analysis::merge::MergeError;
+use crate::merge::error::MergeError;
+use crate::merge::folder::ShardFolder;
+use crate::merge::rates::{phase_rates, rate_of};
+use harness_results::cols::HaColumns;
+use harness_results::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
 use harness_results::read::Row;
+use harness_results::segment::{histogram, Counts, Segment};
+use harness_results::summary::{Resources, SegmentFigures, SummaryRow};
+use harness_results::BusyClass;
 
 fn count(row: &Row, column: &str) -> u64 {
     row.get(column)
@@ -128,7 +130,7 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
         broker_counters_match: (!shared && matches.len() == rows.len())
             .then(|| matches.iter().all(|m| *m != 0.0)),
         // Shards run against --target / --namesrv brokers: the harness starts no pair there.
-        ha: crate::ha::HaColumns::default(),
+        ha: HaColumns::default(),
     }
 }
 

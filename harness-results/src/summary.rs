@@ -7,15 +7,12 @@ use std::sync::LazyLock;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cells::{busy_columns, field_names, ms, Fixed};
+use crate::cols::{
+    BlockFigures, DiskColumns, HaColumns, KneeColumns, OrderColumns, SummaryConsumer,
+};
 use crate::consumer::ConsumerFigures;
-use crate::recorder::{quantile, Counts, Segment};
-use crate::report::consumer_cols::SummaryConsumer;
-use crate::report::disk_cols::DiskColumns;
-use crate::report::ha_cols::HaColumns;
-use crate::report::knee_columns::KneeColumns;
-use crate::report::order_cols::OrderColumns;
-use crate::write_blocks::WriteBlocks;
-use harness_results::cells::{busy_columns, field_names, ms, Fixed};
+use crate::segment::{quantile, Counts, Segment};
 
 /// `summary.csv` columns before the `param_<key>` columns.
 pub static SUMMARY_LEADING: LazyLock<Vec<&'static str>> = LazyLock::new(field_names::<SummaryKey>);
@@ -86,7 +83,7 @@ struct SummaryTail {
     flush_disk_timeout: u64,
     message_illegal: u64,
     other_codes: u64,
-    /// Code 14 whose remark names the disk ([`NotAvailableClass`](crate::recorder::NotAvailableClass)).
+    /// Code 14 whose remark names the disk (the not-available class).
     not_available_disk_full: u64,
     not_available_other: u64,
     /// Codes 12 FLUSH_SLAVE_TIMEOUT and 11 SLAVE_NOT_AVAILABLE (SYNC_MASTER).
@@ -163,7 +160,7 @@ pub struct Resources {
     pub harness_cpu_max: Option<f64>,
     pub broker_flow_control_total: Option<u64>,
     pub broker_counters_match: Option<bool>,
-    /// Replication figures (`harness::ha`), empty without a replicating master.
+    /// Replication figures (filled by `harness::ha`), empty without a replicating master.
     pub ha: HaColumns,
 }
 
@@ -213,8 +210,9 @@ pub struct SegmentFigures {
     /// names.
     pub per_broker: Vec<[u64; 3]>,
     pub broker_names: Vec<String>,
-    /// Each broker's disk-full write blocks over the whole job (the job's recorder).
-    pub write_blocks: Vec<WriteBlocks>,
+    /// Each broker's disk-full write blocks over the whole job (the job's recorder), in route
+    /// order; None for a broker that never refused.
+    pub write_blocks: Vec<Option<BlockFigures>>,
 }
 
 fn q(h: &Histogram<u64>, p: f64) -> u64 {
@@ -412,17 +410,6 @@ pub fn summary_csv(axis_keys: &[String], rows: &[SummaryRow]) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The reader's contract (`harness_results::columns`) names every column the writer
-    /// writes, in the writer's order: a new field needs its name there too.
-    #[test]
-    fn columns_are_the_results_contract() {
-        assert_eq!(
-            *SUMMARY_METRICS,
-            harness_results::columns::SUMMARY_METRICS,
-            "summary.csv columns"
-        );
-    }
 
     /// The exact text of one row: the committed baselines and `compare` read these cells, so
     /// decimals, empty cells and quoting must never drift.

@@ -9,10 +9,8 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use crate::report::consumer_cols::TimeseriesConsumer;
-use crate::report::ha_cols::TimeseriesHa;
-use crate::report::order_cols::TimeseriesOrder;
-use harness_results::cells::{busy_columns, field_names, Fixed};
+use crate::cells::{busy_columns, field_names, Fixed};
+use crate::cols::{TimeseriesConsumer, TimeseriesHa, TimeseriesOrder};
 
 /// `timeseries.csv` columns.
 pub static TIMESERIES_COLUMNS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
@@ -36,7 +34,7 @@ pub struct TimeseriesRow {
     pub consumer: TimeseriesConsumer,
     /// Empty cells without order accounting.
     pub order: TimeseriesOrder,
-    /// Empty cells without a replicating master (`harness::ha`).
+    /// Empty cells without a replicating master (filled by `harness::ha`).
     pub ha: TimeseriesHa,
     /// Empty but in the seconds a fault happened.
     pub event: TimeseriesEvent,
@@ -156,17 +154,6 @@ impl TimeseriesWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The reader's contract (`harness_results::columns`) names every column the writer
-    /// writes, in the writer's order: a new field needs its name there too.
-    #[test]
-    fn columns_are_the_results_contract() {
-        assert_eq!(
-            *TIMESERIES_COLUMNS,
-            harness_results::columns::TIMESERIES_COLUMNS,
-            "timeseries.csv columns"
-        );
-    }
 
     /// The exact text of one row (see the summary's pinned row).
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use harness_results::cells::Fixed;
+use crate::cells::Fixed;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct KneeColumns {

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::recorder::{Recorder, Segment};
-use crate::report::hlog::HlogWriter;
+use crate::hlog::HlogWriter;
+use crate::segment::Segment;
 
 /// The per-segment histograms written, in order; `period_in_queue` is in ms and
 /// `size_of_queue` in entries, every other one in µs.
@@ -87,18 +87,19 @@ pub fn segment_histogram<'a>(s: &'a Segment, name: &str) -> Option<&'a Histogram
 
 /// Writes every measured segment's histograms of a finished job. `schedule_start` is the
 /// job's first intended send, as an offset from the log's base time; `phases` are the
-/// schedule's (segment, duration) in order, and each segment's interval is its stretch.
+/// schedule's (segment, duration) in order, and each segment's interval is its stretch;
+/// `segments` are the job's, indexed by segment (the recorder's).
 pub fn push_segment_totals(
     hlog: &mut HlogWriter,
     cell_id: &str,
     repetition: u32,
     schedule_start: Duration,
     phases: &[(usize, Duration)],
-    recorder: &Recorder,
+    segments: &[Segment],
 ) -> std::io::Result<()> {
     let mut start = schedule_start;
     for &(segment, duration) in phases {
-        let Some(seg) = recorder.segments.get(segment) else {
+        let Some(seg) = segments.get(segment) else {
             continue;
         };
         if segment > 0 {

@@ -1,9 +1,19 @@
 //! The disk-full columns of `summary.csv`, per broker of a cluster: code-14 disk-full answers
-//! and how long each broker refused writes ([`crate::write_blocks`]). Empty with one broker.
+//! and how long each broker refused writes (the blocks `harness::write_blocks` tracks).
+//! Empty with one broker.
 
 use serde::Serialize;
 
-use crate::write_blocks::WriteBlocks;
+/// What the summary reports of one broker's write blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockFigures {
+    pub blocks: usize,
+    /// The longest block in ms; for a block still open at the end, its length up to the
+    /// broker's last answer.
+    pub longest_ms: f64,
+    /// Whether the longest block was still open at the end (its length is a lower bound).
+    pub longest_open: bool,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiskColumns {
@@ -17,9 +27,13 @@ pub struct DiskColumns {
 }
 
 impl DiskColumns {
-    /// From the brokers' names, their `[ok, busy, disk full]` answers and their blocks, all in
-    /// route order.
-    pub fn of(names: &[String], per_broker: &[[u64; 3]], blocks: &[WriteBlocks]) -> DiskColumns {
+    /// From the brokers' names, their `[ok, busy, disk full]` answers and their blocks' figures
+    /// (None: the broker never refused), all in route order.
+    pub fn of(
+        names: &[String],
+        per_broker: &[[u64; 3]],
+        blocks: &[Option<BlockFigures>],
+    ) -> DiskColumns {
         let per = |f: &dyn Fn(usize) -> String| {
             names
                 .iter()
@@ -28,7 +42,7 @@ impl DiskColumns {
                 .collect::<Vec<_>>()
                 .join(";")
         };
-        let figures = |i: usize| blocks.get(i).and_then(|b| b.figures());
+        let figures = |i: usize| blocks.get(i).copied().flatten();
         DiskColumns {
             broker_not_available_disk_full: per(&|i| {
                 per_broker.get(i).map_or(0, |c| c[2]).to_string()
@@ -47,23 +61,16 @@ impl DiskColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write_blocks::BrokerAnswer;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn per_broker_cells_in_route_order() {
-        let t0 = Instant::now();
-        let mut b0 = WriteBlocks::default();
-        b0.answer(BrokerAnswer::DiskFull, t0);
-        b0.answer(BrokerAnswer::Wrote, t0 + Duration::from_micros(10_012_345));
-        b0.answer(BrokerAnswer::DiskFull, t0 + Duration::from_secs(20));
-        b0.answer(BrokerAnswer::Other, t0 + Duration::from_secs(40));
+        let b0 = BlockFigures {
+            blocks: 2,
+            longest_ms: 20_000.0,
+            longest_open: true,
+        };
         let names = ["broker-0".to_owned(), "broker-1".to_owned()];
-        let c = DiskColumns::of(
-            &names,
-            &[[5, 0, 700], [9, 1, 0]],
-            &[b0, WriteBlocks::default()],
-        );
+        let c = DiskColumns::of(&names, &[[5, 0, 700], [9, 1, 0]], &[Some(b0), None]);
         assert_eq!(c.broker_not_available_disk_full, "broker-0=700;broker-1=0");
         assert_eq!(c.broker_write_blocks, "broker-0=2;broker-1=0");
         assert_eq!(c.broker_write_block_ms, "broker-0=20000.0+;broker-1=");

@@ -14,13 +14,14 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use crate::recorder::{histogram, BusyClass};
-use crate::report::hlog_totals::{parse_tag, TagKind};
-use crate::report::{TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail};
-use harness_analysis::merge::folder::ShardFolder;
-use harness_analysis::merge::rates::{phase_rates, rate_of};
-use harness_analysis::merge::MergeError;
+use crate::merge::error::MergeError;
+use crate::merge::folder::ShardFolder;
+use crate::merge::rates::{phase_rates, rate_of};
 use harness_results::cells::Fixed;
+use harness_results::hlog_totals::{parse_tag, TagKind};
+use harness_results::segment::histogram;
+use harness_results::timeseries::{TimeseriesEvent, TimeseriesKey, TimeseriesRow, TimeseriesTail};
+use harness_results::BusyClass;
 
 /// (job ordinal, wall-clock second): where a row or a second's histogram goes.
 type Key = (usize, i64);

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use crate::cells::{ms, Fixed};
 use crate::consumer::{BrokerCounts, ConsumerFigures, ConsumerSecond};
-use harness_results::cells::{ms, Fixed};
 
 /// `summary.csv`'s consumer columns, after `invalid_reason`.
 #[derive(Debug, Default, Serialize)]
@@ -155,7 +155,7 @@ impl TimeseriesConsumer {
         let Some(s) = s else {
             return TimeseriesConsumer::default();
         };
-        let q = |p: f64| s.e2e.as_ref().map(|h| ms(crate::recorder::quantile(h, p)));
+        let q = |p: f64| s.e2e.as_ref().map(|h| ms(crate::segment::quantile(h, p)));
         TimeseriesConsumer {
             consumed: Some(s.consumed),
             consumer_lag: Some(s.lag),

@@ -1,0 +1,16 @@
+//! The column groups of `summary.csv` and `timeseries.csv` that a job part fills (consumers,
+//! order accounting, replication, disk-full blocks, the knee search): one struct per group,
+//! whose serde field names are the column names. Empty cells (None, "") in a job without
+//! the part.
+
+mod consumer;
+mod disk;
+mod ha;
+mod knee;
+mod order;
+
+pub use consumer::{SummaryConsumer, TimeseriesConsumer};
+pub use disk::{BlockFigures, DiskColumns};
+pub use ha::{HaColumns, TimeseriesHa};
+pub use knee::KneeColumns;
+pub use order::{OrderColumns, TimeseriesOrder};
