@@ -52,9 +52,15 @@ impl Provenance {
         let harness_bin_hash = HARNESS_BIN
             .get_or_init(|| std::env::current_exe().ok().and_then(|p| file_hash(&p)))
             .clone();
+        // Read once, when the process first asks (the start of a run): a long run (a whole
+        // fidelity run is 35 min) must not name a commit made while it ran, as the 5 December
+        // fidelity table did.
+        static SOURCE: OnceLock<(Option<String>, SourceTree)> = OnceLock::new();
+        let (harness_revision, harness_tree) =
+            SOURCE.get_or_init(|| (git_revision(), git_tree())).clone();
         Provenance {
-            harness_revision: git_revision(),
-            harness_tree: git_tree(),
+            harness_revision,
+            harness_tree,
             harness_bin_hash,
             host: read_trim("/proc/sys/kernel/hostname"),
             kernel: read_trim("/proc/sys/kernel/osrelease"),
