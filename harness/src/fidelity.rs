@@ -55,12 +55,56 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+/// What was measured, when and by which source: from this process for a run, from the
+/// folder's provenance.json for `--table-only`, which judges again and must not pass its own
+/// time and commit off as the measurement's.
+struct Measured {
+    command: String,
+    start: String,
+    end: Option<String>,
+    load_start: String,
+    load_end: String,
+    revision: Option<String>,
+    tree: Option<String>,
+}
+
+impl Measured {
+    fn now(stamp: &Stamp, finished: bool, p: &provenance::Provenance) -> Measured {
+        Measured {
+            command: stamp.command.clone(),
+            start: provenance::utc(stamp.start).1,
+            end: finished.then(|| provenance::utc(SystemTime::now()).1),
+            load_start: stamp.load_start.clone(),
+            load_end: loadavg(),
+            revision: p.harness_revision.clone(),
+            tree: p.harness_tree.as_json().map(str::to_owned),
+        }
+    }
+
+    /// The measurement recorded in `out/provenance.json`, if there is one.
+    fn recorded(out: &Path) -> Option<Measured> {
+        let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+        Some(Measured {
+            command: s("command")?,
+            start: s("start")?,
+            end: s("end"),
+            load_start: s("load_start").unwrap_or_default(),
+            load_end: s("load_now").unwrap_or_default(),
+            revision: s("harness_revision"),
+            tree: s("harness_tree"),
+        })
+    }
+}
+
 fn write_outputs(
     out: &Path,
     rows: &RowsFile,
     outcomes: &[RowOutcome],
     stamp: &Stamp,
     finished: bool,
+    judged_again: bool,
 ) -> anyhow::Result<String> {
     let lines = table_for(rows, outcomes, out);
     let md = render_markdown(&lines);
@@ -76,18 +120,31 @@ fn write_outputs(
             Some(serde_json::json!({ "row": o.id, "brokers": v.get("brokers") }))
         })
         .collect();
+    let measured = judged_again
+        .then(|| Measured::recorded(out))
+        .flatten()
+        .unwrap_or_else(|| Measured::now(stamp, finished, &p));
+    let judged = judged_again.then(|| {
+        serde_json::json!({
+            "command": stamp.command,
+            "at": provenance::utc(stamp.start).1,
+            "harness_revision": p.harness_revision,
+            "harness_tree": p.harness_tree.as_json(),
+        })
+    });
     let json = serde_json::json!({
-        "command": stamp.command,
-        "harness_revision": p.harness_revision,
-        "harness_tree": p.harness_tree.as_json(),
+        "command": measured.command,
+        "harness_revision": measured.revision,
+        "harness_tree": measured.tree,
         "host": p.host,
         "kernel": p.kernel,
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "start": provenance::utc(stamp.start).1,
-        "end": finished.then(|| provenance::utc(SystemTime::now()).1),
-        "load_start": stamp.load_start,
-        "load_now": loadavg(),
-        "finished": finished,
+        "start": measured.start,
+        "end": measured.end,
+        "load_start": measured.load_start,
+        "load_now": measured.load_end,
+        "finished": measured.end.is_some(),
+        "judged_again": judged,
         "rows": outcomes.iter().map(|o| serde_json::json!({
             "id": o.id,
             "status": match &o.status {
@@ -100,23 +157,30 @@ fn write_outputs(
         "brokers": versions,
         "agree": agree, "differ": differ, "no_figure": unknown,
     });
-    let head = format!(
+    let mut head = format!(
         "# Fidelity: broker-under-test against Apache RocketMQ\n\n{}\n\nStarted {} (load {}), {}; commit {}{}.\n\n",
-        stamp.command,
-        provenance::utc(stamp.start).1,
-        stamp.load_start,
-        if finished {
-            format!("ended {} (load {})", provenance::utc(SystemTime::now()).1, loadavg())
-        } else {
-            "**not finished: rows not reached say so**".to_owned()
+        measured.command,
+        measured.start,
+        measured.load_start,
+        match &measured.end {
+            Some(end) => format!("ended {end} (load {})", measured.load_end),
+            None => "**not finished: rows not reached say so**".to_owned(),
         },
-        p.harness_revision.as_deref().unwrap_or("unknown"),
-        if p.harness_tree.as_json() == Some("dirty") {
+        measured.revision.as_deref().unwrap_or("unknown"),
+        if measured.tree.as_deref() == Some("dirty") {
             " (uncommitted changes)"
         } else {
             ""
         },
     );
+    if judged_again {
+        head.push_str(&format!(
+            "Judged again {} by commit {} (`{}`): the figures are the measurement's, the relations and tolerances this commit's rows.toml.\n\n",
+            provenance::utc(stamp.start).1,
+            p.harness_revision.as_deref().unwrap_or("unknown"),
+            stamp.command,
+        ));
+    }
     let io = |f: &str| format!("writing {}", out.join(f).display());
     write_atomic(&out.join("table.md"), format!("{head}{md}").as_bytes())
         .with_context(|| io("table.md"))?;
@@ -230,12 +294,15 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if args.table_only {
-        print!("{}", write_outputs(&out, &rows, &outcomes, &stamp, true)?);
+        print!(
+            "{}",
+            write_outputs(&out, &rows, &outcomes, &stamp, true, true)?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     std::fs::copy(&args.rows_file, out.join("rows.toml"))
         .with_context(|| format!("copying {}", args.rows_file.display()))?;
-    write_outputs(&out, &rows, &outcomes, &stamp, false)?;
+    write_outputs(&out, &rows, &outcomes, &stamp, false, false)?;
 
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
@@ -280,12 +347,12 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         if let Some(o) = outcomes.iter_mut().find(|o| o.id == spec.id) {
             o.status = status;
         }
-        write_outputs(&out, &rows, &outcomes, &stamp, false)?;
+        write_outputs(&out, &rows, &outcomes, &stamp, false, false)?;
     }
     done.cancel();
     let _ = signal_thread.join();
     let interrupted = cancel.is_cancelled();
-    let md = write_outputs(&out, &rows, &outcomes, &stamp, !interrupted)?;
+    let md = write_outputs(&out, &rows, &outcomes, &stamp, !interrupted, false)?;
     println!("\n{md}");
     println!("table: {}", out.join("table.md").display());
     if interrupted {
@@ -293,4 +360,36 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn judging_again_keeps_the_measurement_s_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = RowsFile::parse(Path::new("rows.toml"), "").unwrap();
+        let run = Stamp {
+            command: "harness fidelity --out x".into(),
+            start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_921_600),
+            load_start: "1.00 1.00 1.00".into(),
+        };
+        write_outputs(dir.path(), &rows, &[], &run, true, false).unwrap();
+        let first = Measured::recorded(dir.path()).unwrap();
+        let again = Stamp {
+            command: "harness fidelity --table-only --out x".into(),
+            start: SystemTime::now(),
+            load_start: "9.00 9.00 9.00".into(),
+        };
+        write_outputs(dir.path(), &rows, &[], &again, true, true).unwrap();
+        let kept = Measured::recorded(dir.path()).unwrap();
+        assert_eq!(kept.start, first.start);
+        assert_eq!(kept.command, "harness fidelity --out x");
+        assert_eq!(kept.load_start, "1.00 1.00 1.00");
+        let md = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
+        assert!(md.contains(&format!("Started {}", first.start)), "{md}");
+        assert!(md.contains("Judged again"), "{md}");
+    }
 }
