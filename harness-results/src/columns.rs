@@ -143,6 +143,9 @@ pub const SUMMARY_METRICS: &[&str] = &[
     "broker_not_available_disk_full",
     "broker_write_blocks",
     "broker_write_block_ms",
+    "retention_rounds",
+    "commitlog_deleted_mb",
+    "disk_ratio_max",
 ];
 
 /// `timeseries.csv` columns.

@@ -10,6 +10,7 @@ use crate::report::{Resources, SegmentFigures, SummaryRow};
 use harness_analysis::merge::folder::ShardFolder;
 use harness_analysis::merge::rates::{phase_rates, rate_of};
 use harness_analysis::merge::MergeError;
+use harness_results::cells::Fixed;
 use harness_results::read::Row;
 
 fn count(row: &Row, column: &str) -> u64 {
@@ -129,6 +130,12 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
             .then(|| matches.iter().all(|m| *m != 0.0)),
         // Shards run against --target / --namesrv brokers: the harness starts no pair there.
         ha: crate::ha::HaColumns::default(),
+        // The brokers' own readings: shards of one broker read the same store, so the largest.
+        retention: crate::report::RetentionColumns {
+            retention_rounds: max("retention_rounds").map(|v| v as u64),
+            commitlog_deleted_mb: max("commitlog_deleted_mb").map(Fixed),
+            disk_ratio_max: max("disk_ratio_max").map(Fixed),
+        },
     }
 }
 

@@ -11,6 +11,7 @@ mod hlog;
 pub mod hlog_totals;
 pub mod knee_columns;
 mod order_cols;
+mod retention_cols;
 pub mod run_json;
 mod summary;
 mod table;
@@ -22,6 +23,7 @@ pub use harness_results::cells;
 pub use harness_results::write_atomic;
 pub use hlog::HlogWriter;
 pub use order_cols::{OrderColumns, TimeseriesOrder};
+pub use retention_cols::RetentionColumns;
 pub use summary::{
     summary_csv, summary_header, FaultColumns, Resources, SegmentFigures, SummaryRecord,
     SummaryRow, SUMMARY_LEADING, SUMMARY_METRICS,

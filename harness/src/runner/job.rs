@@ -56,6 +56,16 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         std::fs::create_dir_all(&job_dir)
             .map_err(|e| format!("creating {}: {e}", job_dir.display()))?;
         let store = job_dir.join("store");
+        // `store_tmpfs`: the store on a disk of its own, mounted before the broker starts and
+        // unmounted when this closure ends, after the broker stopped and the parts read its
+        // store (declared first, so dropped last), also when the job ends early.
+        let _tmpfs = match crate::tmpfs::cell_tmpfs(cell) {
+            Some(bytes) => Some(
+                crate::tmpfs::TmpfsMount::mount(&store, bytes)
+                    .map_err(|e| format!("store tmpfs: {e}"))?,
+            ),
+            None => None,
+        };
         let mut cluster = JobCluster::start(
             ctx.opts.namesrv,
             profile
