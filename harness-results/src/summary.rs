@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use crate::cells::{busy_columns, field_names, ms, Fixed};
 use crate::cols::{
-    BlockFigures, DiskColumns, HaColumns, KneeColumns, OrderColumns, SummaryConsumer,
+    BlockFigures, DiskColumns, HaColumns, KneeColumns, OrderColumns, RetentionColumns,
+    SummaryConsumer,
 };
 use crate::consumer::ConsumerFigures;
 use crate::segment::{quantile, Counts, Segment};
@@ -28,6 +29,7 @@ pub static SUMMARY_METRICS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     cols.extend(field_names::<OrderColumns>());
     cols.extend(field_names::<HaColumns>());
     cols.extend(field_names::<DiskColumns>());
+    cols.extend(field_names::<RetentionColumns>());
     cols
 });
 
@@ -55,6 +57,7 @@ pub struct SummaryRecord<'a> {
     order: &'a OrderColumns,
     ha: &'a HaColumns,
     disk: DiskColumns,
+    retention: &'a RetentionColumns,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -162,6 +165,9 @@ pub struct Resources {
     pub broker_counters_match: Option<bool>,
     /// Replication figures (filled by `harness::ha`), empty without a replicating master.
     pub ha: HaColumns,
+    /// Retention figures (filled by `harness::runner::retention`), empty for a broker without the
+    /// keys.
+    pub retention: RetentionColumns,
 }
 
 /// One `summary.csv` row.
@@ -389,6 +395,7 @@ impl SummaryRow {
             order: &self.order,
             ha: &self.res.ha,
             disk: DiskColumns::of(&s.broker_names, &s.per_broker, &s.write_blocks),
+            retention: &self.res.retention,
         }
     }
 }
@@ -471,6 +478,11 @@ mod tests {
                     acked_lost_master: Some(0),
                     acked_lost_slave: Some(12),
                 },
+                retention: RetentionColumns {
+                    retention_rounds: Some(2),
+                    commitlog_deleted_mb: Some(Fixed(24.0)),
+                    disk_ratio_max: Some(Fixed(0.56)),
+                },
             },
             valid: false,
             invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
@@ -503,7 +515,7 @@ mod tests {
 5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12,\
-broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1="
+broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
         );
         assert_eq!(
             line.split(',').count(),
@@ -537,7 +549,7 @@ broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1="
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
 0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
-,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }
 }

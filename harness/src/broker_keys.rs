@@ -86,8 +86,8 @@ impl BrokerKeys {
                 named.push((k, axis.values.iter().map(value_string).collect()));
             }
         }
-        // `kind` and `version` choose the broker; they are not broker.conf keys.
-        named.retain(|(k, _)| !harness_model::profile::is_choice_key(k));
+        // `kind`, `version` and `store_tmpfs` are the harness's; they are not broker.conf keys.
+        named.retain(|(k, _)| !harness_model::profile::is_harness_key(k));
         for (key, values) in named {
             // `1.injectPutStallMillis` is broker 1's `injectPutStallMillis`.
             let Some(spec) = self.keys.get(harness_model::profile::bare_key(key)) else {

@@ -41,6 +41,7 @@ pub mod send_spec;
 pub mod serve;
 #[doc(hidden)]
 pub mod testkit;
+pub mod tmpfs;
 pub mod write_blocks;
 
 use std::net::SocketAddr;

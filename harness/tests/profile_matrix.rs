@@ -366,7 +366,7 @@ acked_lost,phantom,busy_stored,duplicates,corrupt,unacked_in_flight,recovery_ms,
 app_recovery_ms,fault_broker,broker_acked_lost,broker_phantom,broker_duplicates,\
 slo_met,slo_failed,knee_rate,knee_limited_by,knee_broker_share,order_inversions,order_source,order_read,consume_order_violations,\
 consume_order_redelivered,repl_lag_max_bytes,slave_waits,slave_wait_avg_us,slave_wait_p50_us,slave_wait_p99_us,slave_wait_max_us,acked_lost_master,acked_lost_slave,\
-broker_not_available_disk_full,broker_write_blocks,broker_write_block_ms"
+broker_not_available_disk_full,broker_write_blocks,broker_write_block_ms,retention_rounds,commitlog_deleted_mb,disk_ratio_max"
     );
     assert_eq!(
         TIMESERIES_COLUMNS.join(","),

@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 use crate::merge::error::MergeError;
 use crate::merge::folder::ShardFolder;
 use crate::merge::rates::{phase_rates, rate_of};
+use harness_results::cells::Fixed;
 use harness_results::cols::HaColumns;
 use harness_results::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
 use harness_results::read::Row;
@@ -131,6 +132,12 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
             .then(|| matches.iter().all(|m| *m != 0.0)),
         // Shards run against --target / --namesrv brokers: the harness starts no pair there.
         ha: HaColumns::default(),
+        // The brokers' own readings: shards of one broker read the same store, so the largest.
+        retention: harness_results::cols::RetentionColumns {
+            retention_rounds: max("retention_rounds").map(|v| v as u64),
+            commitlog_deleted_mb: max("commitlog_deleted_mb").map(Fixed),
+            disk_ratio_max: max("disk_ratio_max").map(Fixed),
+        },
     }
 }
 

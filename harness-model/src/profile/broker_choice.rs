@@ -20,11 +20,6 @@ pub const APACHE_VERSIONS: &[&str] = &["4.9.7", "5.3.3"];
 /// broker-under-test's key naming the release it imitates.
 pub const IN_TREE_PROFILE_KEY: &str = "brokerVersionProfile";
 
-/// True for the keys that choose the broker rather than configure it.
-pub fn is_choice_key(key: &str) -> bool {
-    key == KIND_KEY || key == VERSION_KEY
-}
-
 /// The broker a cell runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BrokerChoice {

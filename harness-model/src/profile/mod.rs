@@ -8,6 +8,7 @@
 //! * ab.rs          — the `[ab]` table of `harness ab`
 //! * auth.rs        — the `[auth]` table: ACL credentials (the environment wins)
 //! * broker_choice.rs — `[broker] kind` / `version`: which broker a cell runs on
+//! * store_tmpfs.rs — `[broker] store_tmpfs`: the store on a small tmpfs; the harness's own keys
 //! * document.rs    — `Profile`: the two passes, matrix axes, `--set`
 //! * workload.rs    — the `[workload]` table and its domain checks
 //! * consumer.rs    — the `[consumer]` table (push consumers) and its domain checks
@@ -33,14 +34,15 @@ mod secs;
 mod set;
 mod settings;
 mod slo;
+mod store_tmpfs;
 mod value;
 mod workload;
 
 pub use ab::{ab_settings_of, AbSettings, FailWhen, AB_METRICS};
 pub use auth::{AuthSection, Secret, AUTH_KEYS};
 pub use broker_choice::{
-    in_tree_version_profile, is_choice_key, BrokerChoice, APACHE_VERSIONS, IN_TREE_PROFILE_KEY,
-    KIND_KEY, VERSION_KEY,
+    in_tree_version_profile, BrokerChoice, APACHE_VERSIONS, IN_TREE_PROFILE_KEY, KIND_KEY,
+    VERSION_KEY,
 };
 pub use cluster::{
     bare_key, check_brokers_axis, per_broker_key, ClusterSpec, CLUSTER_BROKERS_AXIS, MAX_BROKERS,
@@ -56,6 +58,9 @@ pub use knee::Knee;
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
 pub use slo::{Slo, SloTerm};
+pub use store_tmpfs::{
+    is_harness_key, parse_store_tmpfs, HARNESS_BROKER_KEYS, MIN_STORE_TMPFS, STORE_TMPFS_KEY,
+};
 pub use value::{parse_set_value, value_string};
 pub use workload::{
     workload_with, HeaderKind, Model, RetryPolicy, SendCode, SendOrdering, Step, Workload,

@@ -12,7 +12,7 @@ use super::error::ClusterError;
 use crate::kind::{BrokerKind, Member, MemberSpec, NameServer};
 use harness_model::matrix::Cell;
 use harness_model::profile::{
-    in_tree_version_profile, is_choice_key, per_broker_key, IN_TREE_PROFILE_KEY,
+    in_tree_version_profile, is_harness_key, per_broker_key, IN_TREE_PROFILE_KEY,
 };
 
 /// The broker name of broker `i` (what `broker.<i>.<key>` refers to).
@@ -31,7 +31,7 @@ pub fn broker_conf(
     let mut conf: BTreeMap<String, String> = cell
         .broker
         .iter()
-        .filter(|(k, _)| per_broker_key(k).is_none() && !is_choice_key(k))
+        .filter(|(k, _)| per_broker_key(k).is_none() && !is_harness_key(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     for (k, v) in &cell.broker {

@@ -12,8 +12,8 @@ mod table;
 
 pub use harness_results::cells;
 pub use harness_results::cols::{
-    DiskColumns, HaColumns, KneeColumns, OrderColumns, SummaryConsumer, TimeseriesConsumer,
-    TimeseriesHa, TimeseriesOrder,
+    DiskColumns, HaColumns, KneeColumns, OrderColumns, RetentionColumns, SummaryConsumer,
+    TimeseriesConsumer, TimeseriesHa, TimeseriesOrder,
 };
 pub use harness_results::hlog_totals;
 pub use harness_results::summary::{

@@ -59,6 +59,13 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             source,
         })?;
         let store = job_dir.join("store");
+        // `store_tmpfs`: the store on a disk of its own, mounted before the broker starts and
+        // unmounted when this closure ends, after the broker stopped and the parts read its
+        // store (declared first, so dropped last), also when the job ends early.
+        let _tmpfs = match crate::tmpfs::cell_tmpfs(cell) {
+            Some(bytes) => Some(crate::tmpfs::TmpfsMount::mount(&store, bytes)?),
+            None => None,
+        };
         let mut cluster = JobCluster::start(
             ctx.opts.namesrv,
             profile

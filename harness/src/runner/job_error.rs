@@ -21,6 +21,9 @@ pub enum JobError {
         #[source]
         source: std::io::Error,
     },
+    /// `store_tmpfs`: the store's tmpfs could not be mounted.
+    #[error("store tmpfs: {0}")]
+    Tmpfs(#[from] crate::tmpfs::TmpfsError),
     /// The job's own cluster (`[cluster]`) did not start.
     #[error(transparent)]
     Cluster(#[from] ClusterError),

@@ -21,6 +21,7 @@ mod parts;
 pub mod plan;
 mod progress;
 mod reader;
+mod retention;
 mod retry;
 mod rows;
 mod run;

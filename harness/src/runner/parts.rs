@@ -15,6 +15,7 @@ use crate::order::hook::OrderPart;
 use crate::part::JobParts;
 use crate::runner::context::Ctx;
 use crate::runner::options::RunOptions;
+use crate::runner::retention::RetentionPart;
 use harness_model::matrix::Cell;
 
 /// What the job has decided before its broker starts.
@@ -60,6 +61,7 @@ pub fn job_parts(ctx: &Ctx, cell: &Cell, repetition: u32, job: JobSetup<'_>) -> 
         parts.push(f);
     }
     parts.push(HaSampler::default());
+    parts.push(RetentionPart::default());
     if let Some(c) = &cell.consumer {
         let log = ctx
             .out_dir

@@ -57,6 +57,12 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
     if let Some(why) = parts::problem(&cells, opts) {
         return Err(crate::exit::invalid(anyhow::anyhow!(why)));
     }
+    // `store_tmpfs`: refused now (exit 3, or 4 without root or a working mount), not per cell.
+    crate::tmpfs::check_cells(
+        profile,
+        &cells,
+        opts.target.is_some() || opts.namesrv.is_some(),
+    )?;
     let jobs = matrix::schedule(
         cells.len(),
         profile.repetitions,

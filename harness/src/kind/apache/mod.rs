@@ -87,7 +87,7 @@ impl BrokerKind for Apache {
         let mut problems = BTreeSet::new();
         for cell in cells {
             for key in cell.broker.keys() {
-                if harness_model::profile::is_choice_key(key) {
+                if harness_model::profile::is_harness_key(key) {
                     continue;
                 }
                 if let Some(why) = self.refuse(key, &in_tree) {
