@@ -382,6 +382,43 @@ over = { metric = "e2e_p50_ms" }
 }
 
 #[test]
+fn a_cell_that_sent_nothing_is_no_figure_not_an_absence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = RowsFile::parse(
+        Path::new("rows.toml"),
+        r#"
+[[row]]
+id = "8"
+title = "sync master"
+profile = "p.toml"
+[[row.check]]
+name = "12s"
+relation = "presence"
+tolerance = 0
+metric = "flush_slave_timeout"
+"#,
+    )
+    .unwrap();
+    // Apache's pair never started (its row: zeros and a reason): no figure, not "absent".
+    write(
+        &tmp.path().join("8"),
+        "param_broker.kind,sent,timeouts,flush_slave_timeout",
+        &["a,1,in-tree,3300,0,900", "b,1,apache,0,0,0"],
+    );
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "8".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].verdict, Some(Verdict::Unknown), "{lines:?}");
+    assert_eq!(lines[0].model, "900 (present)");
+    assert!(lines[0].real.contains("no cells"), "{lines:?}");
+}
+
+#[test]
 fn a_knee_the_generator_stopped_is_no_figure() {
     let tmp = tempfile::tempdir().unwrap();
     write(

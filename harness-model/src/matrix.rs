@@ -104,6 +104,13 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 brokers = value.as_integer().map(|n| n as u32).or(brokers);
             }
         }
+        // `[broker."<version>"]`: the keys of this cell's release (no axis sets them).
+        if let Some(keys) = broker
+            .get(crate::profile::VERSION_KEY)
+            .and_then(|v| profile.broker_by_version.get(v))
+        {
+            broker.extend(keys.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         // Each value was validated alone; combinations (e.g. closed + oneway) are checked here.
         let workload = match table.iter().next() {
             Some((k, v)) => workload_with(&table, k, v),
@@ -173,4 +180,64 @@ pub fn schedule(cells: usize, repetitions: u32, order: Order, seed: u64) -> Vec<
 /// Sorted axis keys: the `param_<key>` columns of the CSV files.
 pub fn axis_keys(profile: &Profile) -> Vec<String> {
     profile.axes.iter().map(|a| a.key.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn profile(text: &str) -> Result<Profile, String> {
+        Profile::parse(text, "p.toml", Path::new("p.toml"), &[]).map_err(|e| e.to_string())
+    }
+
+    const BY_VERSION: &str = r#"
+name = "v"
+[workload]
+duration = "1s"
+[broker]
+brokerRole = "SYNC_MASTER"
+slaveTimeout = 1000
+[broker."5.3.3"]
+inSyncReplicas = 2
+slaveTimeout = 2000
+[matrix]
+"broker.kind" = ["in-tree", "apache"]
+"broker.version" = ["4.9.7", "5.3.3"]
+"#;
+
+    #[test]
+    fn a_release_s_table_reaches_only_that_release_s_cells() {
+        let p = profile(BY_VERSION).unwrap();
+        let cells = expand(&p).unwrap();
+        assert_eq!(cells.len(), 4);
+        for c in &cells {
+            let v53 = c.broker["version"] == "5.3.3";
+            assert_eq!(c.broker.contains_key("inSyncReplicas"), v53, "{}", c.label);
+            // Over [broker]'s value, for that release only.
+            let wait = if v53 { "2000" } else { "1000" };
+            assert_eq!(c.broker["slaveTimeout"], wait, "{}", c.label);
+            assert_eq!(c.broker["brokerRole"], "SYNC_MASTER");
+        }
+        // A refused key is located at its line in the release's table.
+        assert_eq!(p.broker_origins["inSyncReplicas"], "p.toml:9:1");
+    }
+
+    #[test]
+    fn a_release_s_table_is_checked() {
+        let e = profile(&BY_VERSION.replace("\"5.3.3\"]", "\"5.3\"]")).unwrap_err();
+        assert!(e.contains("names a release, one of 4.9.7, 5.3.3"), "{e}");
+        let e =
+            profile(&BY_VERSION.replace("inSyncReplicas = 2", "kind = \"apache\"")).unwrap_err();
+        assert!(e.contains("are set in [broker] or the matrix"), "{e}");
+        let axis = BY_VERSION.replace(
+            "[matrix]\n",
+            "[matrix]\n\"broker.inSyncReplicas\" = [1, 2]\n",
+        );
+        let e = profile(&axis).unwrap_err();
+        assert!(
+            e.contains("both a matrix axis and a key of [broker.\"5.3.3\"]"),
+            "{e}"
+        );
+    }
 }

@@ -27,6 +27,10 @@ const TEXT_COLUMNS: &[&str] = &[
     "broker_phantom",
     "broker_duplicates",
     "knee_broker_share",
+    // A cluster's per-broker disk-full figures (harness/src/report/disk_cols.rs).
+    "broker_not_available_disk_full",
+    "broker_write_blocks",
+    "broker_write_block_ms",
     // The brokerName a fault hit.
     "fault_broker",
 ];
@@ -479,6 +483,20 @@ mod tests {
         .unwrap();
         let run = load(dir.path()).expect("a run with consumers loads");
         assert_eq!(run.rows.len(), 1);
+        assert_eq!(run.rows[0].get("ok_rate"), Ok(Some(5.0)));
+    }
+
+    #[test]
+    fn a_cluster_run_s_per_broker_disk_columns_are_text() {
+        // Every [cluster] job writes them (fidelity row 8 met them first: "broker-0=0").
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("summary.csv"),
+            "cell_id,repetition,broker_not_available_disk_full,broker_write_blocks,broker_write_block_ms,ok_rate\n\
+             c1,1,broker-0=0,broker-0=0,broker-0=,5\n",
+        )
+        .unwrap();
+        let run = load(dir.path()).expect("a cluster run loads");
         assert_eq!(run.rows[0].get("ok_rate"), Ok(Some(5.0)));
     }
 

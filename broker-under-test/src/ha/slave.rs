@@ -30,6 +30,8 @@ use crate::{config::HaConfig, keys::VersionProfile, store::MessageStore};
 
 /// Connect timeout, and the pause after a failed connect or without an address.
 const RETRY: Duration = Duration::from_millis(5000);
+/// How long a slave whose housekeeping clock ran out looks for a closed link first.
+const REACTOR_TURN: Duration = Duration::from_millis(100);
 /// How long one read waits before the loop looks at its clocks (`select(1000)`).
 const SELECT: Duration = Duration::from_millis(1000);
 
@@ -168,6 +170,17 @@ async fn transfer(
             VersionProfile::V4_3 | VersionProfile::V5_3 => last_read,
         };
         if clock.elapsed() > config.housekeeping_interval {
+            // RocketMQ reads before it looks at the clock (5.3.3 DefaultHAClient:
+            // transferFromMaster, then the housekeeping check, l.320-336): a link the master
+            // closed while this slave was stopped (SIGSTOP longer than haHousekeepingInterval)
+            // is a failed read, after which 5.3 waits 5 s, not an expiry. After such a stop the
+            // timer is seen before the reactor reports the socket, so give it one turn.
+            if let Ok(r) = tokio::time::timeout(REACTOR_TURN, stream.peek(&mut chunk[..1])).await {
+                if r? == 0 {
+                    return Err(LinkError::Closed);
+                }
+                continue; // bytes pending: the next read takes them and resets the clock
+            }
             eprintln!(
                 "HAClient, housekeeping, found this connection expired, {}",
                 clock.elapsed().as_millis()

@@ -166,7 +166,9 @@ pub fn broker_values(
 }
 
 /// The rows of `broker` and `version` whose parameters match `cells` (`step` matches the
-/// stair of a steps workload).
+/// stair of a steps workload). A row that sent nothing is no measurement (a cell whose brokers
+/// did not start writes its zeros and its reason), so it is left out: with no other row the
+/// figure is missing, never a 0 that a presence check would read as "absent".
 fn select<'a, 'b>(
     data: &'a RunData,
     broker: Broker,
@@ -178,6 +180,7 @@ where
 {
     data.rows.iter().filter(move |r| {
         broker.owns(r)
+            && r.get("sent").ok().flatten() != Some(0.0)
             && r.key.params.get(VERSION).map_or("", String::as_str) == version
             && cells.iter().all(|(k, v)| {
                 if k == "step" {

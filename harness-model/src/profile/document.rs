@@ -72,6 +72,10 @@ pub struct Profile {
     pub workload: Workload,
     /// Fixed broker.conf keys, values as strings.
     pub broker: BTreeMap<String, String>,
+    /// `[broker."<version>"]`: keys only for the cells whose `version` is that one (the model
+    /// imitating it and Apache's JVM alike), over `[broker]`'s: a key one release has and the
+    /// other refuses (5.3's `inSyncReplicas`). A matrix axis may not set them too. Default: none.
+    pub broker_by_version: BTreeMap<String, BTreeMap<String, String>>,
     /// Axes sorted by key.
     pub axes: Vec<Axis>,
     pub validity: Validity,
@@ -234,7 +238,20 @@ impl Profile {
         };
         let mut broker_origins = BTreeMap::new();
         let mut broker = BTreeMap::new();
+        let mut broker_by_version: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for (k, v) in raw.broker.iter().flatten() {
+            if let toml::Value::Table(t) = v.get_ref() {
+                let keys = version_keys(k, t).map_err(|m| src.err(Some(v.span()), m, None))?;
+                let table = format!("broker.\"{k}\"");
+                for key in keys.keys() {
+                    let span = find_key_span(text, &table, key).unwrap_or_else(|| v.span());
+                    broker_origins
+                        .entry(key.clone())
+                        .or_insert_with(|| locate(span));
+                }
+                broker_by_version.insert(k.clone(), keys);
+                continue;
+            }
             // A per-broker key is written quoted (`"1.injectPutStallMillis"`).
             let key_span = if k.contains('.') {
                 find_quoted_key_span(text, k)
@@ -280,6 +297,16 @@ impl Profile {
             )
             .map_err(|(m, h)| src.err(span.clone(), m, h))?;
             if let Some(k) = key.strip_prefix("broker.") {
+                if let Some(version) = broker_by_version.iter().find(|(_, t)| t.contains_key(k)) {
+                    return Err(src.err(
+                        span,
+                        format!(
+                            "broker key `{k}` is both a matrix axis and a key of [broker.\"{}\"]",
+                            version.0
+                        ),
+                        Some("keep one of the two".into()),
+                    ));
+                }
                 let axis_span = find_quoted_key_span(text, key).unwrap_or_else(|| v.span());
                 broker_origins.insert(k.to_owned(), locate(axis_span));
             }
@@ -379,6 +406,7 @@ impl Profile {
             workload_table,
             workload,
             broker,
+            broker_by_version,
             axes,
             validity: raw.validity.unwrap_or_default(),
             knee,
@@ -483,4 +511,29 @@ pub(super) fn check_axis(
         ));
     }
     Ok(())
+}
+
+/// The keys of `[broker."<version>"]`: a pinned release's, scalars, none that chooses the broker.
+fn version_keys(version: &str, t: &toml::Table) -> Result<BTreeMap<String, String>, String> {
+    if !super::broker_choice::APACHE_VERSIONS.contains(&version) {
+        return Err(format!(
+            "broker key `{version}` is a table: a table in [broker] names a release, one of {} ([broker.\"5.3.3\"])",
+            super::broker_choice::APACHE_VERSIONS.join(", ")
+        ));
+    }
+    let mut keys = BTreeMap::new();
+    for (k, v) in t {
+        if super::store_tmpfs::is_harness_key(k) {
+            return Err(format!(
+                "[broker.\"{version}\"] sets `{k}`: the harness's own broker keys (kind, version, store_tmpfs) are set in [broker] or the matrix"
+            ));
+        }
+        if !is_scalar(v) {
+            return Err(format!(
+                "[broker.\"{version}\"] key `{k}` must be a string, number or boolean (it is written into broker.conf)"
+            ));
+        }
+        keys.insert(k.clone(), value_string(v));
+    }
+    Ok(keys)
 }

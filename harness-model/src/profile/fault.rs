@@ -17,6 +17,7 @@ pub const FAULT_KEYS: &[&str] = &[
     "every",
     "broker",
     "role",
+    "read_back",
 ];
 
 /// Which member of a replicating pair (`[cluster] slaves = 1`) the fault hits: broker 0's
@@ -34,6 +35,19 @@ impl FaultRole {
             FaultRole::Slave => "slave",
         }
     }
+}
+
+/// What the harness does with the stores after a job with a fault (`fault.read_back`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadBack {
+    /// Open each store with a fresh broker and read every queue back: the `acked_lost`,
+    /// `phantom`, ... columns (`read_back = true`, the default).
+    #[default]
+    Stores,
+    /// Leave the stores unread and those columns empty (`read_back = false`): for a question
+    /// about the answers, not durability, on a kind whose brokers are slow to start (an Apache
+    /// pair's read-back starts four more JVMs).
+    Skip,
 }
 
 /// A SIGSTOP at `at` (from the start of the measured window) and a SIGCONT `length` later.
@@ -65,6 +79,8 @@ pub struct FaultPlan {
     /// `"master"` or `"slave"`: the member of broker 0's pair (`[cluster] slaves = 1`) the
     /// fault hits. Default: none (the job's one broker).
     pub role: Option<FaultRole>,
+    /// Whether the stores are read back after the job. Default: `Stores`.
+    pub read_back: ReadBack,
 }
 
 fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
@@ -125,6 +141,15 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                     .ok_or_else(|| {
                         format!("`fault.broker` must be a broker index from 0 (got {v})")
                     })?
+            }
+            "read_back" => {
+                plan.read_back = match v.as_bool() {
+                    Some(true) => ReadBack::Stores,
+                    Some(false) => ReadBack::Skip,
+                    None => {
+                        return Err(format!("`fault.read_back` must be true or false (got {v})"))
+                    }
+                }
             }
             "role" => {
                 plan.role = Some(match v.as_str() {
@@ -306,7 +331,18 @@ mod tests {
             })
         );
         assert_eq!(p.every, Some(Duration::from_secs(10)));
+        assert_eq!(p.read_back, ReadBack::Stores);
         assert_eq!(fault_plan(&toml::Table::new()).unwrap(), None);
+    }
+
+    #[test]
+    fn read_back_false_skips_the_stores() {
+        let p = fault_plan(&table("pause = \"3s for 1s\"\nread_back = false"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.read_back, ReadBack::Skip);
+        let e = fault_plan(&table("pause = \"3s for 1s\"\nread_back = \"no\"")).unwrap_err();
+        assert!(e.contains("must be true or false"), "{e}");
     }
 
     #[test]

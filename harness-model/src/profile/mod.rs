@@ -53,7 +53,9 @@ pub use consumer::{
 };
 pub use diagnostics::{did_you_mean, line_col, ProfileError};
 pub use document::{Axis, Profile};
-pub use fault::{fault_plan, fault_with, parse_pause, FaultPlan, FaultRole, Pause, FAULT_KEYS};
+pub use fault::{
+    fault_plan, fault_with, parse_pause, FaultPlan, FaultRole, Pause, ReadBack, FAULT_KEYS,
+};
 pub use knee::Knee;
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};

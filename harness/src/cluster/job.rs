@@ -89,8 +89,9 @@ impl JobCluster {
         let load = prepare(self.namesrv, self.expect, w)?;
         let router = load.router.clone();
         if self.slaves > 0 {
-            let slaves =
-                super::slaves::ready(self.namesrv, &w.topic, &router, super::slaves::CONNECT_WAIT)?;
+            let wait = super::slaves::CONNECT_WAIT;
+            let ask_masters = self.cell.is_none();
+            let slaves = super::slaves::ready(self.namesrv, &w.topic, &router, wait, ask_masters)?;
             if w.create_topic {
                 super::slaves::create_topic(&slaves, w)?;
             }

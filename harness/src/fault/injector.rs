@@ -194,6 +194,11 @@ impl Injector {
         self.plan.role
     }
 
+    /// `fault.read_back`: whether the stores are read back after the job.
+    pub fn reads_back(&self) -> bool {
+        self.plan.read_back == harness_model::profile::ReadBack::Stores
+    }
+
     /// When the next signal is due.
     pub fn next_due(&self) -> Option<Instant> {
         self.events.get(self.next).map(|(t, _)| *t)

@@ -108,7 +108,10 @@ impl JobPart for FaultPart {
             .map_or(Default::default(), |p| p.duration);
         self.injector
             .arm(load.start + warmup, load.start + load.cfg.total());
-        self.injector.keys = Some(load.keys.clone());
+        // Without the keys nothing is read back (`fault.read_back = false`).
+        if self.injector.reads_back() {
+            self.injector.keys = Some(load.keys.clone());
+        }
     }
 
     fn next_due(&self) -> Option<std::time::Instant> {

@@ -176,6 +176,14 @@ pub trait Member: Send {
     /// Its process, for sampling and signals; None for a broker whose pid is not known.
     fn pid(&self) -> Option<u32>;
 
+    /// Whether a slave has connected to this master and made its first offset report, for a
+    /// broker that tells it only outside its protocol (Apache: no version has HA figures in
+    /// GET_BROKER_RUNTIME_INFO). None: ask its runtime info (broker-under-test's
+    /// `haSlaveConnections` and `haSlaveRequestOffset`).
+    fn slave_reported(&self) -> Option<bool> {
+        None
+    }
+
     /// The exit status once it has exited (never for a broker the harness does not own).
     fn exited(&mut self) -> Option<ExitStatus>;
 

@@ -123,6 +123,21 @@ pub fn broker_conf(
     conf.insert("haListenPort".into(), ports.ha().to_string());
     conf.entry("brokerIP1".into())
         .or_insert_with(|| "127.0.0.1".into());
+    // The HA address a master registers (`brokerIP2:haListenPort`), which a slave learns from
+    // the name server: else the host's first non-loopback address, as for brokerIP1.
+    conf.entry("brokerIP2".into())
+        .or_insert_with(|| "127.0.0.1".into());
+    if version.starts_with('5') && conf.get("brokerRole").is_some_and(|r| r == "SLAVE") {
+        // A 5.3.3 slave never uses a configured haMasterAddress: BrokerController.initialize
+        // hands it to the store (BrokerController.java:716-719) before the store's start
+        // creates the HA client (DefaultMessageStore.java:395-397, DefaultHAService.java:68-74),
+        // so it is dropped (:86-90), and the same branch stops taking the master's address from
+        // the name server (`updateMasterHAServerAddrPeriodically = false`, :719 and :2033).
+        // Measured: such a slave logged `HAClient connect to master null failed` every 5 s.
+        // Without the key it takes the address from its registration, as RocketMQ's own
+        // 2m-2s-sync configurations do.
+        conf.remove("haMasterAddress");
+    }
     conf.entry("brokerName".into())
         .or_insert_with(|| "broker-a".into());
     conf.insert("namesrvAddr".into(), namesrv.to_string());
@@ -275,6 +290,45 @@ mod tests {
         assert_eq!(c["namesrvAddr"], "127.0.0.1:9");
         let c4 = broker_conf(&cell, "4.9.7", BrokerPorts { listen: 20000 }, ns);
         assert!(!c4.contains_key("timerWheelEnable"), "not a 4.9 key");
+    }
+
+    #[test]
+    fn a_slave_keeps_its_id_role_name_and_master_and_gets_ports_of_its_own() {
+        // What `cluster::slaves::slave_conf` hands the kind: the master's keys made a slave.
+        let slave: BTreeMap<String, String> = [
+            ("brokerRole", "SLAVE"),
+            ("brokerId", "1"),
+            ("brokerName", "broker-0"),
+            ("namesrvAddr", "127.0.0.1:9"),
+            ("haMasterAddress", "127.0.0.1:20001"),
+            ("listenPort", "0"),
+            ("haListenPort", "0"),
+            ("slaveTimeout", "1000"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let ns = SocketAddr::from(([127, 0, 0, 1], 9));
+        for version in ["4.9.7", "5.3.3"] {
+            let c = broker_conf(&slave, version, BrokerPorts { listen: 30000 }, ns);
+            assert_eq!(c["brokerRole"], "SLAVE");
+            assert_eq!(c["brokerId"], "1");
+            // The master's name (not the harness's default), so the route pairs them.
+            assert_eq!(c["brokerName"], "broker-0");
+            assert_eq!(c["namesrvAddr"], "127.0.0.1:9");
+            // 4.9 connects to the address given; 5.3.3 would ignore it, and learns it from the
+            // name server only without it.
+            assert_eq!(
+                c.get("haMasterAddress").map(String::as_str),
+                version.starts_with('4').then_some("127.0.0.1:20001"),
+                "{version}"
+            );
+            assert_eq!(c["brokerIP2"], "127.0.0.1");
+            assert_eq!(c["slaveTimeout"], "1000");
+            // Its own ports: 4.9 binds listenPort + 1 whatever the key says, 5.3 the key.
+            assert_eq!(c["listenPort"], "30000");
+            assert_eq!(c["haListenPort"], "30001");
+        }
     }
 
     #[test]

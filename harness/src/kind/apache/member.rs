@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -161,6 +161,7 @@ pub(super) fn start_broker(
         ns: own_ns,
         addr: SocketAddr::from(([127, 0, 0, 1], ports.listen)),
         ports,
+        store_log: store_log(&home, version),
     };
     let ready = registered(namesrv, broker.addr, Duration::from_secs(30), &|| false)
         .and_then(|()| keys_took(broker.addr, &keys, version))
@@ -280,12 +281,38 @@ pub(super) fn same_value(want: &str, got: &str) -> bool {
         || matches!((w.parse::<f64>(), g.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
 }
 
+/// Where `version`'s broker under `home` logs an HA connection's first report. The line is
+/// written by the connection's ReadSocketService through the logger it inherits from
+/// ServiceThread (`RocketmqCommon`, which shadows the connection's own store logger): 4.9
+/// into the one file of the harness's logging file ([`conf::jvm_args`]), 5.3 by its own
+/// `rmq.broker.logback.xml` into `${user.home}/logs/rocketmqlogs/broker.log`.
+fn store_log(home: &Path, version: &str) -> PathBuf {
+    let logs = home.join("logs");
+    if version.starts_with('4') {
+        logs.join("rocketmq.log")
+    } else {
+        logs.join("rocketmqlogs").join("broker.log")
+    }
+}
+
+/// Whether a store log shows a slave's first offset report: the master logs
+/// `slave[<addr>] request offset <n>` when a connection's first 8-byte report arrives
+/// (4.9.7 HAConnection.java:179, 5.3.3 DefaultHAConnection.java:233). Neither version
+/// answers anything about its slaves in GET_BROKER_RUNTIME_INFO, and 4.9 has no
+/// GET_BROKER_HA_STATUS (907).
+fn reports_a_slave(log: &str) -> bool {
+    log.lines()
+        .any(|l| l.contains("slave[") && l.contains("] request offset "))
+}
+
 /// A running Apache broker.
 pub struct ApacheBroker {
     broker: Jvm,
     ns: Option<ApacheNameServer>,
     addr: SocketAddr,
     ports: BrokerPorts,
+    /// The log an HA connection's first report shows in ([`store_log`]).
+    store_log: PathBuf,
 }
 
 impl Member for ApacheBroker {
@@ -299,6 +326,11 @@ impl Member for ApacheBroker {
 
     fn pid(&self) -> Option<u32> {
         Some(self.broker.pid)
+    }
+
+    fn slave_reported(&self) -> Option<bool> {
+        let log = std::fs::read_to_string(&self.store_log).unwrap_or_default();
+        Some(reports_a_slave(&log))
     }
 
     fn exited(&mut self) -> Option<ExitStatus> {
@@ -366,7 +398,33 @@ impl NameServer for ApacheNameServer {
 
 #[cfg(test)]
 mod tests {
-    use super::{same_value, unreadable};
+    use super::{reports_a_slave, same_value, store_log, unreadable};
+    use std::path::Path;
+
+    #[test]
+    fn a_slave_s_first_report_is_read_from_the_store_log() {
+        // 4.9.7's line through the harness's pattern; 5.3.3's through RocketMQ's own.
+        let v4 = "08:01:02.345 INFO  HAConnection - slave[/127.0.0.1:41234] request offset 0\n";
+        let v5 = "2026-12-05 15:58:26 INFO ReadSocketService - slave[/127.0.0.1:48364] request offset 0\n";
+        assert!(reports_a_slave(v4));
+        assert!(reports_a_slave(v5));
+        let accepted =
+            "INFO AcceptSocketService - HAService receive new connection, /127.0.0.1:41234\n";
+        assert!(
+            !reports_a_slave(accepted),
+            "a connection is not yet a report"
+        );
+        assert!(!reports_a_slave(""));
+        let home = Path::new("/j/broker-0-home");
+        assert_eq!(
+            store_log(home, "4.9.7"),
+            Path::new("/j/broker-0-home/logs/rocketmq.log")
+        );
+        assert_eq!(
+            store_log(home, "5.3.3"),
+            Path::new("/j/broker-0-home/logs/rocketmqlogs/broker.log")
+        );
+    }
 
     #[test]
     fn only_5x_auth_keys_escape_the_read_back() {
