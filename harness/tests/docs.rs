@@ -305,3 +305,32 @@ fn measured_md_names_only_commands_that_exist() {
     problems.dedup();
     assert!(problems.is_empty(), "measured.md:\n{}", problems.join("\n"));
 }
+
+/// A count written in prose is checked like a table (the audit found "8 of them" for 9): the
+/// number of browser tests getting-started.md says are ignored without Chromium is the number
+/// of tests in harness/tests/ marked so.
+#[test]
+fn the_browser_test_count_in_the_book_is_the_files() {
+    let marked: usize = std::fs::read_dir(root().join("harness/tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                // (split, so that this file does not count itself)
+                .matches(concat!("#[cfg_attr(", "no_chromium, ignore"))
+                .count()
+        })
+        .sum();
+    let doc = chapter("getting-started.md");
+    let said = doc
+        .split_once("ignored (")
+        .and_then(|(_, rest)| rest.split_once(" of them)"))
+        .and_then(|(n, _)| n.trim().parse::<usize>().ok())
+        .expect("getting-started.md says `ignored (N of them)`");
+    assert_eq!(
+        said, marked,
+        "getting-started.md counts {said} browser tests, html_report.rs has {marked}"
+    );
+}
