@@ -116,6 +116,46 @@ fn the_exit_code_table_has_one_row_per_code() {
     }
 }
 
+/// The meaning column of a table row `| code | meaning | ...`, by code.
+fn exit_code_meanings(doc: &str) -> Vec<(u8, String)> {
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| {
+            let mut cells = l.split(" | ");
+            let code = cells.next()?.trim().parse().ok()?;
+            Some((code, cells.next()?.trim_end_matches(" |").to_owned()))
+        })
+        .collect()
+}
+
+/// Numbers are not enough (an audit found code 3 documented as "nothing was run" while `gate`
+/// gave it for a run that ran): every row of both tables says what `harness::exit::MEANINGS`
+/// says the code means, its name first and each of its cases.
+#[test]
+fn the_exit_code_tables_say_what_each_code_means() {
+    for doc in ["README.md", "docs/src/compare.md"] {
+        let rows = exit_code_meanings(&read(doc));
+        assert!(rows.len() >= 5, "{doc}: no exit-code table found");
+        for (code, meaning) in rows {
+            let (_, name, cases) = harness::exit::MEANINGS
+                .iter()
+                .find(|(c, _, _)| *c == code)
+                .unwrap_or_else(|| panic!("{doc}: exit code {code} is not in exit::MEANINGS"));
+            let lower = meaning.to_lowercase();
+            assert!(
+                lower.starts_with(name),
+                "{doc}: exit code {code} should read `{name}: ...`, not `{meaning}`"
+            );
+            for case in *cases {
+                assert!(
+                    lower.contains(&case.to_lowercase()),
+                    "{doc}: exit code {code}'s meaning does not say `{case}` (harness/src/exit.rs MEANINGS): {meaning}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_book_documents_every_recipe_profile_and_profile_key() {
     let flow = chapter("flow-control.md");
