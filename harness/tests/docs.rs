@@ -374,3 +374,44 @@ fn the_browser_test_count_in_the_book_is_the_files() {
         "getting-started.md counts {said} browser tests, html_report.rs has {marked}"
     );
 }
+
+/// The defaults the book shows are the code's (the audit found the key tables checked by name
+/// only): capacity.md's `[knee]` block, which says "defaults shown", parses to `Knee::default()`,
+/// and profiles.md's `[validity]` rows give `Validity::default()`.
+#[test]
+fn the_knee_and_validity_defaults_in_the_book_are_the_codes() {
+    use harness_model::profile::{Knee, Validity};
+    let doc = chapter("capacity.md");
+    let block = doc
+        .split("```toml")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("capacity.md opens with a toml block");
+    let knee = block
+        .split("\n[")
+        .find(|t| t.starts_with("knee]"))
+        .map(|t| t.split_once('\n').unwrap().1)
+        .expect("capacity.md's block has a [knee] table");
+    let shown: Knee = toml::from_str(knee).unwrap_or_else(|e| panic!("capacity.md [knee]: {e}"));
+    assert_eq!(shown, Knee::default(), "capacity.md's [knee] defaults");
+
+    let rows: String = chapter("profiles.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `validity."))
+        .map(|l| {
+            let (key, rest) = l.split_once("` | ").unwrap();
+            format!("{key} = {}\n", rest.split(" |").next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        rows.lines().count(),
+        3,
+        "profiles.md's [validity] rows:\n{rows}"
+    );
+    let shown: Validity = toml::from_str(&rows).unwrap_or_else(|e| panic!("{e}:\n{rows}"));
+    assert_eq!(
+        shown,
+        Validity::default(),
+        "profiles.md's [validity] defaults"
+    );
+}
