@@ -432,6 +432,7 @@ fn runtime_info_has_rocketmq_keys() {
         "commitLogMinOffset",
         "commitLogMaxOffset",
         "pageCacheLockTimeMills",
+        "storePutLockMaxHoldMillis",
         "commitLogDirCapacity",
         "dispatchBehindBytes",
     ] {

@@ -81,6 +81,8 @@ pub struct TimeseriesTail {
     /// The broker's runtime-info values, as it wrote them.
     pub send_queue_size: String,
     pub send_queue_head_wait_ms: String,
+    /// The longest put-lock hold in the second (`storePutLockMaxHoldMillis`) when the broker
+    /// reports it, else `pageCacheLockTimeMills` at the instant of the sample (Apache's brokers).
     pub page_cache_lock_ms: String,
     /// The harness's own resident memory: flat over a long run, or the run is leaking.
     pub harness_rss_mb: Option<Fixed<1>>,

@@ -11,7 +11,9 @@ pub const VERDICT_NO: u8 = 1;
 /// `gate`: too noisy or too few repetitions to decide.
 pub const INCONCLUSIVE: u8 = 2;
 /// A profile, `--set`, broker key or value, CSV, rules file or result folder is wrong; the
-/// message names the file, the line and the fix. Nothing was run.
+/// message names the file, the line and the fix. Nothing was run. From `gate` also: a candidate
+/// row is invalid (`valid = false`) and the rules' `allow_invalid` does not cover it, so the
+/// input the gate was given cannot be judged (that run did run).
 pub const INVALID_INPUT: u8 = 3;
 /// Something failed while running: the broker could not be started or found, a connection or
 /// a write failed.
@@ -20,6 +22,55 @@ pub const RUN_FAILED: u8 = 4;
 pub const USAGE: u8 = 64;
 /// Ctrl-C during `run`: 128 + SIGINT; every finished cell was kept.
 pub const INTERRUPTED: u8 = 130;
+
+/// What each code means, as every exit-code table in the docs must say it: the code, the name
+/// its row starts with, and the cases the row must name (`harness/tests/docs.rs` checks
+/// README.md's table and the book's against this, so a meaning changed here and not there, or
+/// there and not here, fails).
+pub const MEANINGS: [(u8, &str, &[&str]); 7] = [
+    (
+        SUCCESS,
+        "success",
+        &[
+            "the run finished",
+            "the gate passed",
+            "the recipe gave its promised answer",
+        ],
+    ),
+    (
+        VERDICT_NO,
+        "the verdict is no",
+        &["a gate rule", "a recipe did not give its", "`drift`"],
+    ),
+    (
+        INCONCLUSIVE,
+        "inconclusive",
+        &[
+            "too noisy or too few repetitions to decide",
+            "an absolute gate rule met an empty column",
+        ],
+    ),
+    (
+        INVALID_INPUT,
+        "invalid input",
+        &[
+            "nothing was run",
+            "from `gate` also: a candidate row is invalid",
+            "`allow_invalid`",
+        ],
+    ),
+    (
+        RUN_FAILED,
+        "the run failed",
+        &[
+            "the broker could not be",
+            "a connection or a write failed",
+            "every send was refused with code 1",
+        ],
+    ),
+    (USAGE, "usage", &["an unknown flag, a missing argument"]),
+    (INTERRUPTED, "interrupted", &["Ctrl-C or SIGTERM"]),
+];
 
 /// An error caused by the user's input (exit [`INVALID_INPUT`]), as opposed to a failure while
 /// running (exit [`RUN_FAILED`]). Its text is the whole message: file, line and fix.

@@ -35,10 +35,17 @@ fn golden(name: &str, actual: &str) {
         .join(D)
         .join("golden")
         .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    // UPDATE_GOLDEN=1 rewrites a file that differs and still fails, so that a run with it set
+    // never passes a changed output in silence: review `git diff`, then run again without it.
+    if std::env::var_os("UPDATE_GOLDEN").is_some()
+        && std::fs::read_to_string(&path).ok().as_deref() != Some(actual)
+    {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
-        return;
+        panic!(
+            "{} rewritten (UPDATE_GOLDEN): review the diff, then run without UPDATE_GOLDEN",
+            path.display()
+        );
     }
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));

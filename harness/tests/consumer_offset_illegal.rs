@@ -215,7 +215,18 @@ fn run(version: &str) -> f64 {
     if version == "5.3" {
         assert!(fix_after < 2.0, "5.3 fixes at once: {fix_after}");
     } else {
-        assert!(fix_after >= 10.0, "4.x fixes after 10 s: {fix_after}");
+        // `executeTaskLater`: 10 s after the 21; a timer that late by 2 s is not a loaded
+        // machine, it is a bug.
+        assert!(
+            (10.0..12.0).contains(&fix_after),
+            "4.x fixes 10 s after the 21: {fix_after}"
+        );
+        // The queue comes back at the next periodic rebalance, which runs every 20 s whatever
+        // the fix did: within one interval of the fix (+2 s for the rebalance's own work).
+        assert!(
+            (fix_after..fix_after + 22.0).contains(&pause),
+            "4.x: queue back {pause} s after the 21, the fix after {fix_after} s"
+        );
     }
     broker.stop(Duration::from_secs(10));
     pause
@@ -224,7 +235,9 @@ fn run(version: &str) -> f64 {
 #[test]
 fn code_21_after_a_deletion_pauses_4x_ten_seconds_and_more() {
     let pause = run("4.9");
-    assert!((10.0..45.0).contains(&pause), "4.x pause {pause}");
+    // consumers.md's 10–30 s (the fix's 10 s, then at most one 20 s rebalance interval), with
+    // the 2 s + 2 s of slack `run` allows each step.
+    assert!((10.0..34.0).contains(&pause), "4.x pause {pause}");
 }
 
 #[test]

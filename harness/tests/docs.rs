@@ -116,6 +116,46 @@ fn the_exit_code_table_has_one_row_per_code() {
     }
 }
 
+/// The meaning column of a table row `| code | meaning | ...`, by code.
+fn exit_code_meanings(doc: &str) -> Vec<(u8, String)> {
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| {
+            let mut cells = l.split(" | ");
+            let code = cells.next()?.trim().parse().ok()?;
+            Some((code, cells.next()?.trim_end_matches(" |").to_owned()))
+        })
+        .collect()
+}
+
+/// Numbers are not enough (an audit found code 3 documented as "nothing was run" while `gate`
+/// gave it for a run that ran): every row of both tables says what `harness::exit::MEANINGS`
+/// says the code means, its name first and each of its cases.
+#[test]
+fn the_exit_code_tables_say_what_each_code_means() {
+    for doc in ["README.md", "docs/src/compare.md"] {
+        let rows = exit_code_meanings(&read(doc));
+        assert!(rows.len() >= 5, "{doc}: no exit-code table found");
+        for (code, meaning) in rows {
+            let (_, name, cases) = harness::exit::MEANINGS
+                .iter()
+                .find(|(c, _, _)| *c == code)
+                .unwrap_or_else(|| panic!("{doc}: exit code {code} is not in exit::MEANINGS"));
+            let lower = meaning.to_lowercase();
+            assert!(
+                lower.starts_with(name),
+                "{doc}: exit code {code} should read `{name}: ...`, not `{meaning}`"
+            );
+            for case in *cases {
+                assert!(
+                    lower.contains(&case.to_lowercase()),
+                    "{doc}: exit code {code}'s meaning does not say `{case}` (harness/src/exit.rs MEANINGS): {meaning}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_book_documents_every_recipe_profile_and_profile_key() {
     let flow = chapter("flow-control.md");
@@ -304,4 +344,74 @@ fn measured_md_names_only_commands_that_exist() {
     problems.sort();
     problems.dedup();
     assert!(problems.is_empty(), "measured.md:\n{}", problems.join("\n"));
+}
+
+/// A count written in prose is checked like a table (the audit found "8 of them" for 9): the
+/// number of browser tests getting-started.md says are ignored without Chromium is the number
+/// of tests in harness/tests/ marked so.
+#[test]
+fn the_browser_test_count_in_the_book_is_the_files() {
+    let marked: usize = std::fs::read_dir(root().join("harness/tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                // (split, so that this file does not count itself)
+                .matches(concat!("#[cfg_attr(", "no_chromium, ignore"))
+                .count()
+        })
+        .sum();
+    let doc = chapter("getting-started.md");
+    let said = doc
+        .split_once("ignored (")
+        .and_then(|(_, rest)| rest.split_once(" of them)"))
+        .and_then(|(n, _)| n.trim().parse::<usize>().ok())
+        .expect("getting-started.md says `ignored (N of them)`");
+    assert_eq!(
+        said, marked,
+        "getting-started.md counts {said} browser tests, html_report.rs has {marked}"
+    );
+}
+
+/// The defaults the book shows are the code's (the audit found the key tables checked by name
+/// only): capacity.md's `[knee]` block, which says "defaults shown", parses to `Knee::default()`,
+/// and profiles.md's `[validity]` rows give `Validity::default()`.
+#[test]
+fn the_knee_and_validity_defaults_in_the_book_are_the_codes() {
+    use harness_model::profile::{Knee, Validity};
+    let doc = chapter("capacity.md");
+    let block = doc
+        .split("```toml")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("capacity.md opens with a toml block");
+    let knee = block
+        .split("\n[")
+        .find(|t| t.starts_with("knee]"))
+        .map(|t| t.split_once('\n').unwrap().1)
+        .expect("capacity.md's block has a [knee] table");
+    let shown: Knee = toml::from_str(knee).unwrap_or_else(|e| panic!("capacity.md [knee]: {e}"));
+    assert_eq!(shown, Knee::default(), "capacity.md's [knee] defaults");
+
+    let rows: String = chapter("profiles.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `validity."))
+        .map(|l| {
+            let (key, rest) = l.split_once("` | ").unwrap();
+            format!("{key} = {}\n", rest.split(" |").next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        rows.lines().count(),
+        3,
+        "profiles.md's [validity] rows:\n{rows}"
+    );
+    let shown: Validity = toml::from_str(&rows).unwrap_or_else(|e| panic!("{e}:\n{rows}"));
+    assert_eq!(
+        shown,
+        Validity::default(),
+        "profiles.md's [validity] defaults"
+    );
 }

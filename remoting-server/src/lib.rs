@@ -135,7 +135,16 @@ mod tests {
         ));
         let first = TcpStream::connect(addr).await.unwrap();
         let _second = TcpStream::connect(addr).await.unwrap();
+        // Not a fixed sleep (a late wrong serve would pass one): the loopback handshakes are
+        // done, so the second connection waits in the listener's queue now. With the clock
+        // paused, the sleep ends only once the runtime is idle, after it polled the sockets
+        // once more: a loop that could accept the second has accepted it then. `yield_now`
+        // lets every task woken by then run first, so the serve it would have spawned has run
+        // before the check. All on this one thread, no real time involved.
+        tokio::time::pause();
         tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::task::yield_now().await;
+        tokio::time::resume();
         assert_eq!(
             served.load(Ordering::SeqCst),
             1,

@@ -75,6 +75,12 @@ pub(crate) struct StoreStats {
     in_lock_max_micros: AtomicU64,
     in_lock_total_micros: AtomicU64,
     in_lock_count: AtomicU64,
+    /// The longest put-lock hold (µs) since the last [`take_in_lock_window_max_micros`]
+    /// (`storePutLockMaxHoldMillis`): the once-a-second sampler's view of every hold, where
+    /// RocketMQ's `pageCacheLockTimeMills` shows only the hold in progress at the read.
+    ///
+    /// [`take_in_lock_window_max_micros`]: StoreStats::take_in_lock_window_max_micros
+    in_lock_window_max_micros: AtomicU64,
     distribute: [AtomicU64; 13],
     latency_bounds: Vec<u64>,
     latency: Vec<AtomicU64>,
@@ -92,6 +98,7 @@ impl StoreStats {
             in_lock_max_micros: AtomicU64::new(0),
             in_lock_total_micros: AtomicU64::new(0),
             in_lock_count: AtomicU64::new(0),
+            in_lock_window_max_micros: AtomicU64::new(0),
             distribute: Default::default(),
             latency: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
             latency_bounds: bounds,
@@ -120,6 +127,13 @@ impl StoreStats {
         self.in_lock_total_micros
             .fetch_add(micros, Ordering::Relaxed);
         self.in_lock_count.fetch_add(1, Ordering::Relaxed);
+        self.in_lock_window_max_micros
+            .fetch_max(micros, Ordering::Relaxed);
+    }
+
+    /// The longest put-lock hold that ended since the previous call (µs), and a new window.
+    pub(crate) fn take_in_lock_window_max_micros(&self) -> u64 {
+        self.in_lock_window_max_micros.swap(0, Ordering::Relaxed)
     }
 
     /// Called once a second by the stats thread: TPS sample, and the minute roll of the windows.

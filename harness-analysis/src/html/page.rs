@@ -22,7 +22,8 @@ const EXTRA_SERIES: &[&str] = &["e2e_p99_ms"];
 /// A verdict table longer than this is folded when the overlays show each cell's verdicts.
 const FOLD_VERDICTS: usize = 40;
 
-/// A put lock held this long is a stall worth marking on the timeline.
+/// A put lock held this long is a stall worth marking on the timeline (`page_cache_lock_ms`:
+/// the second's longest hold where the broker counts it, `storePutLockMaxHoldMillis`).
 const STALL_LOCK_MS: f64 = 100.0;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222}\
@@ -331,7 +332,7 @@ fn run_section(run: &RunView, idx: usize) -> Result<String, ReportError> {
                 continue;
             }
             let svg = charts::timeline(&t)?;
-            let mut caption = String::from("bars: ok and busy answers by class; red marks at the top: put lock held ≥ 100 ms; red lines: a fault (kill, restart, pause, resume); grey lines: a new step or probe");
+            let mut caption = String::from("bars: ok and busy answers by class; red marks at the top: a put-lock hold ≥ 100 ms in the second (page_cache_lock_ms: the longest hold on broker-under-test, a once-a-second sample of the hold in progress on Apache); red lines: a fault (kill, restart, pause, resume); grey lines: a new step or probe");
             caption.push_str(&reconciliation(run, j));
             h.push_str(&figure(
                 "timeline",
