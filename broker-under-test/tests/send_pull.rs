@@ -289,6 +289,8 @@ async fn a_batch_to_a_retry_topic_per_version() {
         let r = c.call(batch(1, topic, &bodies)).await;
         if profile == "4.9" {
             assert_eq!(r.code, 0, "{profile}: {}", remark(&r));
+            // Readable once the reput has dispatched it (asynchronous, as in RocketMQ).
+            c.dispatched().await;
             let stored: Vec<Vec<u8>> = c
                 .pull_all(topic, 0)
                 .await
