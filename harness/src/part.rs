@@ -228,6 +228,12 @@ pub trait JobPart {
         Ok(())
     }
 
+    /// Whether [`JobPart::after_stop`] reads the stopped brokers' stores (then the job waits
+    /// for every stop before it goes on).
+    fn reads_stopped_store(&self) -> bool {
+        false
+    }
+
     /// After the job's brokers stopped: columns that need their stores (the reconciliation).
     fn after_stop(
         &mut self,
@@ -371,6 +377,11 @@ impl JobParts {
             }
         }
         first
+    }
+
+    /// Whether any part reads the stopped brokers' stores.
+    pub fn reads_stopped_store(&self) -> bool {
+        self.parts.iter().any(|p| p.reads_stopped_store())
     }
 
     /// [`JobPart::after_stop`] of every part; every reason is returned, in order.

@@ -191,3 +191,87 @@ fn run(dir: &Path, broker_tail: &str) -> (std::process::Output, String) {
 }
 
 mod common;
+
+/// An Apache cell, then a broker-under-test cell: the JVM stops beside the second cell's start
+/// (`runner::reaper`), cleanly (its shutdown hook ran to the end), and before the second
+/// cell's load: its last log line is older than the second cell's first measured second.
+/// broker-under-test starts in about a second and the JVM takes 12 s to stop, so a load that
+/// did not wait for the stop would begin while the JVM still writes its log. No JVM outlives
+/// the run, and the first cell's store is removed.
+#[test]
+#[cfg_attr(
+    no_jdk,
+    ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
+)]
+fn a_cell_s_jvm_stops_beside_the_next_start_and_before_its_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\n[workload]\nrate = 100\nduration = \"1s\"\n\
+         [broker]\nversion = \"5.3.3\"\n\
+         [matrix]\n\"broker.kind\" = [\"apache\", \"in-tree\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", profile.to_str().unwrap(), "--out"])
+        .arg(&out_dir)
+        .env("BROKER_UNDER_TEST_BIN", common::broker_bin())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("warning"),
+        "a stop was not clean: {stderr}"
+    );
+    let summary = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    let series = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap();
+    let header: Vec<&str> = series.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (cell, end) = (col("cell_id"), col("end_unix_s"));
+    // Each cell's first second, in the order they ran.
+    let mut firsts: Vec<(String, f64)> = Vec::new();
+    for line in series.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if !firsts.iter().any(|(c, _)| c == f[cell]) {
+            firsts.push((f[cell].to_owned(), f[end].parse().unwrap()));
+        }
+    }
+    assert_eq!(firsts.len(), 2, "{summary}");
+    let first_dir = out_dir.join(format!("{}-r1", firsts[0].0));
+    let log = first_dir.join("broker-home/logs/rocketmqlogs/broker.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("Shutdown hook over"),
+        "not a clean stop: {}",
+        log.display()
+    );
+    let last_write = std::fs::metadata(&log)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    // end_unix_s closes a second: the second cell's load began a second before it.
+    let second_load = firsts[1].1 - 1.0;
+    assert!(
+        last_write <= second_load,
+        "the first JVM still wrote its log at {last_write}, after the second load began at {second_load}"
+    );
+    assert!(
+        !first_dir.join("store").exists(),
+        "the first store was left"
+    );
+    let ps = Command::new("pgrep")
+        .args(["-f", &dir.path().display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "a JVM outlived the run: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}

@@ -157,6 +157,10 @@ impl JobPart for FaultPart {
         Ok(())
     }
 
+    fn reads_stopped_store(&self) -> bool {
+        true
+    }
+
     fn after_stop(&mut self, s: Stopped<'_>, cols: JobColumns<'_>) -> Result<(), PartError> {
         let inj = &self.injector;
         let kind: &dyn BrokerKind = self.kind.as_ref();

@@ -153,6 +153,13 @@ pub trait BrokerKind: Send + Sync {
 
     fn lifecycle(&self) -> Lifecycle;
 
+    /// Whether a job may leave its broker stopping beside the next job's start (see
+    /// `runner::reaper`): for a broker whose clean stop takes long and whose exit status
+    /// at that point says nothing the job's figures need.
+    fn stops_in_background(&self) -> bool {
+        false
+    }
+
     /// Refuses the run before cell 1 when a cell sets a key this kind does not take (an
     /// invalid-input error: exit 3, naming the key and the fix).
     fn check_cells(&self, profile: &Profile, cells: &[Cell]) -> anyhow::Result<()>;

@@ -12,6 +12,7 @@ use crate::kind::Kind;
 use crate::report::{HlogWriter, TimeseriesWriter};
 use crate::runner::options::RunOptions;
 use crate::runner::progress::Progress;
+use crate::runner::reaper::Reaper;
 use harness_model::shard::StartAt;
 
 /// Per-run context shared by the jobs.
@@ -34,6 +35,8 @@ pub struct Ctx<'a> {
     pub job_start: Option<StartAt>,
     /// Set by the knee search while one of its probes runs (`runner::knee_job`).
     pub probe: Option<Probe>,
+    /// The previous job's broker stop, when it runs beside this job's start.
+    pub reaper: Reaper,
 }
 
 impl Ctx<'_> {

@@ -33,6 +33,20 @@ pub(crate) fn start_broker(
     ctx.kind.start_broker(&spec)
 }
 
+/// The stop [`run_job`] leaves to `ctx.reaper`: the job's rows are made by then, so a stop
+/// that is not clean is a warning (the JVM's own log says more), then the store goes.
+fn stop_in_background(member: Box<dyn Member>, store: Option<std::path::PathBuf>) {
+    let addr = member.addr();
+    if let Some(st) = member.stop(Duration::from_secs(10)) {
+        if !st.success() {
+            eprintln!("warning: the broker {addr} exited with {st} at its stop, after its job");
+        }
+    }
+    if let Some(store) = store {
+        let _ = std::fs::remove_dir_all(store);
+    }
+}
+
 /// One job: broker up, load, sampling, broker down. Never fails: problems become invalid rows.
 pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>, bool) {
     let profile = ctx.profile;
@@ -123,17 +137,34 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             pids: &broker_pids,
             store_dirs: own_stores.then_some(job_dir.as_path()),
         };
+        // The previous job's broker, if it is still stopping, is gone before this load.
+        ctx.reaper.settle();
         let outcome = drive(ctx, cell, repetition, brokers, &mut parts, &mut out);
         let interrupted = out.interrupted;
-        if let Some(p) = process {
+        // A broker that is slow to stop (a JVM) stops beside the next job's start when
+        // nothing after this point reads its store: not a store on the cell's own tmpfs
+        // (unmounted when this job ends), not a fault's reconciliation.
+        let background = ctx.kind.stops_in_background()
+            && !interrupted
+            && _tmpfs.is_none()
+            && !parts.reads_stopped_store();
+        let mut remove_store = own_broker.is_some();
+        if let Some(mut p) = process {
             let killed_for_good = parts.board.down.is_some();
-            match p.stop(Duration::from_secs(10)) {
-                Some(st)
-                    if !st.success() && outcome.is_ok() && !interrupted && !killed_for_good =>
-                {
-                    invalid.get_or_insert(format!("broker exited with {st} at shutdown"));
+            if background && p.exited().is_none() {
+                let store = remove_store.then(|| store.clone());
+                remove_store = false;
+                ctx.reaper
+                    .defer(&cell.id, move || stop_in_background(p, store));
+            } else {
+                match p.stop(Duration::from_secs(10)) {
+                    Some(st)
+                        if !st.success() && outcome.is_ok() && !interrupted && !killed_for_good =>
+                    {
+                        invalid.get_or_insert(format!("broker exited with {st} at shutdown"));
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         // Columns that need the stopped brokers' stores (the faults' reconciliation).
@@ -151,7 +182,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         for e in parts.after_stop(stopped, cols) {
             invalid.get_or_insert(e.to_string());
         }
-        if own_broker.is_some() {
+        if remove_store {
             let _ = std::fs::remove_dir_all(&store);
         }
         if let Some(c) = cluster {

@@ -95,8 +95,17 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         search.record(met);
     }
     if let Some(p) = shared {
-        let _ = p.stop(std::time::Duration::from_secs(10));
-        let _ = std::fs::remove_dir_all(job_dir.join("store"));
+        let store = job_dir.join("store");
+        let stop = move || {
+            let _ = p.stop(std::time::Duration::from_secs(10));
+            let _ = std::fs::remove_dir_all(store);
+        };
+        // The search's rows are made; a JVM stops beside the next cell's start.
+        if ctx.kind.stops_in_background() && !interrupted {
+            ctx.reaper.defer(&cell.id, stop);
+        } else {
+            stop();
+        }
     }
     let (knee_rate, limited_by) = match search.outcome() {
         Some(o @ KneeOutcome::Knee { rate, .. }) => (

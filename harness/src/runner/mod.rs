@@ -21,6 +21,7 @@ mod parts;
 pub mod plan;
 mod progress;
 mod reader;
+mod reaper;
 mod retention;
 mod retry;
 mod rows;

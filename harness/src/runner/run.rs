@@ -20,6 +20,7 @@ use crate::runner::knee_job::{capacity_table, run_knee_job};
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::parts;
 use crate::runner::progress::Progress;
+use crate::runner::reaper::Reaper;
 use crate::runner::shard;
 use harness_model::matrix;
 use harness_model::profile::{higher_is_better, Model, Profile};
@@ -117,6 +118,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         progress: Progress::new(jobs.len(), opts.quiet),
         job_start: None,
         probe: None,
+        reaper: Reaper::default(),
     };
     let mut rows: Vec<SummaryRow> = Vec::new();
     let mut interrupted = false;

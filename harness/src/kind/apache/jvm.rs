@@ -148,12 +148,27 @@ impl Jvm {
     /// SIGTERM (RocketMQ's shutdown hook runs: mqshutdown does the same), then SIGKILL at
     /// `grace`. The exit status, and whether SIGKILL was needed.
     pub fn stop(&mut self, grace: Duration) -> (Option<ExitStatus>, Stop) {
+        self.terminate();
+        self.wait_stopped(grace)
+    }
+
+    /// SIGTERM (after SIGCONT, for a paused JVM), returning at once: a JVM's shutdown hook
+    /// takes seconds (see [`Jvm::wait_stopped`]), and two JVMs can run theirs side by side.
+    pub fn terminate(&mut self) {
+        if self.exited().is_none() {
+            let _ = self.signal(libc::SIGCONT);
+            let _ = self.signal(libc::SIGTERM);
+        }
+    }
+
+    /// After [`Jvm::terminate`]: waits up to `grace` for the exit, then SIGKILL. A broker's
+    /// shutdown hook took 12 s here (5.3.3): each service thread it joins ends only when its
+    /// own wait times out (NettyEventExecutor polls 3 s), one after the other.
+    pub fn wait_stopped(&mut self, grace: Duration) -> (Option<ExitStatus>, Stop) {
         if let Some(s) = self.exited() {
             self.join_stdout();
             return (Some(s), Stop::Clean);
         }
-        let _ = self.signal(libc::SIGCONT);
-        let _ = self.signal(libc::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Some(s) = self.exited() {
