@@ -46,8 +46,8 @@ apache-smoke: build ## profiles/apache-smoke.toml on Apache RocketMQ APACHE (CI:
 FIDELITY_QUICK ?=
 FIDELITY_ROWS  ?=
 FIDELITY_OUT   ?= $(RESULTS)/fidelity/$(shell date -u +%Y%m%dT%H%M%SZ)
-fidelity: build apache ## broker-under-test against Apache RocketMQ 4.9.7 / 5.3.3, row by row (profiles/fidelity/rows.toml): results/fidelity/<time>/table.md, table.csv, provenance.json; FIDELITY_QUICK=1 for the quick rows
-	$(HARNESS) fidelity --broker-bin $(RELEASE_BIN)/broker-under-test --out $(FIDELITY_OUT) $(if $(filter 1 yes true,$(FIDELITY_QUICK)),--quick) $(if $(FIDELITY_ROWS),--rows $(FIDELITY_ROWS))
+fidelity: build apache ## broker-under-test against Apache RocketMQ 4.9.7 / 5.3.3, row by row (profiles/fidelity/rows.toml): results/fidelity/<time>/table.md, table.csv, provenance.json; FIDELITY_QUICK=1 for the quick rows, FIDELITY_ROWS=1,3 for some, FIDELITY_SET="broker.version=4.9.7" for every row's profile
+	$(HARNESS) fidelity --broker-bin $(RELEASE_BIN)/broker-under-test --out $(FIDELITY_OUT) $(if $(filter 1 yes true,$(FIDELITY_QUICK)),--quick) $(if $(FIDELITY_ROWS),--rows $(FIDELITY_ROWS)) $(foreach s,$(FIDELITY_SET),--set $(s))
 
 # The test binaries run TEST_JOBS at a time (scripts/run-tests.py): most integration tests wait
 # on real time, so one at a time (cargo test) left CI's 2 cores half idle.

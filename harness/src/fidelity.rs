@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 use harness_analysis::fidelity::{
     apache_release, broker_values, counts, load_row, render_csv, render_markdown, table_for,
-    RateFrom, RowOutcome, RowStatus, RowsFile,
+    RateFrom, RowOutcome, RowSpec, RowStatus, RowsFile,
 };
 use harness_results::write_atomic;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,11 @@ pub struct FidelityArgs {
     /// the rows that finished).
     #[arg(long, requires = "out")]
     pub table_only: bool,
+    /// `key=value` for every chosen row's profile, after the row's own: `--set
+    /// broker.version=4.9.7` runs the rows on that release (each must have a version axis).
+    /// Checked against every chosen row's profile before the first row runs.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 /// The run's provenance, rewritten with the table.
@@ -194,6 +199,16 @@ fn write_outputs(
 }
 
 /// One profile run into `folder`.
+/// A row's `--set`s: its own, its quick ones under --quick, then the command line's.
+fn row_sets(spec: &RowSpec, args: &FidelityArgs) -> Vec<String> {
+    let mut sets = spec.set.clone();
+    if args.quick {
+        sets.extend(spec.quick_set.iter().cloned());
+    }
+    sets.extend(args.set.iter().cloned());
+    sets
+}
+
 fn run_one(
     profile_path: &Path,
     sets: &[String],
@@ -264,6 +279,18 @@ fn per_broker_runs(
 pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
     let rows = RowsFile::load(&args.rows_file).map_err(exit::invalid)?;
     let chosen = rows.select(&args.rows, args.quick).map_err(exit::invalid)?;
+    if !args.set.is_empty() && !args.table_only {
+        // A --set a row's profile refuses is a typo or the wrong row: say so before row 1.
+        for spec in chosen.iter().filter(|r| r.profile.is_some()) {
+            let path = spec.profile.as_deref().unwrap_or(Path::new(""));
+            harness_model::profile::Profile::load(path, &row_sets(spec, args))
+                .map_err(anyhow::Error::from)
+                .and_then(|p| runner::check_cells(&p, args.broker_bin.as_deref()))
+                .map_err(|e| {
+                    exit::invalid(anyhow::anyhow!("row {}: {e:#}\nnothing was run", spec.id))
+                })?;
+        }
+    }
     let start = SystemTime::now();
     let out = args
         .out
@@ -314,10 +341,7 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
         let Some(profile_path) = spec.profile.as_ref() else {
             continue;
         };
-        let mut sets = spec.set.clone();
-        if args.quick {
-            sets.extend(spec.quick_set.iter().cloned());
-        }
+        let sets = row_sets(spec, args);
         println!(
             "fidelity row {}: {} ({})",
             spec.id,
@@ -391,5 +415,37 @@ mod tests {
         let md = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
         assert!(md.contains(&format!("Started {}", first.start)), "{md}");
         assert!(md.contains("Judged again"), "{md}");
+    }
+
+    #[test]
+    fn a_set_no_row_takes_refuses_the_run_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("p.toml");
+        std::fs::write(
+            &profile,
+            "name = \"p\"\n[workload]\nrate = 10\nduration = \"1s\"\n",
+        )
+        .unwrap();
+        let rows_file = dir.path().join("rows.toml");
+        let text = format!(
+            "[[row]]\nid = \"1\"\ntitle = \"t\"\nprofile = \"{}\"\n\n[[row.check]]\nname = \"c\"\nrelation = \"presence\"\ntolerance = 0\nmetric = \"ok_rate\"\n",
+            profile.display()
+        );
+        std::fs::write(&rows_file, text).unwrap();
+        let out = dir.path().join("out");
+        let args = FidelityArgs {
+            rows_file,
+            quick: false,
+            rows: Vec::new(),
+            out: Some(out.clone()),
+            broker_bin: None,
+            table_only: false,
+            set: vec!["workload.rat=20".into()],
+        };
+        let err = run_fidelity(&args).unwrap_err();
+        assert_eq!(exit::code_for(&err), exit::INVALID_INPUT, "{err:#}");
+        let text = format!("{err:#}");
+        assert!(text.contains("row 1") && text.contains("workload.rat"), "{text}");
+        assert!(!out.exists(), "nothing is written for a refused run");
     }
 }

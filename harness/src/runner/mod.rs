@@ -36,7 +36,7 @@ mod wait;
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};
 pub use plan::LoadConfig;
-pub use run::{check_broker_profile, run_profile};
+pub use run::{check_broker_profile, check_cells, run_profile};
 pub use validity::nothing_ran;
 
 /// UTC `YYYYMMDDTHHMMSSZ` and ISO forms of a time (kept here for callers of the old path).

@@ -222,6 +222,18 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
 /// The broker-key checks of a run ([`BrokerKind::check_cells`]) for a caller that runs the
 /// profile later, job by job (`harness ab` checks both sides before its first job: a typo in
 /// `--set-b` must not cost side A's jobs).
+/// Every cell's broker keys checked by its kind, as a run does before cell 1, running nothing.
+pub fn check_cells(profile: &Profile, broker_bin: Option<&Path>) -> anyhow::Result<()> {
+    let cells = matrix::expand(profile).map_err(|e| crate::exit::invalid(anyhow::anyhow!(e)))?;
+    let source = Source {
+        target: None,
+        target_pid: None,
+        namesrv: None,
+        broker_bin,
+    };
+    select::for_cells(source, profile, &cells).map(|_| ())
+}
+
 pub fn check_broker_profile(bin: &Path, profile: &Profile) -> anyhow::Result<()> {
     let cells = matrix::expand(profile).map_err(|e| crate::exit::invalid(anyhow::anyhow!(e)))?;
     InTree::new(bin.to_owned()).check_cells(profile, &cells)
