@@ -415,3 +415,100 @@ fn the_knee_and_validity_defaults_in_the_book_are_the_codes() {
         "profiles.md's [validity] defaults"
     );
 }
+
+/// The chapters that make claims about how RocketMQ behaves which a fidelity row measures
+/// (issue 46: flow control, consumers, replication, retention): each row must be linked from one.
+const FIDELITY_CHAPTERS: [&str; 8] = [
+    "flow-control.md",
+    "page-cache.md",
+    "order.md",
+    "consumers.md",
+    "replication.md",
+    "faults.md",
+    "broker.md",
+    "profiles.md",
+];
+
+/// The row ids that `fidelity.md#row-X` links in a chapter name, in order.
+fn fidelity_row_links(doc: &str) -> Vec<String> {
+    doc.match_indices("fidelity.md#row-")
+        .map(|(i, pat)| {
+            doc[i + pat.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect()
+        })
+        .collect()
+}
+
+/// A claim about RocketMQ that a fidelity row measured links that row (`fidelity.md#row-4a`), so
+/// a reader can see whether the model agreed with Apache on it. The links must land: every row of
+/// profiles/fidelity/rows.toml has its anchor in fidelity.md's "The rows" (and no anchor names a
+/// row the file does not have), every `#row-X` link in the book names a row, and every row is
+/// linked from at least one of the chapters that make those claims.
+#[test]
+fn every_fidelity_row_has_an_anchor_and_a_chapter_that_links_it() {
+    let rows =
+        harness_analysis::fidelity::RowsFile::load(&root().join("profiles/fidelity/rows.toml"))
+            .unwrap_or_else(|e| panic!("profiles/fidelity/rows.toml: {e}"));
+    let ids: Vec<String> = rows.row.iter().map(|r| r.id.clone()).collect();
+    assert!(!ids.is_empty(), "profiles/fidelity/rows.toml has no row");
+    let mut problems = Vec::new();
+
+    let fidelity = chapter("fidelity.md");
+    let anchors: Vec<String> = fidelity
+        .match_indices("<a id=\"row-")
+        .map(|(i, pat)| {
+            fidelity[i + pat.len()..]
+                .chars()
+                .take_while(|c| *c != '"')
+                .collect()
+        })
+        .collect();
+    for id in &ids {
+        match anchors.iter().filter(|a| *a == id).count() {
+            1 => {}
+            0 => problems.push(format!(
+                "row {id} has no `<a id=\"row-{id}\"></a>` in fidelity.md's table of rows"
+            )),
+            n => problems.push(format!("fidelity.md has {n} anchors for row {id}")),
+        }
+    }
+    for anchor in &anchors {
+        if !ids.contains(anchor) {
+            problems.push(format!(
+                "fidelity.md has an anchor for row {anchor}, which rows.toml does not have"
+            ));
+        }
+    }
+
+    for entry in std::fs::read_dir(root().join("docs/src")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".md") {
+            continue;
+        }
+        for id in fidelity_row_links(&chapter(&name)) {
+            if !ids.contains(&id) {
+                problems.push(format!(
+                    "{name} links fidelity.md#row-{id}, a row rows.toml does not have"
+                ));
+            }
+        }
+    }
+
+    let linked: Vec<String> = FIDELITY_CHAPTERS
+        .iter()
+        .flat_map(|name| fidelity_row_links(&chapter(name)))
+        .collect();
+    for id in &ids {
+        if !linked.contains(id) {
+            problems.push(format!(
+                "fidelity row {id} is linked from none of {FIDELITY_CHAPTERS:?}: link it \
+                 (`[fidelity row {id}](fidelity.md#row-{id})`) where the chapter makes the claim \
+                 it measures"
+            ));
+        }
+    }
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
