@@ -517,7 +517,7 @@ const SEND_PATH: &[KeySpec] = &[
         "fastFailIfNoBufferInStorePool",
         Bool,
         Fixed("false"),
-        "`[REJECTREQUEST]` when the pool has no spare buffer",
+        "with the pool on and no free buffer, a master maps no new CommitLog file (the put fails CREATE_MAPEDFILE_FAILED); `[REJECTREQUEST]` for a deficient pool comes either way",
     ),
     ours(
         "injectPutStallMillis",
