@@ -445,7 +445,10 @@ mod tests {
         let err = run_fidelity(&args).unwrap_err();
         assert_eq!(exit::code_for(&err), exit::INVALID_INPUT, "{err:#}");
         let text = format!("{err:#}");
-        assert!(text.contains("row 1") && text.contains("workload.rat"), "{text}");
+        assert!(
+            text.contains("row 1") && text.contains("workload.rat"),
+            "{text}"
+        );
         assert!(!out.exists(), "nothing is written for a refused run");
     }
 }

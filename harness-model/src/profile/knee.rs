@@ -19,6 +19,9 @@ pub struct Knee {
     pub probe_duration: Secs,
     /// Unmeasured load at the probe's rate before it is measured. Default: 1s.
     pub settle: Secs,
+    /// The same before a search's first probe on its broker, when that needs longer (a JVM's
+    /// JIT: a cold broker fails a rate it takes a few seconds later). Default: `settle`.
+    pub first_settle: Option<Secs>,
     /// The ramp stops here; a knee at `max_rate` means "not found below it". Default: 1000000.
     pub max_rate: f64,
     /// Below this the downward ramp gives up: no rate meets the SLO. Default: 10.
@@ -38,6 +41,7 @@ impl Default for Knee {
             precision: 0.05,
             probe_duration: Secs(5.0),
             settle: Secs(1.0),
+            first_settle: None,
             max_rate: 1_000_000.0,
             min_rate: 10.0,
             max_probes: 24,
@@ -75,6 +79,11 @@ impl Knee {
         pos("probe_duration", self.probe_duration.0)?;
         if self.settle.0.is_nan() || self.settle.0 < 0.0 {
             return Err(("settle", "`settle` must be >= 0".into()));
+        }
+        if let Some(f) = self.first_settle {
+            if f.0.is_nan() || f.0 < 0.0 {
+                return Err(("first_settle", "`first_settle` must be >= 0".into()));
+            }
         }
         pos("max_rate", self.max_rate)?;
         pos("min_rate", self.min_rate)?;

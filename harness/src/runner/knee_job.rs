@@ -59,8 +59,11 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
             index,
             broker: shared.as_ref().map(|p| (p.addr(), p.pid())),
         });
-        let (mut probe_rows, was_interrupted) =
-            run_job(ctx, &probe_cell(cell, rate, knee), repetition);
+        let (mut probe_rows, was_interrupted) = run_job(
+            ctx,
+            &probe_cell(cell, rate, knee, index == 0 || knee.fresh_broker_per_probe),
+            repetition,
+        );
         ctx.probe = None;
         let Some(mut row) = probe_rows.pop() else {
             break;
@@ -173,11 +176,14 @@ pub fn broker_share(row: &SummaryRow) -> String {
 }
 
 /// The cell as one open-loop probe at `rate`.
-fn probe_cell(cell: &Cell, rate: f64, knee: &Knee) -> Cell {
+fn probe_cell(cell: &Cell, rate: f64, knee: &Knee, first: bool) -> Cell {
     let mut c = cell.clone();
     c.workload.model = Model::Open;
     c.workload.rate = rate;
-    c.workload.warmup = knee.settle;
+    c.workload.warmup = match knee.first_settle {
+        Some(s) if first => s,
+        _ => knee.settle,
+    };
     c.workload.duration = knee.probe_duration;
     c
 }
@@ -304,4 +310,28 @@ pub fn capacity_table(rows: &[SummaryRow]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probe_cell;
+    use harness_model::profile::{Profile, Secs};
+
+    #[test]
+    fn the_first_probe_on_a_broker_settles_first_settle_the_others_settle() {
+        let text = "name = \"k\"\n[workload]\nmodel = \"knee\"\nrate = 1000\n[knee]\nsettle = \"2s\"\nfirst_settle = \"8s\"\n[slo]\nterms = [\"p99_ms <= 100\"]\n";
+        let profile = Profile::parse(text, "k.toml", std::path::Path::new("k.toml"), &[]).unwrap();
+        let cell = &harness_model::matrix::expand(&profile).unwrap()[0];
+        let first = probe_cell(cell, 4000.0, &profile.knee, true);
+        let later = probe_cell(cell, 8000.0, &profile.knee, false);
+        assert_eq!(first.workload.warmup, Secs(8.0));
+        assert_eq!(later.workload.warmup, Secs(2.0));
+        assert_eq!(later.workload.rate, 8000.0);
+        let mut plain = profile.knee.clone();
+        plain.first_settle = None;
+        assert_eq!(
+            probe_cell(cell, 4000.0, &plain, true).workload.warmup,
+            Secs(2.0)
+        );
+    }
 }
