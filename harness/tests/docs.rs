@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use harness::report::{summary_header, TIMESERIES_COLUMNS};
 
+#[path = "docs/counts.rs"]
+mod counts;
 #[path = "docs/sections.rs"]
 mod sections;
 
