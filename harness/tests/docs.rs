@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 
 use harness::report::{summary_header, TIMESERIES_COLUMNS};
 
+#[path = "docs/counts.rs"]
+mod counts;
+#[path = "docs/sections.rs"]
+mod sections;
+
 const EXIT_CODES: [u8; 7] = [
     harness::exit::SUCCESS,
     harness::exit::VERDICT_NO,
@@ -31,6 +36,17 @@ fn read(rel: &str) -> String {
 /// One chapter of the book, by file name under docs/src/.
 fn chapter(name: &str) -> String {
     read(&format!("docs/src/{name}"))
+}
+
+/// `n` as the book writes a small count in prose ("the seven scenarios").
+fn number_word(n: usize) -> String {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ];
+    WORDS
+        .get(n)
+        .map_or_else(|| n.to_string(), |w| (*w).to_owned())
 }
 
 /// The chapter files SUMMARY.md links to, in order.
