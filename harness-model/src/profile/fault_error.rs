@@ -76,12 +76,6 @@ impl FaultError {
     pub fn key(&self) -> Option<&'static str> {
         use FaultError::*;
         Some(match self {
-            // The line of `restart`, as the loader found it when it searched the message for
-            // `fault.<key>` and `fault.restart_after` starts with `fault.restart`.
-            NotADuration {
-                key: "restart_after",
-                ..
-            } => "restart",
             NotADuration { key, .. } | NotBool { key, .. } => key,
             PauseNotString(_) | PauseShape(_) | PauseLength | PauseLongerThanEvery { .. } => {
                 "pause"
@@ -89,13 +83,61 @@ impl FaultError {
             PauseOutside { .. } => "pause",
             BrokerIndex(_) | BrokerOutOfRange { .. } => "broker",
             Role(_) | RoleWithRestart => "role",
-            RestartWithoutKill
-            | RestartAfterWithoutRestart
-            | RestartAfterNotShorter { .. }
-            | RestartOutside { .. } => "restart",
+            RestartWithoutKill => "restart",
+            RestartAfterWithoutRestart | RestartAfterNotShorter { .. } | RestartOutside { .. } => {
+                "restart_after"
+            }
             EveryKillWithoutRestart | EveryTooShort => "every",
             KillOutside { .. } => "kill",
             UnknownKey { .. } | Nothing | ClosedModel | Oneway | Batch => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+
+    fn error_line(fault: &str) -> String {
+        let text = format!("name = \"p\"\n[workload]\nduration = \"10s\"\n[fault]\n{fault}");
+        Profile::parse(&text, "p.toml", std::path::Path::new("p.toml"), &[])
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// A `restart_after` problem points at `restart_after`'s line, not at `restart`'s (the old
+    /// loader searched the text for `fault.restart`, a prefix of `fault.restart_after`).
+    #[test]
+    fn a_restart_after_problem_points_at_its_own_line() {
+        for (fault, message) in [
+            (
+                "kill = \"2s\"\nrestart = true\nrestart_after = true\n",
+                "must be a duration",
+            ),
+            (
+                "kill = \"2s\"\nrestart_after = \"1s\"\n",
+                "needs `restart = true`",
+            ),
+            (
+                "kill = \"2s\"\nrestart = true\nrestart_after = \"9s\"\n",
+                "measured window",
+            ),
+        ] {
+            let e = error_line(fault);
+            let line = 5 + fault
+                .lines()
+                .position(|l| l.starts_with("restart_after"))
+                .unwrap();
+            assert!(
+                e.starts_with(&format!("p.toml:{line}:1: `fault.restart_after`")),
+                "{e}"
+            );
+            assert!(e.contains(message), "{e}");
+        }
+        let e = error_line("restart = true\n");
+        assert!(
+            e.starts_with("p.toml:5:1: `fault.restart = true` needs a `kill`"),
+            "{e}"
+        );
     }
 }
