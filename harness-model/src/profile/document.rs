@@ -9,7 +9,6 @@ use toml::Spanned;
 
 use super::ab::{AbSettings, RawAb};
 use super::auth::{AuthSection, RawAuth};
-use super::broker_choice::version_keys;
 use super::cluster::ClusterSpec;
 use super::consumer::{check_consumer_axis, Consumer};
 use super::diagnostics::{
@@ -21,6 +20,7 @@ use super::knee::Knee;
 use super::settings::{Order, Validity, KEY_METRICS};
 use super::slo::{RawSlo, Slo};
 use super::value::{is_scalar, value_string};
+use super::version_table::version_keys;
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
 
 #[derive(Debug, Deserialize)]

@@ -6,21 +6,9 @@
 use std::time::Duration;
 
 use super::diagnostics::did_you_mean;
-use super::fault_error::FaultError;
+use super::fault_error::{FaultError, FAULT_KEYS};
 use super::secs::parse_secs;
 use super::workload::{Model, Workload};
-
-/// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &[
-    "kill",
-    "restart",
-    "restart_after",
-    "pause",
-    "every",
-    "broker",
-    "role",
-    "read_back",
-];
 
 /// Which member of a replicating pair (`[cluster] slaves = 1`) the fault hits: broker 0's
 /// master or its slave (`fault.role`). Without it the fault hits the job's one broker.

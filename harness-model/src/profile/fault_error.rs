@@ -1,10 +1,21 @@
 //! Why a `[fault]` table, or a fault plan with the workload or the brokers it runs against, is
 //! refused. Each message names the key and the fix; [`FaultError::key`] says which key of
-//! `[fault]` the profile loader points at.
+//! `[fault]` the profile loader points at. A leaf: fault.rs imports it, never the reverse.
 
 use std::time::Duration;
 
-use super::fault::FAULT_KEYS;
+/// Every key accepted in `[fault]` (here rather than in fault.rs: the errors name them, and
+/// fault.rs imports the errors).
+pub const FAULT_KEYS: &[&str] = &[
+    "kill",
+    "restart",
+    "restart_after",
+    "pause",
+    "every",
+    "broker",
+    "role",
+    "read_back",
+];
 
 /// A `[fault]` problem. Values are carried as written in TOML (`(got "no")`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

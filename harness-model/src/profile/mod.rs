@@ -19,6 +19,7 @@
 //! * knee.rs, slo.rs — `[knee]` and `[slo]` of `model = "knee"`
 //! * secs.rs        — durations written as seconds or with a unit
 //! * value.rs       — scalar values as written into broker.conf and `param_` columns
+//! * version_table.rs — `[broker."<version>"]`: keys for one release's cells
 //! * diagnostics.rs — located errors and "did you mean"
 
 mod ab;
@@ -38,13 +39,14 @@ mod settings;
 mod slo;
 mod store_tmpfs;
 mod value;
+mod version_table;
 mod workload;
 
 pub use ab::{ab_settings_of, AbError, AbSettings, FailWhen, AB_METRICS};
 pub use auth::{AuthSection, Secret, AUTH_KEYS};
 pub use broker_choice::{
-    in_tree_version_profile, BrokerChoice, BrokerChoiceError, VersionTableError, APACHE_VERSIONS,
-    IN_TREE_PROFILE_KEY, KIND_KEY, VERSION_KEY,
+    in_tree_version_profile, BrokerChoice, BrokerChoiceError, APACHE_VERSIONS, IN_TREE_PROFILE_KEY,
+    KIND_KEY, VERSION_KEY,
 };
 pub use cluster::{
     bare_key, check_brokers_axis, per_broker_key, BrokersAxisError, ClusterSpec,
@@ -58,10 +60,8 @@ pub use diagnostics::{
     did_you_mean, line_col, PerBrokerKeyError, ProfileError, SectionError, TableError,
 };
 pub use document::{Axis, Profile};
-pub use fault::{
-    fault_plan, fault_with, parse_pause, FaultPlan, FaultRole, Pause, ReadBack, FAULT_KEYS,
-};
-pub use fault_error::FaultError;
+pub use fault::{fault_plan, fault_with, parse_pause, FaultPlan, FaultRole, Pause, ReadBack};
+pub use fault_error::{FaultError, FAULT_KEYS};
 pub use knee::Knee;
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
@@ -71,6 +71,7 @@ pub use store_tmpfs::{
     STORE_TMPFS_KEY,
 };
 pub use value::{parse_set_value, value_string};
+pub use version_table::VersionTableError;
 pub use workload::{
     workload_with, HeaderKind, Model, RetryPolicy, SendCode, SendOrdering, Step, Workload,
     WORKLOAD_KEYS,
