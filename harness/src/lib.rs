@@ -39,6 +39,7 @@ pub mod reconcile;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod send_order;
 pub mod send_spec;
 pub mod serve;
 #[doc(hidden)]

@@ -30,10 +30,10 @@ use crate::cluster::job::JobCluster;
 use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::ConsumerFigures;
 use crate::kind::Member;
-use crate::order::ledger::OrderLedger;
 use crate::order::readback::ReadBackError;
 use crate::report::{FaultColumns, OrderColumns, Resources, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
+use crate::send_order::ledger::OrderLedger;
 
 /// Why a part failed: the job's rows become invalid with this text as the reason.
 #[derive(Debug, thiserror::Error)]
