@@ -41,9 +41,12 @@ pub enum PartError {
     /// The routes, the topic on every broker or the slaves of a cluster.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-    /// The fault's target, a signal or restart, or the reconciliation afterwards.
+    /// The fault's target, or the reconciliation afterwards.
     #[error("{0}")]
     Fault(String),
+    /// A due signal or restart of the fault failed.
+    #[error(transparent)]
+    Inject(#[from] crate::fault::InjectError),
     /// The consumers did not start.
     #[error(transparent)]
     Consumers(#[from] ConsumerStartError),
