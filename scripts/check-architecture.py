@@ -6,7 +6,9 @@
   imports it back, directly or through others), which also rules out hub `mod.rs` files whose
   children import from them;
 - the workspace's crates form layers (LAYERS, lowest first): a crate's [dependencies] name only
-  workspace crates of a lower layer, and the offline crates stay offline (FORBIDDEN).
+  workspace crates of a lower layer, and the offline crates stay offline (FORBIDDEN);
+- inside a crate, a top-level module listed in MODULE_RULES imports none of the modules listed
+  for it (the harness's models below its runner and job parts).
 
 The crates are the workspace `Cargo.toml`'s `members`. A module's imports are every path into the
 crate outside `#[cfg(test)]` code: `use` and `pub use` lines, and inline paths (`crate::a::f(..)`,
@@ -43,6 +45,21 @@ LAYERS = [
 # back up into the runner.
 OFFLINE = ["tokio", "remoting", "rmq-client", "harness"]
 FORBIDDEN = {"harness-model": OFFLINE, "harness-results": OFFLINE, "harness-analysis": OFFLINE}
+
+# Inside one crate (by package name): top-level module -> top-level modules it must never import.
+# In the harness, the consumer model, the order model, the recorder and result writing sit below
+# the runner and the job parts (`cluster`, `fault`, `ha`, `order`; `consumer` is a part too, but
+# its model is what the rule is about: its own `job_part.rs` plugs in through `part`); what two of
+# them share moves down (`send_order` holds what the consumers and the order part both use).
+JOB_PARTS_AND_RUNNER = ["runner", "kind", "cluster", "fault", "ha", "order"]
+MODULE_RULES = {
+    "harness": {
+        "consumer": JOB_PARTS_AND_RUNNER,
+        "send_order": JOB_PARTS_AND_RUNNER + ["consumer"],
+        "recorder": JOB_PARTS_AND_RUNNER + ["consumer", "report"],
+        "report": JOB_PARTS_AND_RUNNER + ["consumer"],
+    },
+}
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 PATH_STRING = re.compile(r"\$?" + IDENT + r"(?:::" + IDENT + r")+")
@@ -511,8 +528,9 @@ def name(module):
     return "::".join(module) or "crate root"
 
 
-def check_crate(root, crate_dir, label):
-    """(problems, number of files, number of cycles) for one crate."""
+def check_crate(root, crate_dir, label, rules=None):
+    """(problems, number of files, number of cycles) for one crate; `rules` is its MODULE_RULES
+    entry (top-level module -> top-level modules it must never import)."""
     problems = []
     src = os.path.join(root, crate_dir, "src")
     if not os.path.isdir(src):
@@ -527,6 +545,11 @@ def check_crate(root, crate_dir, label):
     for a, b, line, written in crate.edges():
         graph[a].add(b)
         evidence.setdefault((a, b), (line, written))
+        if a and b and b[0] in (rules or {}).get(a[0], ()):
+            problems.append(
+                f"{label}: {os.path.relpath(crate.files[a], root)}:{line} {written}: {a[0]} must never "
+                f"import {b[0]} (MODULE_RULES): move the shared piece below both"
+            )
     found = cycles(graph, sorted(crate.files))
     for comp in found:
         steps = shortest_cycle(graph, comp)
@@ -541,17 +564,19 @@ def check_crate(root, crate_dir, label):
     return problems, len(crate.files), len(found)
 
 
-def check(root, layers=LAYERS, forbidden=FORBIDDEN):
+def check(root, layers=LAYERS, forbidden=FORBIDDEN, module_rules=MODULE_RULES):
     """(problems, summary line)."""
     members = workspace_members(root)
     problems = check_layers(root, members, layers, forbidden)
     files = 0
     for member in members:
-        p, n, _ = check_crate(root, member, package_name(root, member))
+        label = package_name(root, member)
+        p, n, _ = check_crate(root, member, label, module_rules.get(label))
         problems += p
         files += n
     summary = (
-        f"architecture: {len(members)} crates, layers hold ({layers_text(layers)}), {files} files, "
+        f"architecture: {len(members)} crates, layers hold ({layers_text(layers)}), "
+        f"module rules hold ({sum(len(r) for r in module_rules.values())} modules), {files} files, "
         f"no file over {MAX_LINES} lines, no cycle"
     )
     return problems, summary

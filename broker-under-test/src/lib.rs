@@ -3,6 +3,10 @@
 //!
 //! [`run`] serves a bound socket until a shutdown future completes; [`RunningBroker`] starts
 //! one in-process (tests, the harness).
+//!
+//! It imports only `remoting` and `remoting-server` from the workspace; it must never import the
+//! name server, `rmq-client` or a harness crate. The harness drives it as a process over the
+//! wire, as it drives Apache's broker, so the model answers only what the protocol says.
 
 pub mod acl;
 pub mod broker;

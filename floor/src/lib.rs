@@ -19,6 +19,10 @@
 //!
 //! The responder must be much faster than either sender: it answers send requests from a fixed template and reads only the
 //! fields it must echo (`code`, `opaque`, `flag`), so one responder core outruns one sender core.
+//!
+//! It imports only `remoting` from the workspace (and no tokio); it must never import
+//! `rmq-client` or a harness crate: a yardstick that shared the harness's code path would
+//! measure the harness against itself.
 
 pub mod canned;
 pub mod consume;

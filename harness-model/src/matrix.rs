@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::fnv::Fnv1a;
 use crate::profile::{
-    consumer_with, fault_plan, value_string, workload_with, Consumer, FaultPlan, Order, Profile,
-    Workload,
+    consumer_with, fault_plan, value_string, workload_with, Consumer, FaultError, FaultPlan, Order,
+    Profile, TableError, Workload,
 };
 
 /// One configuration of the matrix.
@@ -68,8 +68,38 @@ fn short_key(key: &str) -> &str {
         .unwrap_or(key)
 }
 
+/// A combination of axis values that is refused although each value passed alone (the profile
+/// loader checks values one at a time; closed + oneway is found here).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("matrix cell {label}: {problem}")]
+pub struct CellError {
+    /// The cell's readable label (`model=closed,oneway=true`).
+    pub label: String,
+    pub problem: CellProblem,
+}
+
+/// Which section of a cell is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CellProblem {
+    #[error(transparent)]
+    Workload(TableError),
+    #[error(transparent)]
+    Consumer(TableError),
+    #[error(transparent)]
+    Fault(FaultError),
+}
+
+impl CellError {
+    fn new(params: &[(String, String)], problem: CellProblem) -> CellError {
+        CellError {
+            label: label_of(params),
+            problem,
+        }
+    }
+}
+
 /// Expands the profile's axes into cells.
-pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
+pub fn expand(profile: &Profile) -> Result<Vec<Cell>, CellError> {
     let mut cells = Vec::new();
     let total: usize = profile.axes.iter().map(|a| a.values.len()).product();
     for index in 0..total {
@@ -116,7 +146,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
             Some((k, v)) => workload_with(&table, k, v),
             None => workload_with(&table, "model", &toml::Value::String("open".into())),
         }
-        .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
+        .map_err(|e| CellError::new(&params, CellProblem::Workload(e)))?;
         let consumer = match &consumer_table {
             Some(t) => Some(
                 consumer_with(
@@ -126,7 +156,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                         .cloned()
                         .unwrap_or_else(|| toml::Value::String(Consumer::default().group)),
                 )
-                .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?,
+                .map_err(|e| CellError::new(&params, CellProblem::Consumer(e)))?,
             ),
             None => None,
         };
@@ -135,7 +165,7 @@ pub fn expand(profile: &Profile) -> Result<Vec<Cell>, String> {
                 Some(plan) => plan.check_workload(&workload).map(|()| f),
                 None => Ok(f),
             })
-            .map_err(|m| format!("matrix cell {}: {m}", label_of(&params)))?;
+            .map_err(|e| CellError::new(&params, CellProblem::Fault(e)))?;
         cells.push(Cell {
             index,
             id: cell_id(&params),

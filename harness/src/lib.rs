@@ -5,7 +5,9 @@
 //! gate, drift and the HTML report are `harness-analysis` (re-exported as [`compare`], [`drift`],
 //! [`html`]); this crate prints them and maps them to exit codes. It builds on `harness-model`
 //! (what a run is), `harness-results` (the result-folder contract), `harness-analysis` and
-//! `rmq-client` (the wire client); nothing in the workspace imports it.
+//! `rmq-client` (the wire client); nothing in the workspace imports it. It must never import
+//! `broker-under-test`: it starts that broker as a process, as it starts Apache's, so a change to
+//! the model does not rebuild the runner and the runner cannot reach around the wire.
 //!
 //! `main.rs` parses the command line and calls [`run_cli`]; everything else lives here so
 //! integration tests can call it in-process.
@@ -37,6 +39,7 @@ pub mod reconcile;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod send_order;
 pub mod send_spec;
 pub mod serve;
 #[doc(hidden)]

@@ -30,10 +30,10 @@ use crate::cluster::job::JobCluster;
 use crate::consumer::start_error::ConsumerStartError;
 use crate::consumer::ConsumerFigures;
 use crate::kind::Member;
-use crate::order::ledger::OrderLedger;
 use crate::order::readback::ReadBackError;
 use crate::report::{FaultColumns, OrderColumns, Resources, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
+use crate::send_order::ledger::OrderLedger;
 
 /// Why a part failed: the job's rows become invalid with this text as the reason.
 #[derive(Debug, thiserror::Error)]
@@ -41,9 +41,12 @@ pub enum PartError {
     /// The routes, the topic on every broker or the slaves of a cluster.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-    /// The fault's target, a signal or restart, or the reconciliation afterwards.
+    /// The fault's target, or the reconciliation afterwards.
     #[error("{0}")]
     Fault(String),
+    /// A due signal or restart of the fault failed.
+    #[error(transparent)]
+    Inject(#[from] crate::fault::InjectError),
     /// The consumers did not start.
     #[error(transparent)]
     Consumers(#[from] ConsumerStartError),

@@ -169,9 +169,10 @@ pub fn check_cells(profile: &Profile, cells: &[Cell], external: bool) -> anyhow:
         .get(STORE_TMPFS_KEY)
         .cloned()
         .unwrap_or_else(|| profile.path.display().to_string());
-    let invalid = |why: String| crate::exit::invalid(anyhow::anyhow!("{at}: {why}"));
+    let invalid =
+        |why: &dyn std::fmt::Display| crate::exit::invalid(anyhow::anyhow!("{at}: {why}"));
     for cell in &wanted {
-        parse_store_tmpfs(&cell.broker[STORE_TMPFS_KEY]).map_err(invalid)?;
+        parse_store_tmpfs(&cell.broker[STORE_TMPFS_KEY]).map_err(|e| invalid(&e))?;
     }
     let unsupported = if external {
         Some("--target / --namesrv drive brokers the harness did not start, whose store it cannot move")
@@ -183,7 +184,7 @@ pub fn check_cells(profile: &Profile, cells: &[Cell], external: bool) -> anyhow:
         None
     };
     if let Some(why) = unsupported {
-        return Err(invalid(format!("`{STORE_TMPFS_KEY}`: {why}")));
+        return Err(invalid(&format!("`{STORE_TMPFS_KEY}`: {why}")));
     }
     // SAFETY: geteuid has no preconditions and cannot fail.
     require_root(unsafe { libc::geteuid() })?;

@@ -9,10 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness::kind::in_tree::process::BrokerProcess;
-use harness::order::count::InversionCount;
 use harness::reconcile::{read_queue, Stored};
 use harness::report::SummaryRow;
 use harness::runner::{run_profile, RunOptions};
+use harness::send_order::count::InversionCount;
 use harness_model::profile::Profile;
 use rmq_client::admin::AdminConn;
 use rmq_client::uniq_key::uniq_seq;

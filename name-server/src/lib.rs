@@ -4,6 +4,9 @@
 //! [`run`] serves a bound listener until a shutdown future completes: `server` (connections)
 //! → `processor` (codes 103–106) → `routes` (the RouteInfoManager tables), plus the liveness
 //! scan. [`RunningNameServer`] starts one in-process (tests, the harness).
+//!
+//! It imports only `remoting` and `remoting-server` from the workspace; it must never import the
+//! broker, `rmq-client` or a harness crate: brokers and clients reach it over the wire.
 
 pub mod compressed;
 pub mod config;

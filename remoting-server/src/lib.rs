@@ -2,6 +2,9 @@
 //! what it answers: accept connections up to a limit, one task per connection, stop on a
 //! cancellation token, and turn SIGINT / SIGTERM into that token. `remoting` stays free of
 //! sockets; the broker and the name server bring their own per-connection `serve`.
+//!
+//! It must never import `remoting` or any other crate of the workspace: it knows connections,
+//! not frames, so the codec and the servers can change without it.
 
 use std::future::Future;
 use std::net::SocketAddr;

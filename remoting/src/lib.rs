@@ -7,6 +7,10 @@
 //! "custom headers" carried in `extFields`, and [`message`] the message-level encodings
 //! (properties string, batch body, CommitLog record). [`acl`] signs requests as RocketMQ's
 //! `AclClientRPCHook` does, inside the encoders.
+//!
+//! The bottom of the workspace: it must never import another crate of the workspace, nor tokio
+//! or anything that opens a socket. The broker, the name server, the client and `floor` share
+//! this one codec, so a byte-level fix reaches all of them.
 
 pub mod acl;
 pub mod code;

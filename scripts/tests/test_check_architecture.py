@@ -37,8 +37,8 @@ class Workspace:
     def manifest(self, crate, deps=""):
         self.write(f"{crate}/Cargo.toml", f'[package]\nname = "{crate}"\n\n[dependencies]\n{textwrap.dedent(deps)}')
 
-    def check(self):
-        return ca.check(self.root, LAYERS, FORBIDDEN)
+    def check(self, module_rules=None):
+        return ca.check(self.root, LAYERS, FORBIDDEN, module_rules or {})
 
 
 class CheckArchitectureTest(unittest.TestCase):
@@ -121,6 +121,22 @@ class CheckArchitectureTest(unittest.TestCase):
         # Code after a test item still counts.
         self.ws.write("top/src/b.rs", "pub struct B;\n#[cfg(test)]\nmod tests {}\npub fn g() { let _ = crate::a::A; }\n")
         self.assertEqual(len(self.cycles()), 1)
+
+    def test_a_module_importing_what_its_rule_forbids_fails(self):
+        self.ws.write("top/src/lib.rs", "pub mod model;\npub mod part;\npub mod shared;\n")
+        self.ws.write("top/src/model/mod.rs", "pub mod pull;\n")
+        self.ws.write("top/src/model/pull.rs", "pub fn f() { crate::part::ledger::g(); crate::shared::h(); }\n")
+        self.ws.write("top/src/part/mod.rs", "pub mod ledger;\n")
+        self.ws.write("top/src/part/ledger.rs", "pub fn g() { crate::shared::h(); }\n")
+        self.ws.write("top/src/shared.rs", "pub fn h() {}\n")
+        rules = {"top": {"model": ["part"]}}
+        problems, _ = self.ws.check(rules)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("top/src/model/pull.rs:1", problems[0])
+        self.assertIn("model must never import part", problems[0])
+        # Moved below both, the shared piece breaks no rule.
+        self.ws.write("top/src/model/pull.rs", "pub fn f() { crate::shared::h(); }\n")
+        self.assertEqual(self.ws.check(rules)[0], [])
 
     def test_a_dependency_that_does_not_point_down_fails(self):
         self.ws.manifest("mid", 'top = { path = "../top" }\n')

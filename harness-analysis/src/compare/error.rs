@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use harness_model::rules::RuleError;
+use harness_model::rules::{RuleError, RulesFileError};
 use harness_results::read::LoadError;
 
 /// Why `compare` or `gate` could not build its model from the arguments and the runs.
@@ -35,9 +35,13 @@ pub enum CompareError {
         #[source]
         source: std::io::Error,
     },
-    /// The rules file's own message (harness-model's parser names the line and the fix).
-    #[error("{}: {message}", path.display())]
-    Rules { path: PathBuf, message: String },
+    /// The rules file's own message (harness-model's parser names the line and the fix). Shown
+    /// in the message rather than chained as a source, so `{:#}` says it once.
+    #[error("{}: {error}", path.display())]
+    Rules {
+        path: PathBuf,
+        error: RulesFileError,
+    },
     /// A default `METRIC: regression <= T%` rule did not parse.
     #[error("{0}")]
     DefaultRule(RuleError),

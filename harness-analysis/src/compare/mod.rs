@@ -198,11 +198,9 @@ pub fn gate_report(args: &GateArgs) -> Result<GateReport, CompareError> {
                 path: p.clone(),
                 source,
             })?;
-            harness_model::rules::parse_rules_toml(&text).map_err(|message| {
-                CompareError::Rules {
-                    path: p.clone(),
-                    message,
-                }
+            harness_model::rules::parse_rules_toml(&text).map_err(|error| CompareError::Rules {
+                path: p.clone(),
+                error,
             })?
         }
         None => harness_model::rules::GateRules::default(),

@@ -174,19 +174,31 @@ impl RawAb {
 
 /// The `[ab]` table of a TOML text (a profile or rules file), validated; defaults without one.
 /// For `harness gate --rules`, which reads the file outside the profile loader.
-pub fn ab_settings_of(text: &str) -> Result<AbSettings, String> {
+pub fn ab_settings_of(text: &str) -> Result<AbSettings, AbError> {
     #[derive(Deserialize)]
     struct Doc {
         ab: Option<RawAb>,
     }
-    let doc: Doc = toml::from_str(text).map_err(|e| format!("[ab]: {}", e.message().trim()))?;
+    let doc: Doc = toml::from_str(text).map_err(|e| AbError::Toml(Box::new(e)))?;
     match doc.ab {
         None => Ok(AbSettings::default()),
-        Some(raw) => raw.validate().map_err(|(m, h, _)| match h {
-            Some(h) => format!("[ab]: {m} (help: {h})"),
-            None => format!("[ab]: {m}"),
-        }),
+        Some(raw) => raw
+            .validate()
+            .map_err(|(message, help, _)| AbError::Invalid { message, help }),
     }
+}
+
+/// Why the `[ab]` table of a rules file is refused (the profile loader points at the line
+/// itself; this is for `harness gate --rules`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AbError {
+    #[error("[ab]: {}", .0.message().trim())]
+    Toml(Box<toml::de::Error>),
+    #[error("[ab]: {message}{}", help.as_deref().map(|h| format!(" (help: {h})")).unwrap_or_default())]
+    Invalid {
+        message: String,
+        help: Option<String>,
+    },
 }
 
 #[cfg(test)]
@@ -200,7 +212,7 @@ mod tests {
         assert_eq!(s.threshold_pct, 3.0);
         assert_eq!(s.metrics, ["capacity"]);
         let e = ab_settings_of("[ab]\nmetrics = [\"capacty\"]\n").unwrap_err();
-        assert!(e.contains("did you mean `capacity`"), "{e}");
+        assert!(e.to_string().contains("did you mean `capacity`"), "{e}");
         assert!(ab_settings_of("[ab]\nlatency_fraction = 1.5\n").is_err());
         assert!(ab_settings_of("[ab]\nalpha = 0\n").is_err());
         assert!(ab_settings_of("[ab]\nrounds = 3\n").is_err(), "unknown key");
@@ -208,6 +220,6 @@ mod tests {
         let s = ab_settings_of("[ab]\nfail_when = \"all\"\n").unwrap();
         assert_eq!(s.fail_when, FailWhen::All);
         let e = ab_settings_of("[ab]\nfail_when = \"al\"\n").unwrap_err();
-        assert!(e.contains("did you mean `all`"), "{e}");
+        assert!(e.to_string().contains("did you mean `all`"), "{e}");
     }
 }

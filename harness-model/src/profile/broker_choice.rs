@@ -38,9 +38,49 @@ impl fmt::Display for BrokerChoice {
     }
 }
 
+/// Why a cell's `kind` / `version` (or `--broker`) names no broker the harness can start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerChoiceError {
+    #[error("broker key `version` = {version:?} runs broker-under-test with `{IN_TREE_PROFILE_KEY}` = {profile:?}, but the cell sets {set:?}: drop one")]
+    ProfileClash {
+        version: String,
+        profile: &'static str,
+        set: String,
+    },
+    #[error("`kind = \"apache\"` needs `version`: one of {}", APACHE_VERSIONS.join(", "))]
+    ApacheWithoutVersion,
+    #[error("broker key `kind` = {0:?}: write \"in-tree\" (broker-under-test) or \"apache\"")]
+    Kind(String),
+    #[error("--broker {0:?}: write in-tree or apache-<version> ({list})", list = flag_values())]
+    Flag(String),
+    #[error("Apache RocketMQ version {0:?} has no broker-under-test version profile")]
+    NoVersionProfile(String),
+    #[error("Apache RocketMQ version {0:?}: {hint}", hint = version_hint(.0))]
+    Version(String),
+}
+
+fn flag_values() -> String {
+    APACHE_VERSIONS
+        .iter()
+        .map(|v| format!("apache-{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn version_hint(v: &str) -> String {
+    if v == "4.9.8" {
+        "4.9.8 was never published on Maven Central; 4.9.7 is the newest 4.9.x there: write \"4.9.7\"".to_owned()
+    } else {
+        format!(
+            "the pinned versions are {} (apache/<version>/pom.xml)",
+            APACHE_VERSIONS.join(", ")
+        )
+    }
+}
+
 impl BrokerChoice {
     /// The choice of a cell's broker keys; the message names the key and the fix.
-    pub fn of(broker: &BTreeMap<String, String>) -> Result<BrokerChoice, String> {
+    pub fn of(broker: &BTreeMap<String, String>) -> Result<BrokerChoice, BrokerChoiceError> {
         let version = broker.get(VERSION_KEY).map(String::as_str);
         match broker.get(KIND_KEY).map(String::as_str) {
             None | Some("in-tree") => match version {
@@ -48,30 +88,27 @@ impl BrokerChoice {
                 Some(v) => {
                     let profile = in_tree_profile(v)?;
                     match broker.get(IN_TREE_PROFILE_KEY) {
-                        Some(p) if p != profile => Err(format!(
-                            "broker key `version` = {v:?} runs broker-under-test with `{IN_TREE_PROFILE_KEY}` = {profile:?}, but the cell sets {p:?}: drop one"
-                        )),
+                        Some(p) if p != profile => Err(BrokerChoiceError::ProfileClash {
+                            version: v.to_owned(),
+                            profile,
+                            set: p.clone(),
+                        }),
                         _ => Ok(BrokerChoice::InTree),
                     }
                 }
             },
             Some("apache") => {
                 let Some(v) = version else {
-                    return Err(format!(
-                        "`kind = \"apache\"` needs `version`: one of {}",
-                        APACHE_VERSIONS.join(", ")
-                    ));
+                    return Err(BrokerChoiceError::ApacheWithoutVersion);
                 };
                 apache_version(v).map(|version| BrokerChoice::Apache { version })
             }
-            Some(other) => Err(format!(
-                "broker key `kind` = {other:?}: write \"in-tree\" (broker-under-test) or \"apache\""
-            )),
+            Some(other) => Err(BrokerChoiceError::Kind(other.to_owned())),
         }
     }
 
     /// `--broker in-tree` or `--broker apache-5.3.3`.
-    pub fn parse_flag(s: &str) -> Result<BrokerChoice, String> {
+    pub fn parse_flag(s: &str) -> Result<BrokerChoice, BrokerChoiceError> {
         if s == "in-tree" {
             return Ok(BrokerChoice::InTree);
         }
@@ -81,14 +118,7 @@ impl BrokerChoice {
         {
             Some(v) => apache_version(v.trim_start_matches(['-', '=']))
                 .map(|version| BrokerChoice::Apache { version }),
-            None => Err(format!(
-                "--broker {s:?}: write in-tree or apache-<version> ({})",
-                APACHE_VERSIONS
-                    .iter()
-                    .map(|v| format!("apache-{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            None => Err(BrokerChoiceError::Flag(s.to_owned())),
         }
     }
 
@@ -107,13 +137,11 @@ impl BrokerChoice {
 /// broker-under-test's version profile for an Apache `version` (`4.9.7` → `4.9`): with
 /// `kind = "in-tree"`, `version` names the release the model imitates, so that one matrix axis
 /// over `broker.kind` runs the model and the real broker of the same release side by side.
-fn in_tree_profile(v: &str) -> Result<&'static str, String> {
+fn in_tree_profile(v: &str) -> Result<&'static str, BrokerChoiceError> {
     match apache_version(v)?.as_str() {
         "4.9.7" => Ok("4.9"),
         "5.3.3" => Ok("5.3"),
-        other => Err(format!(
-            "Apache RocketMQ version {other:?} has no broker-under-test version profile"
-        )),
+        other => Err(BrokerChoiceError::NoVersionProfile(other.to_owned())),
     }
 }
 
@@ -126,19 +154,11 @@ pub fn in_tree_version_profile(broker: &BTreeMap<String, String>) -> Option<&'st
     }
 }
 
-fn apache_version(v: &str) -> Result<String, String> {
+fn apache_version(v: &str) -> Result<String, BrokerChoiceError> {
     if APACHE_VERSIONS.contains(&v) {
         return Ok(v.to_owned());
     }
-    let hint = if v == "4.9.8" {
-        "4.9.8 was never published on Maven Central; 4.9.7 is the newest 4.9.x there: write \"4.9.7\"".to_owned()
-    } else {
-        format!(
-            "the pinned versions are {} (apache/<version>/pom.xml)",
-            APACHE_VERSIONS.join(", ")
-        )
-    };
-    Err(format!("Apache RocketMQ version {v:?}: {hint}"))
+    Err(BrokerChoiceError::Version(v.to_owned()))
 }
 
 #[cfg(test)]
@@ -158,12 +178,15 @@ mod tests {
         let a = BrokerChoice::of(&keys(&[("kind", "apache"), ("version", "5.3.3")])).unwrap();
         assert_eq!(a.to_string(), "apache-5.3.3");
         let e = BrokerChoice::of(&keys(&[("kind", "apache"), ("version", "4.9.8")])).unwrap_err();
-        assert!(e.contains("write \"4.9.7\""), "{e}");
+        assert_eq!(e, BrokerChoiceError::Version("4.9.8".into()));
+        assert!(e.to_string().contains("write \"4.9.7\""), "{e}");
         assert!(BrokerChoice::of(&keys(&[("kind", "apache")]))
             .unwrap_err()
+            .to_string()
             .contains("needs `version`"));
         assert!(BrokerChoice::of(&keys(&[("kind", "apachee")]))
             .unwrap_err()
+            .to_string()
             .contains("\"apache\""));
         assert!(BrokerChoice::of(&keys(&[("version", "5.3.4")])).is_err());
     }
@@ -182,7 +205,10 @@ mod tests {
             None
         );
         let clash = keys(&[("version", "5.3.3"), ("brokerVersionProfile", "4.3")]);
-        assert!(BrokerChoice::of(&clash).unwrap_err().contains("drop one"));
+        assert!(BrokerChoice::of(&clash)
+            .unwrap_err()
+            .to_string()
+            .contains("drop one"));
     }
 
     #[test]
@@ -195,9 +221,11 @@ mod tests {
         );
         assert!(BrokerChoice::parse_flag("apache-5.3")
             .unwrap_err()
+            .to_string()
             .contains("5.3.3"));
         assert!(BrokerChoice::parse_flag("rocketmq")
             .unwrap_err()
+            .to_string()
             .contains("apache-5.3.3"));
     }
 }

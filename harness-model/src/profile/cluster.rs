@@ -51,21 +51,28 @@ impl ClusterSpec {
 /// broker against two in one run (`profiles/cluster-capacity.toml`).
 pub const CLUSTER_BROKERS_AXIS: &str = "cluster.brokers";
 
+/// Why a `cluster.brokers` axis is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BrokersAxisError {
+    #[error("matrix axis `{CLUSTER_BROKERS_AXIS}` needs [cluster] (add [cluster] brokers = N; the axis then varies N per cell)")]
+    NoCluster,
+    /// A value that is not an integer in 1..=[`MAX_BROKERS`], as written.
+    #[error("matrix axis `{CLUSTER_BROKERS_AXIS}`: value {0} is not a broker count between 1 and {MAX_BROKERS}")]
+    NotABrokerCount(toml::Value),
+}
+
 /// The `cluster.brokers` axis's values: integers in 1..=[`MAX_BROKERS`], with `[cluster]`.
-pub fn check_brokers_axis(values: &[toml::Value], has_cluster: bool) -> Result<(), String> {
+pub fn check_brokers_axis(
+    values: &[toml::Value],
+    has_cluster: bool,
+) -> Result<(), BrokersAxisError> {
     if !has_cluster {
-        return Err(format!(
-            "matrix axis `{CLUSTER_BROKERS_AXIS}` needs [cluster] (add [cluster] brokers = N; the axis then varies N per cell)"
-        ));
+        return Err(BrokersAxisError::NoCluster);
     }
     for v in values {
         match v.as_integer() {
             Some(n) if (1..=i64::from(MAX_BROKERS)).contains(&n) => {}
-            _ => {
-                return Err(format!(
-                    "matrix axis `{CLUSTER_BROKERS_AXIS}`: value {v} is not a broker count between 1 and {MAX_BROKERS}"
-                ))
-            }
+            _ => return Err(BrokersAxisError::NotABrokerCount(v.clone())),
         }
     }
     Ok(())

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnostics::TableError;
 use super::secs::Secs;
 
 /// Every key accepted in `[consumer]`, in documentation order.
@@ -385,13 +386,14 @@ pub fn consumer_with(
     table: &toml::Table,
     key: &str,
     value: &toml::Value,
-) -> Result<Consumer, String> {
+) -> Result<Consumer, TableError> {
     let mut t = table.clone();
     t.insert(key.to_owned(), value.clone());
     let c: Consumer = toml::Value::Table(t)
         .try_into()
-        .map_err(|e: toml::de::Error| e.message().to_owned())?;
-    c.validate().map_err(|(_, m)| m)?;
+        .map_err(|e| TableError::Toml(Box::new(e)))?;
+    c.validate()
+        .map_err(|(key, message)| TableError::Invalid { key, message })?;
     Ok(c)
 }
 
@@ -428,7 +430,7 @@ pub fn check_consumer_axis(
     }
     for v in values {
         consumer_with(table, k, v)
-            .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+            .map_err(|e| (format!("matrix axis `{key}`, value {v}: {e}"), None))?;
     }
     Ok(())
 }
@@ -491,17 +493,29 @@ mod tests {
             "join_at",
             &toml::from_str::<toml::Table>("v = { 2 = \"5s\" }").unwrap()["v"],
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("instance numbers 0..2"), "{e}");
         let e =
             consumer_with(&t, "pull_threshold_for_queue", &toml::Value::Integer(0)).unwrap_err();
+        assert!(matches!(
+            e,
+            TableError::Invalid {
+                key: "pull_threshold_for_queue",
+                ..
+            }
+        ));
+        let e = e.to_string();
         assert!(e.contains("pull_threshold_for_queue"), "{e}");
         let e = consumer_with(&t, "processing", &toml::Value::String("percentiles".into()))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("processing_percentiles"), "{e}");
         for bad in ["0s", "5ms", "3601s"] {
             let v = toml::Value::String(bad.into());
-            let e = consumer_with(&t, "poll_name_server_interval", &v).unwrap_err();
+            let e = consumer_with(&t, "poll_name_server_interval", &v)
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains("`poll_name_server_interval` must be"),
                 "{bad}: {e}"

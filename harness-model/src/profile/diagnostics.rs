@@ -23,9 +23,49 @@ pub enum ProfileError {
     },
     #[error("--set {arg}: {message}")]
     Set { arg: String, message: String },
-    /// A per-broker key for a broker the profile does not start; the text names its origin.
-    #[error("{0}")]
-    Cluster(String),
+    #[error(transparent)]
+    Cluster(#[from] PerBrokerKeyError),
+}
+
+/// A per-broker key (`broker.<i>.<key>`) for a broker the profile does not start; the message
+/// starts with where the key was given (`file:line:column` or `--set ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}: broker key `{key}` names broker {broker}, but the profile starts {brokers} broker{} (add [cluster] brokers = {} or more; brokers count from 0)", if *brokers == 1 { "" } else { "s" }, broker + 1)]
+pub struct PerBrokerKeyError {
+    pub origin: String,
+    pub key: String,
+    pub broker: usize,
+    pub brokers: usize,
+}
+
+/// Why a table with one key replaced (`--set`, a matrix axis, a matrix cell) is refused:
+/// serde's message for a key of the wrong type or name, or the table's own domain check.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TableError {
+    /// Boxed: toml's error is large, and a cell's error carries one.
+    #[error("{}", .0.message())]
+    Toml(Box<toml::de::Error>),
+    /// `key` is the key the check names, for the line a message points at.
+    #[error("{message}")]
+    Invalid { key: &'static str, message: String },
+}
+
+/// Why a whole section (`[knee]`, `[slo]`) given with `--set` is refused; the message starts
+/// with the section's name.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SectionError {
+    #[error("[{section}]: {}", .error.message().trim())]
+    Toml {
+        section: &'static str,
+        error: Box<toml::de::Error>,
+    },
+    #[error("[{section}] is missing")]
+    Missing { section: &'static str },
+    #[error("[{section}]: {message}")]
+    Invalid {
+        section: &'static str,
+        message: String,
+    },
 }
 
 pub(super) struct Source<'a> {

@@ -12,13 +12,15 @@ use super::auth::{AuthSection, RawAuth};
 use super::cluster::ClusterSpec;
 use super::consumer::{check_consumer_axis, Consumer};
 use super::diagnostics::{
-    did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError, Source,
+    did_you_mean, find_key_span, find_quoted_key_span, help_for, line_col, ProfileError,
+    SectionError, Source,
 };
-use super::fault::{fault_plan, fault_with, FaultPlan, FAULT_KEYS};
+use super::fault::{fault_plan, fault_with, FaultPlan};
 use super::knee::Knee;
 use super::settings::{Order, Validity, KEY_METRICS};
 use super::slo::{RawSlo, Slo};
 use super::value::{is_scalar, value_string};
+use super::version_table::version_keys;
 use super::workload::{workload_with, Workload, WORKLOAD_KEYS};
 
 #[derive(Debug, Deserialize)]
@@ -123,23 +125,34 @@ pub(super) fn section_text(section: &str, table: &toml::Table) -> String {
 
 /// `[section]` holding `table`, read by that section's own serde rules (unknown keys included).
 fn section_of<T: serde::de::DeserializeOwned>(
-    section: &str,
+    section: &'static str,
     table: &toml::Table,
-) -> Result<T, String> {
-    let mut doc: BTreeMap<String, T> = toml::from_str(&section_text(section, table))
-        .map_err(|e| format!("[{section}]: {}", e.message().trim()))?;
-    doc.remove(section)
-        .ok_or_else(|| format!("[{section}] is missing"))
+) -> Result<T, SectionError> {
+    let mut doc: BTreeMap<String, T> =
+        toml::from_str(&section_text(section, table)).map_err(|error| SectionError::Toml {
+            section,
+            error: Box::new(error),
+        })?;
+    doc.remove(section).ok_or(SectionError::Missing { section })
 }
 
-pub(super) fn knee_of(table: &toml::Table) -> Result<Knee, String> {
+pub(super) fn knee_of(table: &toml::Table) -> Result<Knee, SectionError> {
     let knee: Knee = section_of("knee", table)?;
-    knee.validate().map_err(|(_, m)| format!("[knee]: {m}"))?;
+    knee.validate()
+        .map_err(|(_, message)| SectionError::Invalid {
+            section: "knee",
+            message,
+        })?;
     Ok(knee)
 }
 
-pub(super) fn slo_of(table: &toml::Table) -> Result<Slo, String> {
-    Slo::from_raw(&section_of::<RawSlo>("slo", table)?).map_err(|(_, m)| format!("[slo]: {m}"))
+pub(super) fn slo_of(table: &toml::Table) -> Result<Slo, SectionError> {
+    Slo::from_raw(&section_of::<RawSlo>("slo", table)?).map_err(|(_, message)| {
+        SectionError::Invalid {
+            section: "slo",
+            message,
+        }
+    })
 }
 
 impl Profile {
@@ -211,12 +224,9 @@ impl Profile {
                 Some(plan) => plan.check_workload(&workload).map(|()| f),
                 None => Ok(f),
             })
-            .map_err(|msg| {
-                let key = FAULT_KEYS
-                    .iter()
-                    .find(|k| msg.contains(&format!("fault.{k}")))
-                    .unwrap_or(&"kill");
-                src.err(find_key_span(text, "fault", key), msg, None)
+            .map_err(|e| {
+                let key = e.key().unwrap_or("kill");
+                src.err(find_key_span(text, "fault", key), e.to_string(), None)
             })?;
 
         let name = raw.name.get_ref().clone();
@@ -241,7 +251,8 @@ impl Profile {
         let mut broker_by_version: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for (k, v) in raw.broker.iter().flatten() {
             if let toml::Value::Table(t) = v.get_ref() {
-                let keys = version_keys(k, t).map_err(|m| src.err(Some(v.span()), m, None))?;
+                let keys =
+                    version_keys(k, t).map_err(|e| src.err(Some(v.span()), e.to_string(), None))?;
                 let table = format!("broker.\"{k}\"");
                 for key in keys.keys() {
                     let span = find_key_span(text, &table, key).unwrap_or_else(|| v.span());
@@ -381,7 +392,8 @@ impl Profile {
         };
         if let (Some(plan), Some(c)) = (&fault, &cluster) {
             let span = find_key_span(text, "fault", "broker");
-            (plan.check_brokers(c.brokers as usize)).map_err(|m| src.err(span, m, None))?;
+            (plan.check_brokers(c.brokers as usize))
+                .map_err(|e| src.err(span, e.to_string(), None))?;
         }
         let ab = match raw.ab {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
@@ -424,9 +436,7 @@ impl Profile {
         for arg in sets {
             profile.apply_set(arg)?;
         }
-        profile
-            .check_per_broker_keys()
-            .map_err(ProfileError::Cluster)?;
+        profile.check_per_broker_keys()?;
         Ok(profile)
     }
 }
@@ -441,7 +451,8 @@ pub(super) fn check_axis(
     has_cluster: bool,
 ) -> Result<(), (String, Option<String>)> {
     if key == super::cluster::CLUSTER_BROKERS_AXIS {
-        super::cluster::check_brokers_axis(values, has_cluster).map_err(|m| (m, None))?;
+        super::cluster::check_brokers_axis(values, has_cluster)
+            .map_err(|e| (e.to_string(), None))?;
     } else if let Some(k) = key.strip_prefix("fault.") {
         if fault.contains_key(k) {
             return Err((
@@ -453,7 +464,7 @@ pub(super) fn check_axis(
         }
         for v in values {
             fault_with(fault, k, v)
-                .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+                .map_err(|e| (format!("matrix axis `{key}`, value {v}: {e}"), None))?;
         }
     } else if let Some(k) = key.strip_prefix("workload.") {
         if !WORKLOAD_KEYS.contains(&k) {
@@ -474,7 +485,7 @@ pub(super) fn check_axis(
         }
         for v in values {
             workload_with(workload, k, v)
-                .map_err(|m| (format!("matrix axis `{key}`, value {v}: {m}"), None))?;
+                .map_err(|e| (format!("matrix axis `{key}`, value {v}: {e}"), None))?;
         }
     } else if let Some(k) = key.strip_prefix("broker.") {
         if k.is_empty() {
@@ -511,29 +522,4 @@ pub(super) fn check_axis(
         ));
     }
     Ok(())
-}
-
-/// The keys of `[broker."<version>"]`: a pinned release's, scalars, none that chooses the broker.
-fn version_keys(version: &str, t: &toml::Table) -> Result<BTreeMap<String, String>, String> {
-    if !super::broker_choice::APACHE_VERSIONS.contains(&version) {
-        return Err(format!(
-            "broker key `{version}` is a table: a table in [broker] names a release, one of {} ([broker.\"5.3.3\"])",
-            super::broker_choice::APACHE_VERSIONS.join(", ")
-        ));
-    }
-    let mut keys = BTreeMap::new();
-    for (k, v) in t {
-        if super::store_tmpfs::is_harness_key(k) {
-            return Err(format!(
-                "[broker.\"{version}\"] sets `{k}`: the harness's own broker keys (kind, version, store_tmpfs) are set in [broker] or the matrix"
-            ));
-        }
-        if !is_scalar(v) {
-            return Err(format!(
-                "[broker.\"{version}\"] key `{k}` must be a string, number or boolean (it is written into broker.conf)"
-            ));
-        }
-        keys.insert(k.clone(), value_string(v));
-    }
-    Ok(keys)
 }

@@ -49,14 +49,16 @@ mod tests {
         assert_eq!(orderly.max_reconsume(), i32::MAX);
         let t: toml::Table = toml::from_str("").unwrap();
         let e = super::super::consumer::consumer_with(&t, "fail_ratio", &toml::Value::Float(1.5))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("fail_ratio"), "{e}");
         let e = super::super::consumer::consumer_with(
             &t,
             "max_reconsume_times",
             &toml::Value::Integer(-2),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("max_reconsume_times"), "{e}");
         let short = Consumer {
             suspend_current_queue_time: super::super::secs::Secs(0.001),

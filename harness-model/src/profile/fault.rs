@@ -5,20 +5,10 @@
 
 use std::time::Duration;
 
+use super::diagnostics::did_you_mean;
+use super::fault_error::{FaultError, FAULT_KEYS};
 use super::secs::parse_secs;
 use super::workload::{Model, Workload};
-
-/// Every key accepted in `[fault]`.
-pub const FAULT_KEYS: &[&str] = &[
-    "kill",
-    "restart",
-    "restart_after",
-    "pause",
-    "every",
-    "broker",
-    "role",
-    "read_back",
-];
 
 /// Which member of a replicating pair (`[cluster] slaves = 1`) the fault hits: broker 0's
 /// master or its slave (`fault.role`). Without it the fault hits the job's one broker.
@@ -83,28 +73,28 @@ pub struct FaultPlan {
     pub read_back: ReadBack,
 }
 
-fn duration_of(key: &str, v: &toml::Value) -> Result<Duration, String> {
+fn duration_of(key: &'static str, v: &toml::Value) -> Result<Duration, FaultError> {
     let secs = match v {
         toml::Value::Integer(i) if *i >= 0 => Some(*i as f64),
         toml::Value::Float(f) if f.is_finite() && *f >= 0.0 => Some(*f),
         toml::Value::String(s) => parse_secs(s),
         _ => None,
     };
-    secs.map(Duration::from_secs_f64).ok_or_else(|| {
-        format!("`fault.{key}` must be a duration such as \"6s\" or \"500ms\" (got {v})")
-    })
+    secs.map(Duration::from_secs_f64)
+        .ok_or_else(|| FaultError::NotADuration {
+            key,
+            got: v.clone(),
+        })
 }
 
 /// Parses `"3s for 1500ms"`.
-pub fn parse_pause(text: &str) -> Result<Pause, String> {
-    let bad = || {
-        format!("`fault.pause` must read \"<when> for <how long>\", e.g. \"3s for 1500ms\" (got \"{text}\")")
-    };
+pub fn parse_pause(text: &str) -> Result<Pause, FaultError> {
+    let bad = || FaultError::PauseShape(text.to_owned());
     let (at, length) = text.split_once(" for ").ok_or_else(bad)?;
     let at = parse_secs(at).ok_or_else(bad)?;
     let length = parse_secs(length).ok_or_else(bad)?;
     if length <= 0.0 {
-        return Err("`fault.pause` needs a length above 0".into());
+        return Err(FaultError::PauseLength);
     }
     Ok(Pause {
         at: Duration::from_secs_f64(at),
@@ -113,41 +103,43 @@ pub fn parse_pause(text: &str) -> Result<Pause, String> {
 }
 
 /// The plan of a `[fault]` table; `Ok(None)` for an empty table. Errors name the key and the fix.
-pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
+pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, FaultError> {
     if table.is_empty() {
         return Ok(None);
     }
     let mut plan = FaultPlan::default();
     for (k, v) in table {
         match k.as_str() {
-            "kill" => plan.kill = Some(duration_of(k, v)?),
+            "kill" => plan.kill = Some(duration_of("kill", v)?),
             "restart" => {
-                plan.restart = v
-                    .as_bool()
-                    .ok_or_else(|| format!("`fault.restart` must be true or false (got {v})"))?
+                plan.restart = v.as_bool().ok_or_else(|| FaultError::NotBool {
+                    key: "restart",
+                    got: v.clone(),
+                })?
             }
             "pause" => {
-                let text = v.as_str().ok_or_else(|| {
-                    format!("`fault.pause` must be a string like \"3s for 1500ms\" (got {v})")
-                })?;
+                let text = v
+                    .as_str()
+                    .ok_or_else(|| FaultError::PauseNotString(v.clone()))?;
                 plan.pause = Some(parse_pause(text)?);
             }
-            "every" => plan.every = Some(duration_of(k, v)?),
-            "restart_after" => plan.restart_after = duration_of(k, v)?,
+            "every" => plan.every = Some(duration_of("every", v)?),
+            "restart_after" => plan.restart_after = duration_of("restart_after", v)?,
             "broker" => {
                 plan.broker = v
                     .as_integer()
                     .and_then(|i| usize::try_from(i).ok())
-                    .ok_or_else(|| {
-                        format!("`fault.broker` must be a broker index from 0 (got {v})")
-                    })?
+                    .ok_or_else(|| FaultError::BrokerIndex(v.clone()))?
             }
             "read_back" => {
                 plan.read_back = match v.as_bool() {
                     Some(true) => ReadBack::Stores,
                     Some(false) => ReadBack::Skip,
                     None => {
-                        return Err(format!("`fault.read_back` must be true or false (got {v})"))
+                        return Err(FaultError::NotBool {
+                            key: "read_back",
+                            got: v.clone(),
+                        })
                     }
                 }
             }
@@ -155,20 +147,14 @@ pub fn fault_plan(table: &toml::Table) -> Result<Option<FaultPlan>, String> {
                 plan.role = Some(match v.as_str() {
                     Some("master") => FaultRole::Master,
                     Some("slave") => FaultRole::Slave,
-                    _ => {
-                        return Err(format!(
-                            "`fault.role` must be \"master\" or \"slave\" (got {v})"
-                        ))
-                    }
+                    _ => return Err(FaultError::Role(v.clone())),
                 })
             }
             other => {
-                let help = super::diagnostics::did_you_mean(other, FAULT_KEYS)
-                    .map_or(String::new(), |b| format!(" (did you mean `{b}`?)"));
-                return Err(format!(
-                    "unknown fault key `{other}`{help}; valid: {}",
-                    FAULT_KEYS.join(", ")
-                ));
+                return Err(FaultError::UnknownKey {
+                    key: other.to_owned(),
+                    suggestion: did_you_mean(other, FAULT_KEYS),
+                })
             }
         }
     }
@@ -181,52 +167,46 @@ pub fn fault_with(
     table: &toml::Table,
     key: &str,
     value: &toml::Value,
-) -> Result<Option<FaultPlan>, String> {
+) -> Result<Option<FaultPlan>, FaultError> {
     let mut t = table.clone();
     t.insert(key.to_owned(), value.clone());
     fault_plan(&t)
 }
 
 impl FaultPlan {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FaultError> {
         if self.restart && self.kill.is_none() {
-            return Err("`fault.restart = true` needs a `kill`".into());
+            return Err(FaultError::RestartWithoutKill);
         }
         if !self.restart_after.is_zero() && !self.restart {
-            return Err("`fault.restart_after` needs `restart = true`".into());
+            return Err(FaultError::RestartAfterWithoutRestart);
         }
         if self.role.is_some() && self.restart {
-            return Err(
-                "`fault.role` with `restart = true` is not supported: the harness does not start a member of a pair again; remove `restart`"
-                    .into(),
-            );
+            return Err(FaultError::RoleWithRestart);
         }
         if self.kill.is_none() && self.pause.is_none() {
-            return Err("[fault] needs `kill = \"6s\"` or `pause = \"3s for 1500ms\"`".into());
+            return Err(FaultError::Nothing);
         }
         if let Some(every) = self.every {
             if self.kill.is_some() && !self.restart {
-                return Err(
-                    "`fault.every` with `kill` needs `restart = true` (a dead broker cannot be killed again)"
-                        .into(),
-                );
+                return Err(FaultError::EveryKillWithoutRestart);
             }
             if let Some(p) = self.pause {
                 if p.length >= every {
-                    return Err(format!(
-                        "`fault.pause` lasts {:?}, longer than `fault.every` ({every:?}); the broker would never run",
-                        p.length
-                    ));
+                    return Err(FaultError::PauseLongerThanEvery {
+                        length: p.length,
+                        every,
+                    });
                 }
             }
             if self.kill.is_some() && self.restart_after >= every {
-                return Err(format!(
-                    "`fault.restart_after` ({:?}) must be shorter than `fault.every` ({every:?}): the next kill would find the broker dead",
-                    self.restart_after
-                ));
+                return Err(FaultError::RestartAfterNotShorter {
+                    restart_after: self.restart_after,
+                    every,
+                });
             }
             if every < Duration::from_millis(100) {
-                return Err("`fault.every` must be at least 100ms".into());
+                return Err(FaultError::EveryTooShort);
             }
         }
         Ok(())
@@ -234,16 +214,12 @@ impl FaultPlan {
 
     /// Checks `broker` against the brokers a profile starts (`[cluster] brokers`, 1 without
     /// it); with `--namesrv` the route decides, at the start of each job.
-    pub fn check_brokers(&self, brokers: usize) -> Result<(), String> {
+    pub fn check_brokers(&self, brokers: usize) -> Result<(), FaultError> {
         if self.broker >= brokers {
-            return Err(format!(
-                "`fault.broker` = {} names broker {}, but the profile starts {brokers} broker{} (brokers count from 0: use 0..{}, or add [cluster] brokers = {})",
-                self.broker,
-                self.broker,
-                if brokers == 1 { "" } else { "s" },
-                brokers.saturating_sub(1),
-                self.broker + 1
-            ));
+            return Err(FaultError::BrokerOutOfRange {
+                broker: self.broker,
+                brokers,
+            });
         }
         Ok(())
     }
@@ -265,17 +241,15 @@ impl FaultPlan {
     /// Checks the plan against the workload it runs with: the outcome of every send is kept
     /// by send number, which needs a fixed schedule (open or steps), one message per request and
     /// an answer per send; and every fault must fall inside the measured window.
-    pub fn check_workload(&self, w: &Workload) -> Result<(), String> {
+    pub fn check_workload(&self, w: &Workload) -> Result<(), FaultError> {
         if w.model == Model::Closed {
-            return Err("[fault] needs a fixed schedule: use model = \"open\" or \"steps\"".into());
+            return Err(FaultError::ClosedModel);
         }
         if w.oneway {
-            return Err(
-                "[fault] compares answers with the store; oneway sends have no answer".into(),
-            );
+            return Err(FaultError::Oneway);
         }
         if w.batch > 1 {
-            return Err("[fault] keeps one outcome per message; use batch = 1".into());
+            return Err(FaultError::Batch);
         }
         let measured: Duration = match w.model {
             Model::Steps => w.steps.iter().map(|s| s.duration.duration()).sum(),
@@ -283,23 +257,21 @@ impl FaultPlan {
         };
         if let Some(k) = self.kill {
             if k >= measured {
-                return Err(format!(
-                    "`fault.kill` at {k:?} is not inside the measured window ({measured:?})"
-                ));
+                return Err(FaultError::KillOutside { kill: k, measured });
             }
             if k + self.restart_after >= measured {
-                return Err(format!(
-                    "`fault.restart_after`: the restart at {:?} is not inside the measured window ({measured:?})",
-                    k + self.restart_after
-                ));
+                return Err(FaultError::RestartOutside {
+                    restart: k + self.restart_after,
+                    measured,
+                });
             }
         }
         if let Some(p) = self.pause {
             if p.at + p.length >= measured {
-                return Err(format!(
-                    "`fault.pause` ends at {:?}, not inside the measured window ({measured:?})",
-                    p.at + p.length
-                ));
+                return Err(FaultError::PauseOutside {
+                    end: p.at + p.length,
+                    measured,
+                });
             }
         }
         Ok(())
@@ -342,7 +314,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.read_back, ReadBack::Skip);
         let e = fault_plan(&table("pause = \"3s for 1s\"\nread_back = \"no\"")).unwrap_err();
-        assert!(e.contains("must be true or false"), "{e}");
+        assert!(e.to_string().contains("must be true or false"), "{e}");
     }
 
     #[test]
@@ -373,7 +345,7 @@ mod tests {
                 "remove `restart`",
             ),
         ] {
-            let e = fault_plan(&table(text)).unwrap_err();
+            let e = fault_plan(&table(text)).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
     }
@@ -385,12 +357,12 @@ mod tests {
             .unwrap();
         assert_eq!(plan.broker, 2);
         assert!(plan.check_brokers(3).is_ok());
-        let e = plan.check_brokers(2).unwrap_err();
+        let e = plan.check_brokers(2).unwrap_err().to_string();
         assert!(
             e.contains("starts 2 brokers") && e.contains("brokers = 3"),
             "{e}"
         );
-        let e = plan.check_brokers(1).unwrap_err();
+        let e = plan.check_brokers(1).unwrap_err().to_string();
         assert!(e.contains("starts 1 broker "), "{e}");
         let plan = fault_plan(&table("kill = \"2s\"")).unwrap().unwrap();
         assert_eq!(plan.broker, 0);
@@ -442,9 +414,14 @@ mod tests {
         assert!(plan
             .check_workload(&w)
             .unwrap_err()
+            .to_string()
             .contains("measured window"));
         w.duration = crate::profile::Secs(10.0);
         w.model = Model::Closed;
-        assert!(plan.check_workload(&w).unwrap_err().contains("open"));
+        assert!(plan
+            .check_workload(&w)
+            .unwrap_err()
+            .to_string()
+            .contains("open"));
     }
 }

@@ -4,7 +4,7 @@
 use super::ab::ab_settings_of;
 use super::cluster::per_broker_key;
 use super::consumer::{consumer_with, CONSUMER_KEYS};
-use super::diagnostics::{did_you_mean, ProfileError};
+use super::diagnostics::{did_you_mean, PerBrokerKeyError, ProfileError};
 use super::document::{
     check_axis, knee_of, section_text, slo_of, Profile, SET_PREFIXES, SET_SECTIONS,
 };
@@ -35,7 +35,8 @@ impl Profile {
                 });
                 return Err(set_err(format!("unknown workload key `{k}`{help}")));
             }
-            self.workload = workload_with(&self.workload_table, k, &value).map_err(set_err)?;
+            self.workload = workload_with(&self.workload_table, k, &value)
+                .map_err(|e| set_err(e.to_string()))?;
             self.workload_table.insert(k.to_owned(), value);
         } else if let Some(k) = key.strip_prefix("broker.") {
             if k.is_empty() || !is_scalar(&value) {
@@ -54,10 +55,12 @@ impl Profile {
                 return Err(set_err(format!("unknown consumer key `{k}`{help}")));
             }
             let table = self.consumer_table.get_or_insert_with(toml::Table::new);
-            self.consumer = Some(consumer_with(table, k, &value).map_err(set_err)?);
+            self.consumer =
+                Some(consumer_with(table, k, &value).map_err(|e| set_err(e.to_string()))?);
             table.insert(k.to_owned(), value);
         } else if let Some(k) = key.strip_prefix("fault.") {
-            self.fault = fault_with(&self.fault_table, k, &value).map_err(set_err)?;
+            self.fault =
+                fault_with(&self.fault_table, k, &value).map_err(|e| set_err(e.to_string()))?;
             self.fault_table.insert(k.to_owned(), value);
         } else if let Some((section, k)) = key
             .split_once('.')
@@ -66,10 +69,13 @@ impl Profile {
             let mut table = self.section_tables[section].clone();
             table.insert(k.to_owned(), value);
             match section {
-                "knee" => self.knee = knee_of(&table).map_err(set_err)?,
-                "slo" => self.slo = Some(slo_of(&table).map_err(set_err)?),
+                "knee" => self.knee = knee_of(&table).map_err(|e| set_err(e.to_string()))?,
+                "slo" => self.slo = Some(slo_of(&table).map_err(|e| set_err(e.to_string()))?),
                 _ => {
-                    self.ab = Some(ab_settings_of(&section_text(section, &table)).map_err(set_err)?)
+                    self.ab = Some(
+                        ab_settings_of(&section_text(section, &table))
+                            .map_err(|e| set_err(e.to_string()))?,
+                    )
                 }
             }
             self.section_tables.insert(section, table);
@@ -87,7 +93,8 @@ impl Profile {
             )));
         }
         if let Some(plan) = &self.fault {
-            plan.check_workload(&self.workload).map_err(set_err)?;
+            plan.check_workload(&self.workload)
+                .map_err(|e| set_err(e.to_string()))?;
         }
         // Axis values were checked against the old base; check them again.
         for axis in &self.axes {
@@ -106,7 +113,7 @@ impl Profile {
     }
 
     /// `broker.<i>.<key>` needs `[cluster]` with more than `i` brokers.
-    pub(super) fn check_per_broker_keys(&self) -> Result<(), String> {
+    pub(super) fn check_per_broker_keys(&self) -> Result<(), PerBrokerKeyError> {
         let axis_keys = self
             .axes
             .iter()
@@ -117,12 +124,12 @@ impl Profile {
             };
             let brokers = self.cluster.as_ref().map_or(0, |c| c.brokers as usize);
             if i >= brokers {
-                let origin = self.broker_origins.get(key).cloned().unwrap_or_default();
-                return Err(format!(
-                    "{origin}: broker key `{key}` names broker {i}, but the profile starts {brokers} broker{} (add [cluster] brokers = {} or more; brokers count from 0)",
-                    if brokers == 1 { "" } else { "s" },
-                    i + 1
-                ));
+                return Err(PerBrokerKeyError {
+                    origin: self.broker_origins.get(key).cloned().unwrap_or_default(),
+                    key: key.to_owned(),
+                    broker: i,
+                    brokers,
+                });
             }
         }
         Ok(())

@@ -13,7 +13,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::rules::{eval, parse_rule, Cmp, Env, EvalError, Expr, RuleKind};
+use crate::rules::{eval, parse_rule, Cmp, Env, EvalError, Expr, RuleError, RuleKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,19 +36,28 @@ pub struct Slo {
     pub terms: Vec<SloTerm>,
 }
 
+/// Why an `[slo]` term is refused; the term's text as written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SloTermError {
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error(
+        "`{0}`: a relative rule compares two runs; an SLO term is absolute, e.g. `p99_ms <= 50`"
+    )]
+    Relative(String),
+    #[error("`{0}`: at() reads another cell; an SLO term reads only the probe's own columns")]
+    ReadsAnotherCell(String),
+}
+
 impl SloTerm {
     /// Parses one term; the error says what to write instead.
-    pub fn parse(text: &str) -> Result<SloTerm, String> {
-        let rule = parse_rule(text, Default::default()).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<SloTerm, SloTermError> {
+        let rule = parse_rule(text, Default::default())?;
         let RuleKind::Absolute { lhs, cmp, rhs } = rule.kind else {
-            return Err(format!(
-                "`{text}`: a relative rule compares two runs; an SLO term is absolute, e.g. `p99_ms <= 50`"
-            ));
+            return Err(SloTermError::Relative(text.to_owned()));
         };
         if mentions_at(&lhs) || mentions_at(&rhs) {
-            return Err(format!(
-                "`{text}`: at() reads another cell; an SLO term reads only the probe's own columns"
-            ));
+            return Err(SloTermError::ReadsAnotherCell(text.to_owned()));
         }
         Ok(SloTerm {
             text: text.to_owned(),
@@ -86,7 +95,7 @@ impl Slo {
         let terms = raw
             .terms
             .iter()
-            .map(|t| SloTerm::parse(t.get_ref()).map_err(|m| (t.span(), m)))
+            .map(|t| SloTerm::parse(t.get_ref()).map_err(|e| (t.span(), e.to_string())))
             .collect::<Result<_, _>>()?;
         Ok(Slo { terms })
     }
@@ -175,12 +184,14 @@ mod tests {
 
     #[test]
     fn relative_and_at_terms_are_refused() {
-        assert!(SloTerm::parse("p99_ms: regression <= 10%")
-            .unwrap_err()
-            .contains("absolute"));
-        assert!(SloTerm::parse("busy <= at(busy, x = 1)")
-            .unwrap_err()
-            .contains("at()"));
-        assert!(SloTerm::parse("p99_ms <=").is_err());
+        let e = SloTerm::parse("p99_ms: regression <= 10%").unwrap_err();
+        assert!(matches!(e, SloTermError::Relative(_)));
+        assert!(e.to_string().contains("absolute"), "{e}");
+        let e = SloTerm::parse("busy <= at(busy, x = 1)").unwrap_err();
+        assert!(e.to_string().contains("at()"), "{e}");
+        assert!(matches!(
+            SloTerm::parse("p99_ms <="),
+            Err(SloTermError::Rule(_))
+        ));
     }
 }

@@ -22,10 +22,23 @@ pub fn is_harness_key(key: &str) -> bool {
     HARNESS_BROKER_KEYS.contains(&key)
 }
 
+/// Why a `store_tmpfs` value is not a size the harness mounts; the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreTmpfsError {
+    #[error("`{STORE_TMPFS_KEY}` = {text:?}: unknown unit {unit:?}; write a size like \"64MiB\" (KiB, MiB, GiB)")]
+    Unit { text: String, unit: String },
+    #[error("`{STORE_TMPFS_KEY}` = {0:?}: write a size like \"64MiB\" (KiB, MiB, GiB)")]
+    NotASize(String),
+    #[error("`{STORE_TMPFS_KEY}` = {0:?} is too large")]
+    TooLarge(String),
+    #[error("`{STORE_TMPFS_KEY}` = {0:?} is below the smallest store the harness mounts, 8MiB")]
+    TooSmall(String),
+}
+
 /// The size of `store_tmpfs` in bytes: a whole number with `KiB`, `MiB` or `GiB` (or bare
 /// bytes), at least [`MIN_STORE_TMPFS`]. Written by hand rather than with a size crate: the
 /// value goes to `mount -o size=<bytes>`, and one strict unit family is all it needs.
-pub fn parse_store_tmpfs(text: &str) -> Result<u64, String> {
+pub fn parse_store_tmpfs(text: &str) -> Result<u64, StoreTmpfsError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
@@ -35,21 +48,20 @@ pub fn parse_store_tmpfs(text: &str) -> Result<u64, String> {
         "MiB" => 20,
         "GiB" => 30,
         other => {
-            return Err(format!(
-                "`{STORE_TMPFS_KEY}` = {text:?}: unknown unit {other:?}; write a size like \"64MiB\" (KiB, MiB, GiB)"
-            ))
+            return Err(StoreTmpfsError::Unit {
+                text: text.to_owned(),
+                unit: other.to_owned(),
+            })
         }
     };
-    let n: u64 = digits.parse().map_err(|_| {
-        format!("`{STORE_TMPFS_KEY}` = {text:?}: write a size like \"64MiB\" (KiB, MiB, GiB)")
-    })?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| StoreTmpfsError::NotASize(text.to_owned()))?;
     let bytes = n
         .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{STORE_TMPFS_KEY}` = {text:?} is too large"))?;
+        .ok_or_else(|| StoreTmpfsError::TooLarge(text.to_owned()))?;
     if bytes < MIN_STORE_TMPFS {
-        return Err(format!(
-            "`{STORE_TMPFS_KEY}` = {text:?} is below the smallest store the harness mounts, 8MiB"
-        ));
+        return Err(StoreTmpfsError::TooSmall(text.to_owned()));
     }
     Ok(bytes)
 }
@@ -64,14 +76,19 @@ mod tests {
         assert_eq!(parse_store_tmpfs(" 1GiB "), Ok(1 << 30));
         assert_eq!(parse_store_tmpfs("16384KiB"), Ok(16 << 20));
         assert_eq!(parse_store_tmpfs("8388608"), Ok(8 << 20));
-        assert!(parse_store_tmpfs("64MB")
-            .unwrap_err()
-            .contains("unknown unit"));
-        assert!(parse_store_tmpfs("4MiB").unwrap_err().contains("8MiB"));
+        let e = parse_store_tmpfs("64MB").unwrap_err();
+        assert!(matches!(&e, StoreTmpfsError::Unit { unit, .. } if unit == "MB"));
+        assert!(e.to_string().contains("unknown unit"), "{e}");
+        let e = parse_store_tmpfs("4MiB").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`store_tmpfs` = \"4MiB\" is below the smallest store the harness mounts, 8MiB"
+        );
         assert!(parse_store_tmpfs("MiB").is_err());
         assert!(parse_store_tmpfs("-64MiB").is_err());
         assert!(parse_store_tmpfs("99999999999GiB")
             .unwrap_err()
+            .to_string()
             .contains("too large"));
     }
 

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnostics::TableError;
 use super::secs::Secs;
 
 /// Every key accepted in `[workload]`, in documentation order. Used for "did you mean" help and
@@ -334,13 +335,14 @@ pub fn workload_with(
     table: &toml::Table,
     key: &str,
     value: &toml::Value,
-) -> Result<Workload, String> {
+) -> Result<Workload, TableError> {
     let mut t = table.clone();
     t.insert(key.to_owned(), value.clone());
     let w: Workload = toml::Value::Table(t)
         .try_into()
-        .map_err(|e: toml::de::Error| e.message().to_owned())?;
-    w.validate().map_err(|(_, m)| m)?;
+        .map_err(|e| TableError::Toml(Box::new(e)))?;
+    w.validate()
+        .map_err(|(key, message)| TableError::Invalid { key, message })?;
     Ok(w)
 }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::ast::Rule;
+use super::error::RulesFileError;
 use super::parse::parse_rule;
 
 /// Which invalid (`valid=false`) candidate rows are acceptable.
@@ -54,7 +55,9 @@ enum RawAllow {
     Cells(Vec<BTreeMap<String, toml::Value>>),
 }
 
-fn scope_of(raw: BTreeMap<String, toml::Value>) -> Result<BTreeMap<String, String>, String> {
+fn scope_of(
+    raw: BTreeMap<String, toml::Value>,
+) -> Result<BTreeMap<String, String>, RulesFileError> {
     raw.into_iter()
         .map(|(k, v)| {
             let v = match v {
@@ -62,11 +65,7 @@ fn scope_of(raw: BTreeMap<String, toml::Value>) -> Result<BTreeMap<String, Strin
                 toml::Value::Integer(i) => i.to_string(),
                 toml::Value::Float(f) => f.to_string(),
                 toml::Value::Boolean(b) => b.to_string(),
-                other => {
-                    return Err(format!(
-                        "where.{k}: `{other}` must be a string, number or boolean"
-                    ))
-                }
+                value => return Err(RulesFileError::ScopeValue { key: k, value }),
             };
             Ok((k.strip_prefix("param_").unwrap_or(&k).to_string(), v))
         })
@@ -75,35 +74,35 @@ fn scope_of(raw: BTreeMap<String, toml::Value>) -> Result<BTreeMap<String, Strin
 
 /// Parse rules from TOML text: the `[gate]` table if there is one (a profile), else the
 /// top level (a standalone rules file).
-pub fn parse_rules_toml(text: &str) -> Result<GateRules, String> {
-    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+pub fn parse_rules_toml(text: &str) -> Result<GateRules, RulesFileError> {
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e| RulesFileError::Toml(Box::new(e)))?;
     let table = match doc.get("gate") {
         Some(toml::Value::Table(t)) => t.clone(),
-        Some(_) => return Err("`gate` must be a table".to_string()),
+        Some(_) => return Err(RulesFileError::GateNotATable),
         None if doc.contains_key("rules") || doc.contains_key("rule") => doc,
-        None => {
-            return Err("no [gate] table (and no top-level `rules`/`[[rule]]`) found".to_string())
-        }
+        None => return Err(RulesFileError::NoGate),
     };
     let raw: RawGate = toml::Value::Table(table)
         .try_into()
-        .map_err(|e: toml::de::Error| format!("[gate]: {e}"))?;
+        .map_err(|e| RulesFileError::Gate(Box::new(e)))?;
     let mut rules = Vec::new();
     for r in raw.rules {
-        rules.push(parse_rule(&r, BTreeMap::new()).map_err(|e| e.to_string())?);
+        rules.push(parse_rule(&r, BTreeMap::new())?);
     }
     for r in raw.rule {
         let scope = scope_of(r.scope)?;
-        rules.push(parse_rule(&r.expr, scope).map_err(|e| e.to_string())?);
+        rules.push(parse_rule(&r.expr, scope)?);
     }
     if let Some(t) = raw.threshold {
         if !(0.0..=1000.0).contains(&t) {
-            return Err(format!("threshold = {t}: must be a percentage in 0..=1000"));
+            return Err(RulesFileError::Threshold(t));
         }
     }
     if let Some(a) = raw.alpha {
         if !(a > 0.0 && a < 1.0) {
-            return Err(format!("alpha = {a}: must be in (0, 1)"));
+            return Err(RulesFileError::Alpha(a));
         }
     }
     let allow_invalid = match raw.allow_invalid {

@@ -1,5 +1,7 @@
 //! Tokens of the rule language.
 
+use super::error::SyntaxError;
+
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Tok {
     Num(f64, String),
@@ -8,7 +10,7 @@ pub(super) enum Tok {
     Op(&'static str),
 }
 
-pub(super) fn lex(src: &str) -> Result<Vec<Tok>, String> {
+pub(super) fn lex(src: &str) -> Result<Vec<Tok>, SyntaxError> {
     let chars: Vec<char> = src.chars().collect();
     let mut i = 0;
     let mut out = Vec::new();
@@ -38,7 +40,7 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, String> {
             let text: String = chars[start..i].iter().collect();
             let v = text
                 .parse::<f64>()
-                .map_err(|_| format!("`{text}` is not a number"))?;
+                .map_err(|_| SyntaxError::NotANumber(text.clone()))?;
             out.push(Tok::Num(v, text));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
@@ -57,7 +59,7 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, String> {
             let end = chars[i + 1..]
                 .iter()
                 .position(|&d| d == c)
-                .ok_or_else(|| "unterminated string".to_string())?;
+                .ok_or(SyntaxError::UnterminatedString)?;
             out.push(Tok::Str(chars[i + 1..i + 1 + end].iter().collect()));
             i += end + 2;
         } else {
@@ -70,7 +72,7 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, String> {
                         .into_iter()
                         .find(|o| o.starts_with(c))
                 })
-                .ok_or_else(|| format!("unexpected character `{c}`"))?;
+                .ok_or(SyntaxError::UnexpectedChar(c))?;
             i += op.len();
             out.push(Tok::Op(op));
         }

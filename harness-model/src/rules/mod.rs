@@ -43,11 +43,13 @@
 //! error (exit 3) rather than a silently skipped rule.
 //!
 //! * lex.rs, parse.rs — tokens and the parser of one rule string
+//! * error.rs         — why a rule or a rules file does not parse
 //! * ast.rs           — the parsed rule
 //! * evaluate.rs      — an expression against a row (`Env`)
 //! * file.rs          — the `[gate]` table
 
 mod ast;
+mod error;
 mod evaluate;
 mod file;
 mod lex;
@@ -56,6 +58,7 @@ mod parse;
 mod tests;
 
 pub use ast::{Cmp, Expr, Rule, RuleKind};
+pub use error::{Place, RuleError, RulesFileError, SyntaxError};
 pub use evaluate::{eval, Env, EvalError};
 pub use file::{parse_rules_toml, AllowInvalid, GateRules};
-pub use parse::{parse_rule, RuleError};
+pub use parse::parse_rule;

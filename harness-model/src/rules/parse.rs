@@ -3,14 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::ast::{Cmp, Expr, Rule, RuleKind};
+use super::error::{Place, RuleError, SyntaxError};
 use super::lex::{lex, show, Tok};
-
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("rule `{rule}`: {message}")]
-pub struct RuleError {
-    pub rule: String,
-    pub message: String,
-}
 
 struct Parser {
     toks: Vec<Tok>,
@@ -34,20 +28,23 @@ impl Parser {
             false
         }
     }
-    fn expect(&mut self, op: &str) -> Result<(), String> {
+    fn expect(&mut self, op: &'static str) -> Result<(), SyntaxError> {
         if self.eat(op) {
             Ok(())
         } else {
-            Err(format!("expected `{op}` {}", self.where_()))
+            Err(SyntaxError::Expected {
+                op,
+                at: self.place(),
+            })
         }
     }
-    fn where_(&self) -> String {
+    fn place(&self) -> Place {
         match self.peek() {
-            None => "at the end".to_string(),
-            Some(t) => format!("before {}", show(t)),
+            None => Place::End,
+            Some(t) => Place::Before(show(t)),
         }
     }
-    fn expr(&mut self) -> Result<Expr, String> {
+    fn expr(&mut self) -> Result<Expr, SyntaxError> {
         let mut e = self.term()?;
         loop {
             if self.eat("+") {
@@ -59,7 +56,7 @@ impl Parser {
             }
         }
     }
-    fn term(&mut self) -> Result<Expr, String> {
+    fn term(&mut self) -> Result<Expr, SyntaxError> {
         let mut e = self.unary()?;
         loop {
             if self.eat("*") {
@@ -71,21 +68,21 @@ impl Parser {
             }
         }
     }
-    fn unary(&mut self) -> Result<Expr, String> {
+    fn unary(&mut self) -> Result<Expr, SyntaxError> {
         if self.eat("-") {
             return Ok(Expr::Neg(Box::new(self.unary()?)));
         }
         self.atom()
     }
-    fn word(&mut self) -> Result<String, String> {
+    fn word(&mut self) -> Result<String, SyntaxError> {
         match self.next() {
             Some(Tok::Ident(s)) | Some(Tok::Str(s)) => Ok(s),
             Some(Tok::Num(_, text)) => Ok(text),
-            Some(t) => Err(format!("expected a name or value, found {}", show(&t))),
-            None => Err("expected a name or value at the end".to_string()),
+            Some(t) => Err(SyntaxError::NameOrValue(show(&t))),
+            None => Err(SyntaxError::NameOrValueAtEnd),
         }
     }
-    fn atom(&mut self) -> Result<Expr, String> {
+    fn atom(&mut self) -> Result<Expr, SyntaxError> {
         match self.next() {
             Some(Tok::Num(v, _)) => {
                 if self.eat("%") {
@@ -129,7 +126,7 @@ impl Parser {
                     "at" => {
                         let column = match self.next() {
                             Some(Tok::Ident(c)) => c,
-                            _ => return Err("at(...) takes a column name first".to_string()),
+                            _ => return Err(SyntaxError::AtColumn),
                         };
                         let mut overrides = Vec::new();
                         while self.eat(",") {
@@ -140,57 +137,46 @@ impl Parser {
                         }
                         self.expect(")")?;
                         if overrides.is_empty() {
-                            return Err(
-                                "at(column, param = value, ...) needs at least one parameter"
-                                    .to_string(),
-                            );
+                            return Err(SyntaxError::AtParameters);
                         }
                         Ok(Expr::At { column, overrides })
                     }
-                    other => Err(format!(
-                        "unknown function `{other}` (known: abs, min, max, at)"
-                    )),
+                    other => Err(SyntaxError::UnknownFunction(other.to_owned())),
                 }
             }
-            Some(t) => Err(format!("expected a value, found {}", show(&t))),
-            None => Err("expected a value at the end".to_string()),
+            Some(t) => Err(SyntaxError::Value(show(&t))),
+            None => Err(SyntaxError::ValueAtEnd),
         }
     }
 }
 /// Parse one rule string.
 pub fn parse_rule(text: &str, scope: BTreeMap<String, String>) -> Result<Rule, RuleError> {
-    let err = |message: String| RuleError {
+    let err = |problem: SyntaxError| RuleError {
         rule: text.to_string(),
-        message,
+        problem,
     };
     let toks = lex(text).map_err(err)?;
     // Relative form: METRIC : regression (<|<=) N %
     if matches!(toks.get(1), Some(Tok::Op(":"))) {
         let metric = match &toks[0] {
             Tok::Ident(m) => m.clone(),
-            t => {
-                return Err(err(format!(
-                    "expected a metric before `:`, found {}",
-                    show(t)
-                )))
-            }
+            t => return Err(err(SyntaxError::RelativeMetric(show(t)))),
         };
-        let shape = "write `METRIC: regression <= N%`";
         match toks.get(2) {
             Some(Tok::Ident(w)) if w == "regression" => {}
-            _ => return Err(err(format!("unknown relative rule; {shape}"))),
+            _ => return Err(err(SyntaxError::RelativeWord)),
         }
         let strict = match toks.get(3) {
             Some(Tok::Op("<")) => true,
             Some(Tok::Op("<=")) => false,
-            _ => return Err(err(format!("expected `<=` or `<`; {shape}"))),
+            _ => return Err(err(SyntaxError::RelativeComparison)),
         };
         let limit = match toks.get(4) {
             Some(Tok::Num(v, _)) => *v,
-            _ => return Err(err(format!("expected a percentage; {shape}"))),
+            _ => return Err(err(SyntaxError::RelativeLimit)),
         };
         if !matches!(toks.get(5), Some(Tok::Op("%"))) || toks.len() != 6 {
-            return Err(err(format!("expected `%` at the end; {shape}")));
+            return Err(err(SyntaxError::RelativePercent));
         }
         return Ok(Rule {
             text: text.to_string(),
@@ -208,15 +194,10 @@ pub fn parse_rule(text: &str, scope: BTreeMap<String, String>) -> Result<Rule, R
         Some(Tok::Op(o)) => Cmp::from(o),
         _ => None,
     }
-    .ok_or_else(|| {
-        err("expected a comparison (< <= > >= == !=) after the left side".to_string())
-    })?;
+    .ok_or_else(|| err(SyntaxError::Comparison))?;
     let rhs = p.expr().map_err(err)?;
-    if p.pos < p.toks.len() {
-        return Err(err(format!(
-            "unexpected {}",
-            p.where_().trim_start_matches("before ")
-        )));
+    if let Some(t) = p.peek() {
+        return Err(err(SyntaxError::Trailing(show(t))));
     }
     Ok(Rule {
         text: text.to_string(),

@@ -161,12 +161,15 @@ fn rules_toml_profile_and_standalone() {
     assert_eq!(g.allow_invalid, AllowInvalid::All);
     assert!(parse_rules_toml("[load]\nrate=1\n")
         .unwrap_err()
+        .to_string()
         .contains("no [gate] table"));
     assert!(parse_rules_toml("[gate]\nrulez = []\n")
         .unwrap_err()
+        .to_string()
         .contains("unknown field"));
     assert!(parse_rules_toml("[gate]\nrules = [\"p99 <\"]\n").is_err());
     assert!(parse_rules_toml("[gate]\nalpha = 2\n")
         .unwrap_err()
+        .to_string()
         .contains("alpha"));
 }

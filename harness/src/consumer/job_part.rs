@@ -198,3 +198,28 @@ pub fn progress_line(f: &ConsumerFigures) -> String {
         if f.decode_errors > 0 { format!(" decode errors {}", f.decode_errors) } else { String::new() }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use harness_results::InvalidKind;
+
+    use super::*;
+
+    #[test]
+    fn consumers_behind_read_as_their_kind() {
+        let behind = ConsumerFigures {
+            drained: false,
+            ..Default::default()
+        };
+        let reason = not_drained(&behind, Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            InvalidKind::in_reason(&reason),
+            [InvalidKind::ConsumersBehind]
+        );
+        let drained = ConsumerFigures {
+            drained: true,
+            ..Default::default()
+        };
+        assert_eq!(not_drained(&drained, Duration::from_secs(5)), None);
+    }
+}

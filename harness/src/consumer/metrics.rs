@@ -17,8 +17,8 @@ use crate::consumer::process_queue::Msg;
 use crate::consumer::pull_gate::FlowControl;
 use crate::consumer::seqset::SeqSet;
 use crate::consumer::tracking::SendTracking;
-use crate::order::ledger::OrderLedger;
 use crate::recorder::{histogram, BusyClass};
+use crate::send_order::ledger::OrderLedger;
 
 /// Pull results, as the Java client maps them (consumer §1.3), plus errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

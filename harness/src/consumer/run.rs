@@ -170,7 +170,7 @@ impl ConsumerRun {
     }
 
     /// Hands the job's order accounting to the pulls and consume tasks (`harness::order`).
-    pub fn watch_order(&self, ledger: Arc<crate::order::ledger::OrderLedger>) {
+    pub fn watch_order(&self, ledger: Arc<crate::send_order::ledger::OrderLedger>) {
         let _ = self.shared.metrics.order.set(ledger);
     }
 

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::fault::inject_error::InjectError;
 use crate::fault::outcomes::{OutcomeLog, Recovery};
 use crate::fault::port_hold::PortHold;
 use crate::kind::{Kind, Member, MemberSpec};
@@ -227,7 +228,7 @@ impl Injector {
         &mut self,
         now: Instant,
         mut process: Option<&mut Box<dyn Member>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), InjectError> {
         while let Some(&(at, action)) = self.events.get(self.next) {
             if at > now {
                 break;
@@ -239,8 +240,11 @@ impl Injector {
                 Action::Stop => {
                     let pid = self.pid(process.as_deref().map(|p| p.as_ref()))?;
                     if !self.dead {
-                        send_signal(pid, libc::SIGSTOP)
-                            .map_err(|e| format!("fault: SIGSTOP to {pid}: {e}"))?;
+                        send_signal(pid, libc::SIGSTOP).map_err(|error| InjectError::Signal {
+                            signal: "SIGSTOP",
+                            pid,
+                            error,
+                        })?;
                         self.stopped = Some(pid);
                         self.pauses += 1;
                         self.done.push("pause");
@@ -252,21 +256,26 @@ impl Injector {
         Ok(())
     }
 
-    fn pid(&self, process: Option<&dyn Member>) -> Result<u32, String> {
-        process.and_then(|p| p.pid()).or(self.target_pid).ok_or_else(|| {
-            "fault: pause needs the broker's pid: pass --broker-pid PID with --target, or --broker-pid NAME=PID with --namesrv".to_owned()
-        })
+    fn pid(&self, process: Option<&dyn Member>) -> Result<u32, InjectError> {
+        process
+            .and_then(|p| p.pid())
+            .or(self.target_pid)
+            .ok_or(InjectError::PauseNeedsPid)
     }
 
-    fn resume(&mut self) -> Result<(), String> {
+    fn resume(&mut self) -> Result<(), InjectError> {
         if let Some(pid) = self.stopped.take() {
-            send_signal(pid, libc::SIGCONT).map_err(|e| format!("fault: SIGCONT to {pid}: {e}"))?;
+            send_signal(pid, libc::SIGCONT).map_err(|error| InjectError::Signal {
+                signal: "SIGCONT",
+                pid,
+                error,
+            })?;
             self.done.push("resume");
         }
         Ok(())
     }
 
-    fn kill(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), String> {
+    fn kill(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), InjectError> {
         if self.dead {
             return Ok(());
         }
@@ -275,7 +284,7 @@ impl Injector {
         };
         // A stopped broker dies of SIGKILL as well; it must not be continued afterwards.
         self.stopped = None;
-        p.kill9().map_err(|e| format!("fault: SIGKILL: {e}"))?;
+        p.kill9().map_err(InjectError::Kill)?;
         let at = Instant::now();
         // Only if it will be started again; should the hold fail, the restart says why.
         if self.plan.restart && self.restarter.is_some() {
@@ -292,7 +301,7 @@ impl Injector {
     }
 
     /// Starts the killed broker again (on its store and port) and replaces `process` with it.
-    fn restart_now(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), String> {
+    fn restart_now(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), InjectError> {
         let (Some(p), Some(at)) = (process, self.killed_at) else {
             return Ok(());
         };
@@ -319,18 +328,17 @@ impl Injector {
 
     /// SIGKILL to a broker of a cluster the harness did not start (`--namesrv` with
     /// `--broker-pid NAME=PID`). It is not started again: its command line is not ours.
-    fn kill_by_pid(&mut self) -> Result<(), String> {
-        let pid = self.target_pid.ok_or(
-            "fault: kill needs a broker the harness started, or its pid (--broker-pid NAME=PID with --namesrv)",
-        )?;
+    fn kill_by_pid(&mut self) -> Result<(), InjectError> {
+        let pid = self.target_pid.ok_or(InjectError::KillNeedsPid)?;
         if self.plan.restart {
-            return Err(
-                "fault: restart needs a broker the harness started (its command line is not known)"
-                    .into(),
-            );
+            return Err(InjectError::RestartByPid);
         }
         self.stopped = None;
-        send_signal(pid, libc::SIGKILL).map_err(|e| format!("fault: SIGKILL to {pid}: {e}"))?;
+        send_signal(pid, libc::SIGKILL).map_err(|error| InjectError::Signal {
+            signal: "SIGKILL",
+            pid,
+            error,
+        })?;
         self.mark_kill(Instant::now());
         self.dead = true;
         self.done.push("kill");
@@ -339,27 +347,27 @@ impl Injector {
 
     /// Starts the broker again on the same store and port, held since the kill
     /// ([`PortHold`]); a few tries, then a clear error.
-    fn restart(&self, port: u16) -> Result<Box<dyn Member>, String> {
-        let r = self
-            .restarter
-            .as_ref()
-            .ok_or("fault: restart needs a broker the harness started")?;
+    fn restart(&self, port: u16) -> Result<Box<dyn Member>, InjectError> {
+        let r = self.restarter.as_ref().ok_or(InjectError::NoRestarter)?;
         let mut conf = r.conf.clone();
         conf.insert("listenPort".into(), port.to_string());
         let n = self.kills;
         let stem = format!("{}-restart-{n}", r.name);
         let spec = MemberSpec::new(&stem, &r.dir, &conf).pinned(r.cpus.as_deref());
-        let mut last = String::new();
-        for _ in 0..3 {
+        let mut attempt = 1;
+        loop {
             match r.kind.start_broker(&spec) {
                 Ok(p) => return Ok(p),
-                Err(e) => last = e.to_string(),
+                Err(last) => {
+                    // A pause after every failed start, the third one included.
+                    std::thread::sleep(Duration::from_millis(100));
+                    if attempt == 3 {
+                        return Err(InjectError::Restart { port, last, stem });
+                    }
+                    attempt += 1;
+                }
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!(
-            "fault: restarting the broker on port {port} failed: {last}; see {stem}.log"
-        ))
     }
 
     fn all_recoveries(&self) -> impl Iterator<Item = Recovery> + '_ {

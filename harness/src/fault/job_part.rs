@@ -137,7 +137,7 @@ impl JobPart for FaultPart {
             (None, Some(p)) => Some(p),
             (None, None) => brokers.cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
         };
-        let done = f.tick(now, target).map_err(PartError::Fault);
+        let done = f.tick(now, target).map_err(PartError::Inject);
         self.publish(board);
         done
     }

@@ -4,6 +4,7 @@
 //!
 //! * outcomes.rs — every send's final outcome by send number, and the recovery time
 //! * injector.rs — the schedule of signals and restarts, driven from the job's sampling loop
+//! * inject_error.rs — why a due signal or restart failed (typed; its text is the rows' reason)
 //! * job.rs      — the job's hooks: an injector before the load, the reconciliation after it
 //! * job_part.rs — the job part (`crate::part`) that drives the injector and the reconciliation
 //! * cluster.rs  — the same for one broker of a cluster (`[fault] broker = K`), every broker
@@ -14,6 +15,7 @@
 //! The plan itself is the profile's `[fault]` table ([`harness_model::profile::FaultPlan`]).
 
 pub mod cluster;
+mod inject_error;
 mod injector;
 pub mod job;
 pub mod job_part;
@@ -21,6 +23,7 @@ mod outcomes;
 mod pids;
 mod port_hold;
 
+pub use inject_error::InjectError;
 pub use injector::{Injector, Restarter};
 pub use pids::BrokerPids;
 

@@ -9,11 +9,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::order::key::Streams;
-use crate::order::ledger::{ConsumeOrder, OrderLedger, Source};
 use crate::order::readback::{ReadBackError, StoreReader};
 use crate::part::{BeforeLoad, JobColumns, JobPart, LoadStarted, PartError, Second};
 use crate::report::{OrderColumns, TimeseriesOrder, TimeseriesRow};
+use crate::send_order::key::Streams;
+use crate::send_order::ledger::{ConsumeOrder, OrderLedger, Source};
 use harness_model::profile::{ConsumeMode, SendOrdering, Workload};
 use rmq_client::uniq_key::KeySpace;
 

@@ -1,19 +1,10 @@
-//! Message order: whether messages are stored, and consumed, in the order they were sent.
+//! The order job part: what the sampling loop calls to count message order, and the store
+//! read-back of a job without consumers. What order means and how it is counted (the key of a
+//! send, its stream, the counts, one job's ledger) is [`crate::send_order`], below this part,
+//! the consumers and the runner, which all feed or read it.
 //!
-//! The send order is the send number every UNIQ_KEY carries (`rmq_client::uniq_key::KeySpace`); the
-//! stored order is the queue offset. A *stream* is the set of messages whose relative order is
-//! promised or checked: one queue with `ordering = "none"`, one key with `by-key` and
-//! `sync-by-key` (a key always goes to one queue).
-//!
-//! * key.rs      — the key of a send, its queue (`SelectMessageQueueByHash`), the sync-by-key gate
-//! * count.rs    — the counts on plain sequences: `order_inversions` (messages stored after a
-//!   later send of their stream) and the orderly consumer's violations and redeliveries
-//! * ledger.rs   — one job's counts, fed by the consumers' pulls or the store read-back
 //! * readback.rs — the store read-back thread of a job without consumers
 //! * hook.rs     — what the sampling loop calls: start, each second, finish
 
-pub mod count;
 pub mod hook;
-pub mod key;
-pub mod ledger;
 pub mod readback;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::order::ledger::OrderLedger;
 use crate::reconcile::{pull_answer, pull_request, Stored};
+use crate::send_order::ledger::OrderLedger;
 use rmq_client::admin::{AdminConn, ClientError};
 
 /// Why the read-back's count is incomplete: the order part's `PartError::Order`, whose text is

@@ -1,76 +1,82 @@
 //! What an invalid row's reason means and what to do about it: the one table behind the footer of
 //! `harness run`'s table and the book's table in docs/src/reading-results.md (a test keeps the
-//! two equal). The reasons themselves are written by `runner/validity.rs` (the `[validity]`
+//! two equal), keyed on [`InvalidKind`] (harness-results), the one list of the kinds and of how
+//! their reasons start. The reasons are written by `runner/validity.rs` (the `[validity]`
 //! limits), `runner/job.rs` and `runner/sampler.rs` (a broker that exited, a result file that
-//! could not be written, Ctrl-C), and
-//! `consumer/job_part.rs` (consumers that did not drain); each starts with the `starts`
-//! text of one row here.
+//! could not be written, Ctrl-C), and `consumer/job_part.rs` (consumers that did not drain),
+//! each starting with its kind's [`InvalidKind::starts`].
+
+use harness_results::InvalidKind;
 
 /// One kind of invalid row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Advice {
-    /// How the reason text starts (`invalid_reason` in summary.csv, `NO: ...` in the table).
-    pub starts: &'static str,
+    pub kind: InvalidKind,
     /// The likely cause, and why the row cannot be trusted.
     pub cause: &'static str,
     /// What to do about it.
     pub fix: &'static str,
 }
 
-/// Every kind of invalid row, most common first.
-pub const ADVICE: &[Advice] = &[
-    Advice {
-        starts: "lag p99",
-        cause: "the generator wrote its sends later than scheduled: other work on the machine took its core, or the broker's core was saturated and TCP back-pressure blocked writes; the latency measured includes the generator's own delay",
-        fix: "pin broker and generator (`pin = true`, 2 cores or more) on a machine without other work, lower `workload.rate`, or accept a later generator with `--set validity.max_lag_p99_us=5000` (latency then includes up to that much of the generator's delay)",
-    },
-    Advice {
-        starts: "harness CPU",
-        cause: "the generator used nearly all of its core, so its pacing and timestamps were late or coarse",
-        fix: "pin it (`pin = true`), lower `workload.rate` or `connections`, spread the load over shards (`--shard I/N`), or relax `validity.max_harness_cpu`",
-    },
-    Advice {
-        starts: "achieved",
-        cause: "fewer sends went out than scheduled and no timeout, drop or connection error explains it: the generator could not keep the rate",
-        fix: "lower `workload.rate`, raise `max_in_flight` or `connections`, or spread the load over shards (`--shard I/N`); `make floor` shows this machine's ceiling",
-    },
-    Advice {
-        starts: "broker exited",
-        cause: "the broker process died or failed at shutdown during the job, so the row measured a broker that was not there for all of it",
-        fix: "read `broker.log` in the job's folder (its last lines name the cause: a panic, an out-of-memory kill, a full disk)",
-    },
-    Advice {
-        starts: "consumers did not catch up",
-        cause: "after the producers stopped, the consumers had not consumed every acknowledged message within `drain_timeout`, so lost, duplicated and end-to-end figures are incomplete",
-        fix: "raise `consumer.drain_timeout`, or consume faster (`consume_threads`, `instances`, a shorter `processing_time`)",
-    },
-    Advice {
-        starts: "writing the",
-        cause: "a result file could not be written during the job (`timeseries.csv`, or a histogram of `latency.hlog`): the disk is full, the folder went away, or a histogram could not be serialized; the job's figures are incomplete",
-        fix: "free disk space or choose another `--out`; a histogram that cannot be serialized is a bug: report it with the reason",
-    },
-    Advice {
-        starts: "interrupted",
-        cause: "Ctrl-C stopped the job before its measured window ended",
-        fix: "run the profile again; the finished cells were kept",
-    },
-];
-
-/// The advice for an invalid row's reason, if its kind is known. A merged folder's reason
-/// names each failed shard (`s0: lag p99 ...; s2: ...`), so every part is looked at.
-pub fn advice_for(reason: &str) -> Vec<&'static Advice> {
-    let mut found: Vec<&'static Advice> = Vec::new();
-    for part in reason.split("; ") {
-        let kind = |text: &str| ADVICE.iter().find(|a| text.starts_with(a.starts));
-        // Either the reason itself, or a shard's reason after its folder name ("s0: lag p99 ...").
-        let a = kind(part).or_else(|| part.split_once(": ").and_then(|(_, rest)| kind(rest)));
-        if let Some(a) = a {
-            if !found.contains(&a) {
-                found.push(a);
-            }
-        }
+/// The cause and fix of each kind (a new kind does not compile without its advice).
+pub const fn advice(kind: InvalidKind) -> Advice {
+    match kind {
+        InvalidKind::LagP99 => Advice {
+            kind,
+            cause: "the generator wrote its sends later than scheduled: other work on the machine took its core, or the broker's core was saturated and TCP back-pressure blocked writes; the latency measured includes the generator's own delay",
+            fix: "pin broker and generator (`pin = true`, 2 cores or more) on a machine without other work, lower `workload.rate`, or accept a later generator with `--set validity.max_lag_p99_us=5000` (latency then includes up to that much of the generator's delay)",
+        },
+        InvalidKind::HarnessCpu => Advice {
+            kind,
+            cause: "the generator used nearly all of its core, so its pacing and timestamps were late or coarse",
+            fix: "pin it (`pin = true`), lower `workload.rate` or `connections`, spread the load over shards (`--shard I/N`), or relax `validity.max_harness_cpu`",
+        },
+        InvalidKind::Achieved => Advice {
+            kind,
+            cause: "fewer sends went out than scheduled and no timeout, drop or connection error explains it: the generator could not keep the rate",
+            fix: "lower `workload.rate`, raise `max_in_flight` or `connections`, or spread the load over shards (`--shard I/N`); `make floor` shows this machine's ceiling",
+        },
+        InvalidKind::BrokerExited => Advice {
+            kind,
+            cause: "the broker process died or failed at shutdown during the job, so the row measured a broker that was not there for all of it",
+            fix: "read `broker.log` in the job's folder (its last lines name the cause: a panic, an out-of-memory kill, a full disk)",
+        },
+        InvalidKind::ConsumersBehind => Advice {
+            kind,
+            cause: "after the producers stopped, the consumers had not consumed every acknowledged message within `drain_timeout`, so lost, duplicated and end-to-end figures are incomplete",
+            fix: "raise `consumer.drain_timeout`, or consume faster (`consume_threads`, `instances`, a shorter `processing_time`)",
+        },
+        InvalidKind::WritingResults => Advice {
+            kind,
+            cause: "a result file could not be written during the job (`timeseries.csv`, or a histogram of `latency.hlog`): the disk is full, the folder went away, or a histogram could not be serialized; the job's figures are incomplete",
+            fix: "free disk space or choose another `--out`; a histogram that cannot be serialized is a bug: report it with the reason",
+        },
+        InvalidKind::Interrupted => Advice {
+            kind,
+            cause: "Ctrl-C stopped the job before its measured window ended",
+            fix: "run the profile again; the finished cells were kept",
+        },
     }
-    found
+}
+
+/// Every kind's advice, most common first.
+pub const ADVICE: [Advice; InvalidKind::ALL.len()] = {
+    let mut all = [advice(InvalidKind::LagP99); InvalidKind::ALL.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = advice(InvalidKind::ALL[i]);
+        i += 1;
+    }
+    all
+};
+
+/// The advice for an invalid row's reason, one per kind it names (a merged folder's reason
+/// names each failed shard's).
+pub fn advice_for(reason: &str) -> Vec<&'static Advice> {
+    InvalidKind::in_reason(reason)
+        .into_iter()
+        .map(|k| &ADVICE[InvalidKind::ALL.iter().position(|&a| a == k).unwrap_or(0)])
+        .collect()
 }
 
 /// The footer under a table with invalid rows: each kind once, its cause and its fix.
@@ -94,7 +100,9 @@ pub fn footer<'a>(reasons: impl IntoIterator<Item = &'a str>) -> String {
         let rows = if n == 1 { "row" } else { "rows" };
         out.push_str(&format!(
             "NO: {} ({n} {rows}): {}.\n    fix: {}.\n",
-            a.starts, a.cause, a.fix
+            a.kind.starts(),
+            a.cause,
+            a.fix
         ));
     }
     if unknown > 0 {
@@ -108,8 +116,13 @@ pub fn footer<'a>(reasons: impl IntoIterator<Item = &'a str>) -> String {
 /// The book's table (docs/src/reading-results.md, between the `invalid-reasons` markers).
 pub fn markdown() -> String {
     let mut out = String::from("| reason starts | likely cause | what to do |\n|---|---|---|\n");
-    for a in ADVICE {
-        out.push_str(&format!("| `{}` | {} | {} |\n", a.starts, a.cause, a.fix));
+    for a in &ADVICE {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            a.kind.starts(),
+            a.cause,
+            a.fix
+        ));
     }
     out
 }

@@ -13,9 +13,9 @@ use parking_lot::Mutex;
 use crate::cluster::router::Router;
 use crate::consumer::SendTracking;
 use crate::fault::OutcomeLog;
-use crate::order::key::KeyGate;
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::retry::{retryable, NotStoreOk, Retry, MAX_ATTEMPTS};
+use crate::send_order::key::KeyGate;
 use harness_model::profile::RetryPolicy;
 
 /// One attempt on the wire, owned by the reader of its connection until it ends.

@@ -52,3 +52,34 @@ pub enum JobError {
     #[error("{0}")]
     BrokerExited(String),
 }
+
+#[cfg(test)]
+mod tests {
+    use harness_results::InvalidKind;
+
+    use super::*;
+
+    /// The reasons these errors write open with their kind's text, so the advice under the
+    /// table finds them (`report/advice.rs`).
+    #[test]
+    fn each_error_with_advice_reads_as_its_kind() {
+        let io = || std::io::Error::other("disk full");
+        for (e, kind) in [
+            (JobError::Series(io()), InvalidKind::WritingResults),
+            (
+                JobError::SegmentHistograms(io()),
+                InvalidKind::WritingResults,
+            ),
+            (
+                JobError::Part(PartError::Series(io())),
+                InvalidKind::WritingResults,
+            ),
+            (
+                JobError::BrokerExited("broker exited mid-cell (signal: 9); see broker.log".into()),
+                InvalidKind::BrokerExited,
+            ),
+        ] {
+            assert_eq!(InvalidKind::in_reason(&e.to_string()), [kind], "{e}");
+        }
+    }
+}

@@ -84,7 +84,7 @@ impl LoadHandle {
             outcomes: cfg.outcomes.clone(),
             cluster: cfg.cluster.clone(),
             key_gate: (w.ordering == harness_model::profile::SendOrdering::SyncByKey)
-                .then(|| Arc::new(crate::order::key::KeyGate::new(w.order_keys))),
+                .then(|| Arc::new(crate::send_order::key::KeyGate::new(w.order_keys))),
         });
         let pacer_rec = Arc::new(Mutex::new(Recorder::new(segments)));
         let mut recorders = vec![pacer_rec.clone()];

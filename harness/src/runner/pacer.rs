@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::order::key::{KeyScan, Streams};
 use crate::recorder::{Outcome, Recorder};
 use crate::runner::common::{us, Common, InFlight, Reading};
 use crate::runner::conn::{flush_conns, Conn};
@@ -20,6 +19,7 @@ use crate::runner::inline;
 use crate::runner::plan::LoadConfig;
 use crate::runner::retry::Retry;
 use crate::runner::wait::{set_timer_slack, wait_for_retry, wait_until};
+use crate::send_order::key::{KeyScan, Streams};
 use harness_model::profile::SendOrdering;
 use harness_model::schedule::Pacing;
 use rmq_client::send::SendBuilder;

@@ -1,6 +1,6 @@
 //! The validity rules: when a measured row says more about the generator than the broker.
-//! Each reason starts with a kind that `report/advice.rs` explains (cause and fix) under the
-//! table and in the book.
+//! Each reason starts with its `InvalidKind`'s text (harness-results), which `report/advice.rs`
+//! explains (cause and fix) under the table and in the book.
 
 use crate::report::SummaryRow;
 use harness_model::profile::Validity;
@@ -50,6 +50,7 @@ pub fn nothing_ran(rows: &[SummaryRow]) -> bool {
 mod tests {
     use super::*;
     use crate::report::{Resources, SegmentFigures};
+    use harness_results::InvalidKind;
 
     fn row(lag_p99_us: u64, sent: u64, timeouts: u64) -> SummaryRow {
         SummaryRow {
@@ -124,13 +125,13 @@ mod tests {
         // Every reason written here has its cause and fix in the advice table.
         let mut cpu = row(10, 1000, 0);
         cpu.res.harness_cpu_max = Some(99.0);
-        for r in [row(5000, 1000, 0), row(10, 500, 0), cpu] {
+        for (r, kind) in [
+            (row(5000, 1000, 0), InvalidKind::LagP99),
+            (row(10, 500, 0), InvalidKind::Achieved),
+            (cpu, InvalidKind::HarnessCpu),
+        ] {
             let reason = validity_problem(&v, &r).unwrap();
-            assert_eq!(
-                crate::report::advice::advice_for(&reason).len(),
-                1,
-                "{reason}"
-            );
+            assert_eq!(InvalidKind::in_reason(&reason), [kind], "{reason}");
         }
     }
 }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::order::count::{ConsumeCheck, InversionCount};
-use crate::order::key::Streams;
+use crate::send_order::count::{ConsumeCheck, InversionCount};
+use crate::send_order::key::Streams;
 use harness_results::cols::{OrderColumns, TimeseriesOrder};
 use rmq_client::uniq_key::{key_seq, KeyPrefix, KeySeq};
 
