@@ -321,6 +321,52 @@ async fn a_plain_send_to_the_retry_topic_dead_letters_by_each_release_s_rule() {
     }
 }
 
+/// Audit #22 (fidelity-after-wave-3): a request of version ≥ 121 (here 401) without
+/// `maxReconsumeTimes` is a NullPointerException on 4.3.2 (the header's Integer unboxed,
+/// SendMessageProcessor l.178 and l.268), answered 1 by the remoting layer; 4.9 takes the
+/// group's limit and stores the retry.
+#[tokio::test]
+async fn a_request_without_max_reconsume_times_fails_on_4_3_only() {
+    for profile in ["4.3", "4.9"] {
+        let b = TestBroker::start(&[("brokerVersionProfile", profile)]).await;
+        let mut c = b.client().await;
+        let m = send_one(&mut c, "T", b"x").await;
+        let r = send_back(&mut c, m.physical_offset, "G", 0, None).await;
+        let o = c.opaque();
+        let req = send_v1(o, "%RETRY%G", 0, b"fallback");
+        let mut h: remoting::headers::SendMessageRequestHeader = req.header().unwrap();
+        h.reconsume_times = Some(1);
+        h.max_reconsume_times = None;
+        let plain = c.call(req.with_header(&h)).await;
+        if profile == "4.3" {
+            let npe = "java.lang.NullPointerException, org.apache.rocketmq.broker.processor.SendMessageProcessor.";
+            assert_eq!(
+                (r.code, remark(&r)),
+                (
+                    1,
+                    &*format!("{npe}consumerSendMsgBack(SendMessageProcessor.java:178)")
+                )
+            );
+            assert_eq!(
+                (plain.code, remark(&plain)),
+                (
+                    1,
+                    &*format!("{npe}handleRetryAndDLQ(SendMessageProcessor.java:268)")
+                )
+            );
+        } else {
+            assert_eq!(
+                (r.code, plain.code),
+                (0, 0),
+                "{:?} {:?}",
+                r.remark,
+                plain.remark
+            );
+        }
+        b.stop().await;
+    }
+}
+
 /// A SEND_MESSAGE_V2 (310) to `%RETRY%<group>` as an orderly consumer's inner producer writes
 /// it for a message at its retry limit (ConsumeMessageOrderlyService.sendMessageBack, 4.9.8
 /// l.377-398): header `j` (reconsumeTimes) = r for a 4.x client (r + 1 from 5.1.1), `l`

@@ -202,6 +202,52 @@ fn put_stall_makes_page_cache_busy(lock: PutLockKind) {
     assert_eq!(store.max_offset_in_queue("F", 0), 2);
 }
 
+/// Audit #16 (fidelity-after-wave-3): a put with an illegal topic while the page cache is busy
+/// is refused for its topic on 4.3 and 5.3 (topic checked before the busy check: 4.3.2
+/// DefaultMessageStore.putMessage l.331-343, 5.3.3 HookUtils.checkBeforePutMessage l.86-107)
+/// and for the busy page cache on 4.9 (4.9.8 checkStoreStatus, then checkMessage).
+fn an_illegal_topic_while_busy_is_answered_per_version(lock: PutLockKind) {
+    use broker_under_test::keys::{self, VersionProfile};
+    for (profile, expected) in [
+        (VersionProfile::V4_3, PutMessageStatus::MessageIllegal),
+        (VersionProfile::V4_9, PutMessageStatus::OsPageCacheBusy),
+        (VersionProfile::V5_3, PutMessageStatus::MessageIllegal),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = StoreConfig::from_keys(&keys::defaults(profile, None)).unwrap();
+        cfg.store_path_root_dir = dir.path().to_path_buf();
+        cfg.mapped_file_size_commit_log = 256 * 1024;
+        cfg.put_lock = lock;
+        cfg.os_page_cache_busy_timeout_mills = 200;
+        cfg.injection = FaultInjection {
+            put_stall_millis: 1000,
+            put_stall_interval_millis: 3_600_000,
+            ..FaultInjection::default()
+        };
+        let store = MessageStore::open(cfg).unwrap();
+        let stalled = {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                put_observing_flush(&store, message(1, false))
+                    .recv()
+                    .unwrap()
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !store.is_os_page_cache_busy() {
+            assert!(Instant::now() < deadline, "never busy");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // 200 bytes: over every version's 127-byte limit for a topic that is not a retry topic.
+        let illegal = plain_message(&"T".repeat(200), 0, vec![1; 10], false);
+        let (r, _) = put_observing_flush(&store, illegal)
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(r.status, expected, "{profile:?}");
+        assert_eq!(stalled.join().unwrap().0.status, PutMessageStatus::PutOk);
+    }
+}
+
 fn append_delay_holds_the_lock(lock: PutLockKind) {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), lock, FlushDiskType::AsyncFlush);
@@ -241,6 +287,7 @@ both_locks!(
     flush_stall_beyond_timeout_is_flush_disk_timeout,
     async_flush_eventually_forces,
     put_stall_makes_page_cache_busy,
+    an_illegal_topic_while_busy_is_answered_per_version,
     append_delay_holds_the_lock,
     append_spin_holds_the_lock
 );

@@ -43,6 +43,51 @@ pub enum Destination {
     DeadLetter,
 }
 
+/// Where a 4.3.2 broker unboxes the header's `maxReconsumeTimes` (`int max =
+/// requestHeader.getMaxReconsumeTimes()`), the first stack frame of the NullPointerException
+/// a request without the field raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitSite {
+    /// CONSUMER_SEND_MSG_BACK (4.3.2 SendMessageProcessor l.178).
+    SendBack,
+    /// A plain send to `%RETRY%<group>` (4.3.2 SendMessageProcessor l.268).
+    RetrySend,
+}
+
+impl LimitSite {
+    fn frame(self) -> &'static str {
+        match self {
+            LimitSite::SendBack => "org.apache.rocketmq.broker.processor.SendMessageProcessor.consumerSendMsgBack(SendMessageProcessor.java:178)",
+            LimitSite::RetrySend => "org.apache.rocketmq.broker.processor.SendMessageProcessor.handleRetryAndDLQ(SendMessageProcessor.java:268)",
+        }
+    }
+}
+
+/// The retry limit of a request: the header's `maxReconsumeTimes` from request version 121
+/// (V3_4_9) on, else the group's `retryMaxTimes`. A request of version ≥ 121 without the field
+/// takes the group's on 4.9 and 5.3 (4.9.8 l.184-189, 5.3.3 AbstractSendMessageProcessor
+/// l.173-179), while 4.3.2 unboxes the null: Err is the remark of the answer the remoting layer
+/// makes of the exception, code 1 with `exceptionSimpleDesc` (Java 8's NullPointerException
+/// has no message; 4.3 runs on Java 8).
+pub fn retry_limit(
+    profile: VersionProfile,
+    request_version: i32,
+    header: Option<i32>,
+    group_max: i32,
+    site: LimitSite,
+) -> Result<i32, String> {
+    if request_version < V3_4_9 {
+        return Ok(group_max);
+    }
+    match header {
+        Some(m) => Ok(m),
+        None if profile == VersionProfile::V4_3 => {
+            Err(format!("java.lang.NullPointerException, {}", site.frame()))
+        }
+        None => Ok(group_max),
+    }
+}
+
 /// B2.2 steps 8–10: the retry limit and the destination of a record consumed
 /// `reconsume_times` times.
 pub fn destination(reconsume_times: i32, delay_level: i32, max: i32) -> Destination {
@@ -133,9 +178,15 @@ fn handle(broker: &Broker, task: &RequestTask) -> RemotingCommand {
             format!("look message by offset failed, {}", h.offset),
         );
     };
-    let max = match h.max_reconsume_times {
-        Some(m) if req.version >= V3_4_9 => m,
-        _ => group.retry_max_times,
+    let max = match retry_limit(
+        profile,
+        req.version,
+        h.max_reconsume_times,
+        group.retry_max_times,
+        LimitSite::SendBack,
+    ) {
+        Ok(max) => max,
+        Err(remark) => return fail(ResponseCode::SYSTEM_ERROR, remark),
     };
     let dest = destination(record.reconsume_times, h.delay_level, max);
     let (topic, queue_id, delay) = match dest {
@@ -226,10 +277,14 @@ pub fn retry_send_to_dlq(
             )),
         ));
     };
-    let max = match max_reconsume_times {
-        Some(m) if req.version >= V3_4_9 => m,
-        _ => group.retry_max_times,
-    };
+    let max = retry_limit(
+        profile,
+        req.version,
+        max_reconsume_times,
+        group.retry_max_times,
+        LimitSite::RetrySend,
+    )
+    .map_err(|remark| response(profile, req, ResponseCode::SYSTEM_ERROR, Some(remark)))?;
     let times = reconsume_times.unwrap_or(0);
     let dead = if profile.is_4x() {
         times >= max
@@ -303,6 +358,36 @@ mod tests {
             status_name(V::V5_3, S::ServiceNotAvailable),
             "SERVICE_NOT_AVAILABLE"
         );
+    }
+
+    /// Audit #22 (fidelity-after-wave-3): a request of version ≥ 121 without
+    /// `maxReconsumeTimes` takes the group's limit on 4.9 and 5.3 and is a NullPointerException
+    /// (code 1) on 4.3; before 121 the header is not read.
+    #[test]
+    fn a_missing_limit_is_the_group_s_except_on_4_3() {
+        use VersionProfile as V;
+        for v in [V::V4_9, V::V5_3] {
+            assert_eq!(retry_limit(v, 121, None, 16, LimitSite::SendBack), Ok(16));
+        }
+        assert_eq!(
+            retry_limit(V::V4_3, 121, Some(3), 16, LimitSite::SendBack),
+            Ok(3)
+        );
+        assert_eq!(
+            retry_limit(V::V4_3, 120, None, 16, LimitSite::SendBack),
+            Ok(16)
+        );
+        assert_eq!(
+            retry_limit(V::V4_3, 120, Some(3), 16, LimitSite::SendBack),
+            Ok(16)
+        );
+        assert_eq!(
+            retry_limit(V::V4_3, 121, None, 16, LimitSite::SendBack),
+            Err("java.lang.NullPointerException, org.apache.rocketmq.broker.processor.SendMessageProcessor.consumerSendMsgBack(SendMessageProcessor.java:178)".into())
+        );
+        assert!(retry_limit(V::V4_3, 400, None, 16, LimitSite::RetrySend)
+            .unwrap_err()
+            .ends_with("handleRetryAndDLQ(SendMessageProcessor.java:268)"));
     }
 
     #[test]

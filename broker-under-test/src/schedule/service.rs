@@ -4,9 +4,14 @@
 //! are written to `config/delayOffset.json` every `flushDelayOffsetInterval` by
 //! `ScheduleMessageServicePersistThread` and at a clean stop (4.9/5.3; 4.3 only periodically).
 //!
+//! A re-put the store refuses (disk full, say) stops the level's round; 4.9.3+ and 5.3 look at
+//! the level again 100 ms later, 4.3 only after `DELAY_FOR_A_PERIOD`, 10 s (4.3.2
+//! `DeliverDelayedMessageTimerTask.executeOnTimeup` l.292-304; 4.9.8 l.455-458 and 5.3.3
+//! l.476-479 use `DELAY_FOR_A_WHILE`).
+//!
 //! Differences from RocketMQ: one thread serves all levels (4.9.3+ runs a pool of one thread per
 //! level; the per-level order and cadence are the same, a slow re-put delays the other levels);
-//! 4.3's exact countdown and 10 s retry after a failed re-put are replaced by the 100 ms poll;
+//! 4.3's exact countdown to the next due message is replaced by the 100 ms poll;
 //! the consume-queue slot holds the TAGS hash, not the deliver time, so the deliver time is
 //! computed from the record (store time + level delay), which is RocketMQ's own fallback when
 //! the slot cannot be used.
@@ -34,6 +39,8 @@ use crate::store::{GetMessageStatus, MessageStore, PutMessage, PutMessageStatus}
 
 /// The 4.9.3+ poll period of a level.
 pub const DELIVER_PERIOD: Duration = Duration::from_millis(100);
+/// 4.3's `DELAY_FOR_A_PERIOD`: how long a level rests after a failed re-put.
+pub const FAILED_REPUT_REST_4_3: Duration = Duration::from_millis(10_000);
 
 /// TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC.
 const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
@@ -47,6 +54,8 @@ struct State {
     offsets: BTreeMap<i32, i64>,
     updates: u64,
     counter: i64,
+    /// 4.3: a level whose re-put failed is not looked at before this epoch millisecond.
+    rest_until: BTreeMap<i32, i64>,
 }
 
 pub struct ScheduleService {
@@ -193,6 +202,12 @@ impl ScheduleService {
     }
 
     fn deliver_level(&self, level: i32) {
+        if self.profile == VersionProfile::V4_3 {
+            let rest_until = self.state.lock().rest_until.get(&level).copied();
+            if rest_until.is_some_and(|t| epoch_millis() < t) {
+                return;
+            }
+        }
         let queue_id = level - 1;
         let max = self.store.max_offset_in_queue(SCHEDULE_TOPIC, queue_id);
         let start = self.offset(level);
@@ -257,6 +272,10 @@ impl ScheduleService {
                         record.topic,
                         offset_msg_id(record.store_host, record.physical_offset)
                     );
+                    if self.profile == VersionProfile::V4_3 {
+                        let until = epoch_millis() + FAILED_REPUT_REST_4_3.as_millis() as i64;
+                        self.state.lock().rest_until.insert(level, until);
+                    }
                     break;
                 }
             }
@@ -338,5 +357,73 @@ impl ScheduleService {
         out.push(("scheduleMessageBacklog".into(), backlog.to_string()));
         out.extend(self.stats.runtime_info());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys;
+    use crate::store::StoreConfig;
+    use remoting::message::encode_properties;
+
+    /// Audit #14 (fidelity-after-wave-3): after a re-put the store refuses, a 4.3 level rests
+    /// 10 s (one attempt), where 4.9 and 5.3 try again on every round. The refusal here is the
+    /// real topic's: 200 bytes, over the store's limit.
+    #[test]
+    fn a_failed_re_put_rests_the_level_10_s_on_4_3_only() {
+        for (profile, attempts_after) in [
+            (VersionProfile::V4_3, 1),
+            (VersionProfile::V4_9, 6),
+            (VersionProfile::V5_3, 6),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = StoreConfig::from_keys(&keys::defaults(profile, None)).unwrap();
+            cfg.store_path_root_dir = dir.path().join("store");
+            cfg.mapped_file_size_commit_log = 64 * 1024;
+            let store = MessageStore::open(cfg).unwrap();
+            let long = "T".repeat(200);
+            let props = encode_properties([
+                (PROPERTY_REAL_TOPIC, long.as_str()),
+                (PROPERTY_REAL_QUEUE_ID, "0"),
+                (PROPERTY_DELAY_TIME_LEVEL, "1"),
+            ]);
+            let (tx, rx) = std::sync::mpsc::channel();
+            store.put_message(
+                PutMessage {
+                    topic: SCHEDULE_TOPIC.into(),
+                    queue_id: 0,
+                    flag: 0,
+                    body: bytes::Bytes::from_static(b"x"),
+                    properties: props,
+                    sys_flag: 0,
+                    born_timestamp: 0,
+                    born_host: "127.0.0.1:1".parse().unwrap(),
+                    reconsume_times: 0,
+                    wait_store_ok: false,
+                },
+                Box::new(move |r| {
+                    let _ = tx.send(r.status);
+                }),
+            );
+            assert_eq!(rx.recv().unwrap(), PutMessageStatus::PutOk);
+            let service = ScheduleService::new(DelayLevels::default(), store, profile, dir.path());
+            // Level 1 is due 1 s after the store time: rounds until the first attempt.
+            let failed = || service.stats.deliver_failed.load(Ordering::Relaxed);
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while failed() == 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{profile:?}: never due"
+                );
+                service.deliver_due();
+                std::thread::sleep(DELIVER_PERIOD / 10);
+            }
+            for _ in 0..5 {
+                service.deliver_due();
+            }
+            assert_eq!(failed(), attempts_after, "{profile:?}");
+            assert_eq!(service.offset(1), 0, "{profile:?}: the message stays");
+        }
     }
 }

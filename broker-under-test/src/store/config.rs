@@ -63,6 +63,19 @@ pub enum OffsetCorrection {
     KeepRequested,
 }
 
+/// Where a put's page-cache-busy check comes among the store's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutCheckOrder {
+    /// 4.9: `checkStoreStatus` ends with the busy check, and `checkMessage` (topic length,
+    /// properties) runs after it (4.9.8 `DefaultMessageStore.asyncPutMessage` l.449-457,
+    /// `checkStoreStatus` l.424-426).
+    BusyFirst,
+    /// 4.3 and 5.3: the topic (and on 4.3 the properties) are checked first, the busy check
+    /// comes last (4.3.2 `DefaultMessageStore.putMessage` l.331-343; 5.3.3
+    /// `HookUtils.checkBeforePutMessage` l.86-107).
+    LegalityFirst,
+}
+
 /// Our own fault-injection knobs (not RocketMQ's). All zero = off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultInjection {
@@ -137,6 +150,8 @@ pub struct StoreConfig {
     pub put_lock: PutLockKind,
     /// Serialize the record inside the put lock (4.3 – 4.9.0, §7.4) instead of before it. Default: false.
     pub encode_inside_lock: bool,
+    /// Whether a busy page cache or an illegal topic answers first. Default: LegalityFirst (5.3).
+    pub check_order: PutCheckOrder,
     /// STOREHOSTADDRESS and the host part of offset message ids. Default: 127.0.0.1:10911.
     pub store_host: SocketAddr,
     /// How far ReputMessageService dispatches. Default: MaxOffset (5.3 under ASYNC_FLUSH).
@@ -210,6 +225,11 @@ impl StoreConfig {
             },
             // Before 4.9.1 there is no pre-encoder: the record is built inside the put lock.
             encode_inside_lock: profile == VersionProfile::V4_3,
+            check_order: if profile == VersionProfile::V4_9 {
+                PutCheckOrder::BusyFirst
+            } else {
+                PutCheckOrder::LegalityFirst
+            },
             store_host: SocketAddr::new(ip, r.get("listenPort")?),
             reput_end: if profile == VersionProfile::V5_3
                 && flush_disk_type == FlushDiskType::SyncFlush

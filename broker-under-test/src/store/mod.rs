@@ -54,8 +54,8 @@ mod types;
 mod waiter;
 
 pub use config::{
-    FaultInjection, FlushDiskType, OffsetCorrection, PutLockKind, ReputEnd, StoreConfig, StoreRole,
-    MIN_MAPPED_FILE_SIZE,
+    FaultInjection, FlushDiskType, OffsetCorrection, PutCheckOrder, PutLockKind, ReputEnd,
+    StoreConfig, StoreRole, MIN_MAPPED_FILE_SIZE,
 };
 pub use error::StoreError;
 pub use message_store::MessageStore;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use remoting::message::offset_msg_id;
 
 use super::commitlog::{AppendState, Appended};
-use super::config::{FlushDiskType, StoreConfig, StoreRole};
+use super::config::{FlushDiskType, PutCheckOrder, StoreConfig, StoreRole};
 use super::error::AppendError;
 use super::flush_request::FlushRequest;
 use super::inner::StoreInner;
@@ -104,28 +104,39 @@ fn put_inner(
     {
         return defer(finish, failed(PutMessageStatus::ServiceNotAvailable), false);
     }
-    if inner.is_os_page_cache_busy() {
+    // The busy check comes before the topic and properties checks on 4.9 and after them on
+    // 4.3 and 5.3 (PutCheckOrder cites the sources): an illegal topic sent while the page
+    // cache is busy is answered OS_PAGECACHE_BUSY on 4.9 and MESSAGE_ILLEGAL on the others.
+    let busy_first = inner.config.check_order == PutCheckOrder::BusyFirst;
+    if busy_first && inner.is_os_page_cache_busy() {
         return defer(finish, failed(PutMessageStatus::OsPageCacheBusy), false);
     }
     if let Some(status) = msgs.iter().find_map(|m| check_topic(m).err()) {
         return defer(finish, failed(status), false);
     }
-    if inner.config.encode_inside_lock {
-        // 4.3 – 4.9.0: DefaultMessageStore.checkMessage refuses long properties up front; the
-        // record length is checked inside the lock.
-        if msgs.iter().any(|m| m.properties.len() > MAX_PROPERTIES_LEN) {
-            return defer(
-                finish,
-                failed(PutMessageStatus::PropertiesSizeExceeded),
-                false,
-            );
-        }
-    } else if let Some(status) = msgs
-        .iter()
-        .find_map(|m| check_sizes(&inner.config, m).err())
+    // 4.3: DefaultMessageStore.putMessage refuses long properties up front; the record
+    // length is checked inside the lock.
+    if inner.config.encode_inside_lock
+        && msgs.iter().any(|m| m.properties.len() > MAX_PROPERTIES_LEN)
     {
-        // The 4.9.1+ encoder runs inside CommitLog.asyncPutMessage: counted as a failed put.
-        return defer(finish, failed(status), true);
+        return defer(
+            finish,
+            failed(PutMessageStatus::PropertiesSizeExceeded),
+            false,
+        );
+    }
+    if !busy_first && inner.is_os_page_cache_busy() {
+        return defer(finish, failed(PutMessageStatus::OsPageCacheBusy), false);
+    }
+    // The 4.9.1+ encoder runs inside CommitLog.asyncPutMessage: counted as a failed put (4.3
+    // encodes inside the lock, `append_in_lock`).
+    if !inner.config.encode_inside_lock {
+        if let Some(status) = msgs
+            .iter()
+            .find_map(|m| check_sizes(&inner.config, m).err())
+        {
+            return defer(finish, failed(status), true);
+        }
     }
     let encode_all = |store_timestamp: i64| -> Vec<EncodedMessage> {
         msgs.iter()

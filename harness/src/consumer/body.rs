@@ -51,6 +51,7 @@ pub fn decode_pull_body(body: &[u8]) -> (Vec<Msg>, Option<String>) {
                         .map(UniqKey::from_bytes),
                     commit_log_offset: record.physical_offset,
                     reconsume_times: record.reconsume_times,
+                    stored_reconsume_times: record.reconsume_times,
                     topic,
                 });
                 rest = &rest[len.min(rest.len())..];

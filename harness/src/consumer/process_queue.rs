@@ -125,6 +125,9 @@ pub struct Msg {
     pub commit_log_offset: i64,
     /// `reconsumeTimes`: the stored count, raised in memory by a local re-consume.
     pub reconsume_times: i32,
+    /// The count the stored record carries, never raised here: what the broker reads when it
+    /// decides a send-back's destination (audit #20).
+    pub stored_reconsume_times: i32,
     /// The topic the listener sees: RETRY_TOPIC for a message pulled from `%RETRY%<group>`.
     /// Shared by a pull's messages of one topic (one allocation per pull, not per message).
     pub topic: std::sync::Arc<str>,

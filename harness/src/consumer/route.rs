@@ -19,6 +19,7 @@ use remoting::route::{TopicRouteData, PERM_READ};
 use tokio_util::sync::CancellationToken;
 
 use crate::consumer::start_error::RouteError;
+use harness_model::profile::ClientVersion;
 use rmq_client::name_server::fetch_route;
 
 /// The broker name of a run on one broker (no name server): the name in MessageQueue bodies
@@ -86,17 +87,20 @@ pub struct RouteBroker {
 }
 
 /// `MQClientInstance.findBrokerAddressInSubscribe(name, id, onlyThisBroker)` over one name's
-/// addresses: `id`'s address, else for a slave id the next id's, else (unless
-/// `only_this`) the first address of the name. The id found comes with it (> 0: a slave).
+/// addresses: `id`'s address, else for a slave id the next id's (4.9 and 5.3 clients: the
+/// `brokerId + 1` step came in 4.8.0, commit d5cb67ff80; 4.3.2 l.1014-1042 has none), else
+/// (unless `only_this`) the first address of the name. The id found comes with it (> 0: a
+/// slave).
 pub fn find_in_subscribe(
     addrs: &BTreeMap<i64, SocketAddr>,
     id: i64,
     only_this: bool,
+    client: ClientVersion,
 ) -> Option<(i64, SocketAddr)> {
     if let Some(a) = addrs.get(&id) {
         return Some((id, *a));
     }
-    if id != MASTER_ID {
+    if id != MASTER_ID && client != ClientVersion::V43 {
         if let Some(a) = addrs.get(&(id + 1)) {
             return Some((id + 1, *a));
         }
@@ -224,7 +228,8 @@ pub fn subscribe_brokers(route: &TopicRouteData) -> Vec<RouteBroker> {
                 .iter()
                 .filter_map(|(id, a)| Some((*id, a.to_socket_addrs().ok()?.next()?)))
                 .collect();
-            let (_, addr) = find_in_subscribe(&addrs, MASTER_ID, false)?;
+            // The master's id: no version takes the id + 1 step for it.
+            let (_, addr) = find_in_subscribe(&addrs, MASTER_ID, false, ClientVersion::V49)?;
             Some(RouteBroker {
                 name: q.broker_name.as_str().into(),
                 addr,
@@ -442,20 +447,47 @@ mod tests {
     #[test]
     fn find_in_subscribe_picks_the_suggested_node_else_any() {
         let a = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let find = |addrs: &BTreeMap<i64, SocketAddr>, id, only| {
+            find_in_subscribe(addrs, id, only, ClientVersion::V49)
+        };
         let both = BTreeMap::from([(0, a(1)), (1, a(2))]);
-        assert_eq!(find_in_subscribe(&both, 1, false), Some((1, a(2))));
-        assert_eq!(find_in_subscribe(&both, 0, false), Some((0, a(1))));
+        assert_eq!(find(&both, 1, false), Some((1, a(2))));
+        assert_eq!(find(&both, 0, false), Some((0, a(1))));
         // Suggested id absent: a slave id looks at id + 1, then any address.
         let master_only = BTreeMap::from([(0, a(1))]);
-        assert_eq!(find_in_subscribe(&master_only, 1, false), Some((0, a(1))));
-        assert_eq!(find_in_subscribe(&master_only, 1, true), None);
+        assert_eq!(find(&master_only, 1, false), Some((0, a(1))));
+        assert_eq!(find(&master_only, 1, true), None);
         let two_slaves = BTreeMap::from([(0, a(1)), (2, a(3))]);
-        assert_eq!(find_in_subscribe(&two_slaves, 1, true), Some((2, a(3))));
+        assert_eq!(find(&two_slaves, 1, true), Some((2, a(3))));
+        assert_eq!(find(&two_slaves, 1, false), Some((2, a(3))));
         // The master missing from the route: the slave answers.
         let slave_only = BTreeMap::from([(1, a(2))]);
-        assert_eq!(find_in_subscribe(&slave_only, 0, false), Some((1, a(2))));
-        assert_eq!(find_in_subscribe(&slave_only, 0, true), None);
-        assert_eq!(find_in_subscribe(&BTreeMap::new(), 0, false), None);
+        assert_eq!(find(&slave_only, 0, false), Some((1, a(2))));
+        assert_eq!(find(&slave_only, 0, true), None);
+        assert_eq!(find(&BTreeMap::new(), 0, false), None);
+    }
+
+    /// Audit #17 (fidelity-after-wave-3): a 4.3 client has no id + 1 step; slave 1 missing, it
+    /// takes the name's first address (the master), or nothing with only-this. 5.3 as 4.9.
+    #[test]
+    fn a_4_3_client_has_no_next_slave_step() {
+        let a = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let two_slaves = BTreeMap::from([(0, a(1)), (2, a(3))]);
+        let v43 = ClientVersion::V43;
+        assert_eq!(
+            find_in_subscribe(&two_slaves, 1, false, v43),
+            Some((0, a(1)))
+        );
+        assert_eq!(find_in_subscribe(&two_slaves, 1, true, v43), None);
+        assert_eq!(
+            find_in_subscribe(&two_slaves, 2, true, v43),
+            Some((2, a(3)))
+        );
+        let v53 = ClientVersion::V53;
+        assert_eq!(
+            find_in_subscribe(&two_slaves, 1, false, v53),
+            Some((2, a(3)))
+        );
     }
 
     /// The route keeps a name's every address, and the name (with its queues) while only its

@@ -74,6 +74,14 @@ pub async fn send_back(
     }
 }
 
+/// Whether the broker stores a send-back of `m` at `level` in `%DLQ%<group>` (B2.2 #9): it
+/// reads the count from the record at the header's CommitLog offset (4.9.8
+/// `asyncConsumerSendMsgBack` l.191), which a local re-consume does not raise; the header's
+/// `maxReconsumeTimes` is `max`.
+pub fn send_back_dead_letters(m: &Msg, max: i32, level: i32) -> bool {
+    m.stored_reconsume_times >= max || level < 0
+}
+
 /// processConsumeResult for a batch the listener failed (CLUSTERING): every message sent back,
 /// else published to `%RETRY%<group>`; the ones for which both failed are returned, their
 /// reconsumeTimes raised, to be consumed again here after [`LOCAL_RETRY_DELAY`].
@@ -87,8 +95,7 @@ pub async fn send_back_failed(inst: &Instance, broker: &Arc<str>, msgs: &[Msg]) 
         match send_back(inst, broker, m, level).await {
             Ok(()) => {
                 f.send_backs.fetch_add(1, Ordering::Relaxed);
-                // The broker's rule (B2.2 #9) on the stored count the record carries.
-                if m.reconsume_times >= cfg.max_reconsume() || level < 0 {
+                if send_back_dead_letters(m, cfg.max_reconsume(), level) {
                     f.dead_lettered(m);
                 }
             }
@@ -164,4 +171,29 @@ pub async fn broker_retry_sum(
         }
     }
     Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Audit #20 (fidelity-after-wave-3): a message re-consumed locally once (its in-memory
+    /// count raised from 15 to 16) and then sent back is retried by the broker, which reads the
+    /// stored 15; at a stored 16 it goes to the DLQ; a negative level always does.
+    #[test]
+    fn the_dlq_follows_the_stored_count_not_the_raised_one() {
+        let raised = Msg {
+            reconsume_times: 16,
+            stored_reconsume_times: 15,
+            ..Msg::default()
+        };
+        assert!(!send_back_dead_letters(&raised, 16, 0));
+        let stored = Msg {
+            reconsume_times: 16,
+            stored_reconsume_times: 16,
+            ..Msg::default()
+        };
+        assert!(send_back_dead_letters(&stored, 16, 0));
+        assert!(send_back_dead_letters(&raised, 16, -1));
+    }
 }

@@ -272,7 +272,7 @@ impl Instance {
         if addrs.is_empty() {
             return self.links.existing(broker).map(|l| (MASTER_ID, l));
         }
-        find_in_subscribe(&addrs, id, only_this)
+        find_in_subscribe(&addrs, id, only_this, self.shared.cfg.client_version)
             .map(|(id, addr)| (id, self.links.to(broker, id, addr)))
     }
 
