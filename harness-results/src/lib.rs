@@ -34,4 +34,4 @@ pub mod timeseries;
 pub use atomic::write_atomic;
 pub use busy::BusyClass;
 pub use hlog::HlogWriter;
-pub use invalid::InvalidKind;
+pub use invalid::{Invalid, InvalidKind};

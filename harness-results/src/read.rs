@@ -11,6 +11,8 @@ const TEXT_COLUMNS: &[&str] = &[
     "cell_id",
     "step",
     "invalid_reason",
+    // `;`-separated kind names (`InvalidKind::cell`).
+    "invalid_kinds",
     "phase",
     "slo_failed",
     "knee_limited_by",
@@ -171,6 +173,14 @@ impl Row {
             .copied()
             .flatten()
             .map(|v| v != 0.0)
+    }
+
+    /// The kinds of an invalid row, from `invalid_kinds` (empty when absent: a folder written
+    /// before the column has no kinds, and its rows get no advice, only their reason's text).
+    pub fn invalid_kinds(&self) -> Vec<crate::InvalidKind> {
+        self.text
+            .get("invalid_kinds")
+            .map_or_else(Vec::new, |c| crate::InvalidKind::parse_cell(c))
     }
 }
 
@@ -498,6 +508,38 @@ mod tests {
         .unwrap();
         let run = load(dir.path()).expect("a cluster run loads");
         assert_eq!(run.rows[0].get("ok_rate"), Ok(Some(5.0)));
+    }
+
+    /// The kinds a row was written with are the kinds it is read back with.
+    #[test]
+    fn invalid_kinds_are_written_and_read_back_as_kinds() {
+        use crate::summary::{summary_csv, SummaryRow};
+        use crate::InvalidKind;
+        let row = |cell: &str, kinds: Vec<InvalidKind>| SummaryRow {
+            cell_id: cell.into(),
+            valid: kinds.is_empty(),
+            invalid_reason: if kinds.is_empty() { "" } else { "why" }.into(),
+            invalid_kinds: kinds,
+            ..SummaryRow::default()
+        };
+        let rows = [
+            row("a", vec![InvalidKind::LagP99]),
+            row(
+                "b",
+                vec![InvalidKind::BrokerExited, InvalidKind::ConsumersBehind],
+            ),
+            row("c", Vec::new()),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("summary.csv"),
+            summary_csv(&[], &rows).unwrap(),
+        )
+        .unwrap();
+        let run = load(dir.path()).expect("loads");
+        let back: Vec<Vec<InvalidKind>> = run.rows.iter().map(Row::invalid_kinds).collect();
+        let written: Vec<Vec<InvalidKind>> = rows.iter().map(|r| r.invalid_kinds.clone()).collect();
+        assert_eq!(back, written);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::cols::{
     SummaryConsumer,
 };
 use crate::consumer::ConsumerFigures;
+use crate::invalid::{Invalid, InvalidKind};
 use crate::segment::{quantile, Counts, Segment};
 
 /// `summary.csv` columns before the `param_<key>` columns.
@@ -120,6 +121,9 @@ struct SummaryTail {
     broker_counters_match: Option<bool>,
     valid: bool,
     invalid_reason: String,
+    /// The reason's kinds by name (`InvalidKind::cell`): what the advice and `harness merge`
+    /// read, never the reason's text.
+    invalid_kinds: String,
     first_ok: u64,
     first_busy: u64,
     final_ok: u64,
@@ -186,6 +190,9 @@ pub struct SummaryRow {
     pub res: Resources,
     pub valid: bool,
     pub invalid_reason: String,
+    /// The kinds of `invalid_reason` whose cause and fix are known, each once (a merged row's
+    /// are its failed shards'); empty for a valid row or a reason of no kind.
+    pub invalid_kinds: Vec<InvalidKind>,
     /// The job's consumers (the same figures on every row of a job); None without them.
     pub consumer: Option<ConsumerFigures>,
     pub fault: FaultColumns,
@@ -275,6 +282,13 @@ impl SegmentFigures {
 }
 
 impl SummaryRow {
+    /// Marks the row invalid for this reason alone (a reason before it is replaced).
+    pub fn invalidate(&mut self, why: Invalid) {
+        self.valid = false;
+        self.invalid_reason = why.reason;
+        self.invalid_kinds = why.kind.into_iter().collect();
+    }
+
     pub fn achieved_rate(&self) -> f64 {
         if self.duration_s > 0.0 {
             (self.seg.sent - self.seg.counts.dropped) as f64 / self.duration_s
@@ -382,6 +396,7 @@ impl SummaryRow {
                 broker_counters_match: self.res.broker_counters_match,
                 valid: self.valid,
                 invalid_reason: self.invalid_reason.clone(),
+                invalid_kinds: InvalidKind::cell(&self.invalid_kinds),
                 first_ok: s.first_ok,
                 first_busy: s.first_busy,
                 final_ok: s.counts.ok,
@@ -486,6 +501,7 @@ mod tests {
             },
             valid: false,
             invalid_reason: "lag p99 5000 µs > 1000 µs".into(),
+            invalid_kinds: vec![InvalidKind::LagP99],
             consumer: None,
             fault: FaultColumns {
                 acked_lost: Some(3),
@@ -512,7 +528,7 @@ mod tests {
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,14,15,16,17,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
-5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,\
+5,50,5000,4.321,200,250,17,87.3,99.9,8.727,,12.0,21,true,false,lag p99 5000 µs > 1000 µs,lag_p99,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12,\
 broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
@@ -539,6 +555,7 @@ broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
             res: Resources::default(),
             valid: true,
             invalid_reason: String::new(),
+            invalid_kinds: Vec::new(),
             consumer: None,
             fault: FaultColumns::default(),
             knee: KneeColumns::default(),
@@ -548,7 +565,7 @@ broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,0,0,0,0,,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,true,,,0,0,0,0,,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use harness_model::profile::Workload;
+use harness_results::{Invalid, InvalidKind};
 use hdrhistogram::Histogram;
 use rmq_client::uniq_key::KeySpace;
 
@@ -35,7 +36,8 @@ use crate::report::{FaultColumns, OrderColumns, Resources, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
 use crate::send_order::ledger::OrderLedger;
 
-/// Why a part failed: the job's rows become invalid with this text as the reason.
+/// Why a part failed: the job's rows become invalid with this text as the reason (and
+/// [`PartError::kind`] as its kind).
 #[derive(Debug, thiserror::Error)]
 pub enum PartError {
     /// The routes, the topic on every broker or the slaves of a cluster.
@@ -59,6 +61,30 @@ pub enum PartError {
     /// A broker did not stop cleanly after the load (the part stopped it).
     #[error("{0}")]
     Stop(String),
+}
+
+impl PartError {
+    /// The kind of invalid row this error makes, when the advice knows its cause and fix.
+    pub fn kind(&self) -> Option<InvalidKind> {
+        match self {
+            PartError::Cluster(e) => e.kind(),
+            PartError::Series(_) => Some(InvalidKind::WritingResults),
+            // A broker that did not exit cleanly at its stop.
+            PartError::Stop(_) => Some(InvalidKind::BrokerExited),
+            PartError::Fault(_)
+            | PartError::Inject(_)
+            | PartError::Consumers(_)
+            | PartError::Order(_) => None,
+        }
+    }
+
+    /// The rows' reason: this error's text and kind.
+    pub fn invalid(&self) -> Invalid {
+        Invalid {
+            kind: self.kind(),
+            reason: self.to_string(),
+        }
+    }
 }
 
 /// The job's brokers, lent to a part's hooks: the broker the job owns (None for a cluster or a
@@ -247,7 +273,7 @@ pub trait JobPart {
     }
 
     /// Why the job's rows are not scored, once everything is done (None: no objection).
-    fn invalid_reason(&self) -> Option<String> {
+    fn invalid_reason(&self) -> Option<Invalid> {
         None
     }
 
@@ -410,7 +436,7 @@ impl JobParts {
     }
 
     /// Every part's objection to scoring the job, in order.
-    pub fn invalid_reasons(&self) -> impl Iterator<Item = String> + '_ {
+    pub fn invalid_reasons(&self) -> impl Iterator<Item = Invalid> + '_ {
         self.parts.iter().filter_map(|p| p.invalid_reason())
     }
 

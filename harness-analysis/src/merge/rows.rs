@@ -13,7 +13,7 @@ use harness_results::hlog_totals::{segment_tag, SEGMENT_HISTOGRAMS};
 use harness_results::read::Row;
 use harness_results::segment::{histogram, Counts, Segment};
 use harness_results::summary::{Resources, SegmentFigures, SummaryRow};
-use harness_results::BusyClass;
+use harness_results::{BusyClass, InvalidKind};
 
 fn count(row: &Row, column: &str) -> u64 {
     row.get(column)
@@ -194,6 +194,12 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
                 format!("{}: {why}", f.name())
             })
             .collect();
+        // The merged row's kinds are every failed shard's, each once (so the advice under the
+        // merged table names each cause), read from the shards' `invalid_kinds`.
+        let mut invalid_kinds = Vec::new();
+        for r in rows.iter().filter(|r| r.valid() == Some(false)) {
+            InvalidKind::add_all(&mut invalid_kinds, r.invalid_kinds());
+        }
         let targets: Vec<f64> = rows
             .iter()
             .filter_map(|r| value(r, "target_rate"))
@@ -232,6 +238,7 @@ pub fn merge_rows(folders: &[ShardFolder]) -> Result<(Vec<String>, Vec<SummaryRo
             res: resources(&rows, shared),
             valid: failed.is_empty(),
             invalid_reason: failed.join("; "),
+            invalid_kinds,
         });
     }
     Ok((first.summary.param_keys.clone(), out))

@@ -107,6 +107,19 @@ pub enum ClusterError {
     },
 }
 
+impl ClusterError {
+    /// The kind of invalid row this error makes: a master or slave whose process exited
+    /// before it was ready is a broker that exited; the rest name their cause themselves.
+    pub fn kind(&self) -> Option<harness_results::InvalidKind> {
+        match self {
+            ClusterError::Broker { source, .. } | ClusterError::Slave { source, .. } => {
+                source.kind()
+            }
+            _ => None,
+        }
+    }
+}
+
 impl From<NameServerError> for ClusterError {
     fn from(e: NameServerError) -> Self {
         ClusterError::Query(Box::new(e))

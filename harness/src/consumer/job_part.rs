@@ -10,6 +10,7 @@ use crate::consumer::{ConsumerFigures, ConsumerRun, Target};
 use crate::part::{BeforeLoad, Board, Brokers, JobColumns, JobPart, PartError, Rows, Second};
 use crate::report::{TimeseriesConsumer, TimeseriesRow};
 use harness_model::profile::{Consumer, Workload};
+use harness_results::{Invalid, InvalidKind};
 
 /// A job's consumers.
 pub struct ConsumerPart {
@@ -159,7 +160,7 @@ impl JobPart for ConsumerPart {
         Ok(())
     }
 
-    fn invalid_reason(&self) -> Option<String> {
+    fn invalid_reason(&self) -> Option<Invalid> {
         not_drained(self.figures.as_ref()?, self.spec.drain_timeout.duration())
     }
 
@@ -169,12 +170,15 @@ impl JobPart for ConsumerPart {
 }
 
 /// Why a job whose consumers did not catch up is not scored.
-pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<String> {
+pub fn not_drained(f: &ConsumerFigures, drain_timeout: Duration) -> Option<Invalid> {
     (!f.drained).then(|| {
-        format!(
-            "consumers did not catch up within drain_timeout {drain_timeout:?}: lag {} at the end, {} acknowledged messages not consumed",
-            f.lag_at_end,
-            f.lost.map_or_else(|| "?".into(), |l| l.to_string())
+        Invalid::new(
+            InvalidKind::ConsumersBehind,
+            format!(
+                "consumers did not catch up within drain_timeout {drain_timeout:?}: lag {} at the end, {} acknowledged messages not consumed",
+                f.lag_at_end,
+                f.lost.map_or_else(|| "?".into(), |l| l.to_string())
+            ),
         )
     })
 }
@@ -201,20 +205,21 @@ pub fn progress_line(f: &ConsumerFigures) -> String {
 
 #[cfg(test)]
 mod tests {
-    use harness_results::InvalidKind;
-
     use super::*;
 
     #[test]
-    fn consumers_behind_read_as_their_kind() {
+    fn consumers_behind_carry_their_kind() {
         let behind = ConsumerFigures {
             drained: false,
             ..Default::default()
         };
-        let reason = not_drained(&behind, Duration::from_secs(5)).unwrap();
-        assert_eq!(
-            InvalidKind::in_reason(&reason),
-            [InvalidKind::ConsumersBehind]
+        let why = not_drained(&behind, Duration::from_secs(5)).unwrap();
+        assert_eq!(why.kind, Some(InvalidKind::ConsumersBehind));
+        assert!(
+            why.reason
+                .starts_with("consumers did not catch up within drain_timeout 5s"),
+            "{}",
+            why.reason
         );
         let drained = ConsumerFigures {
             drained: true,

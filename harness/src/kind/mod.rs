@@ -110,6 +110,14 @@ pub enum StartError {
         reason: String,
         last_line: Option<String>,
     },
+    /// The member's process exited before it was ready; `last_line` as in `Failed`. Apart
+    /// from `Failed` so that the rows say, as a value, that a broker exited (the advice of
+    /// `InvalidKind::BrokerExited`: read its log).
+    #[error("{reason}{}", last_line.as_deref().map(|l| format!(": {l}")).unwrap_or_default())]
+    Exited {
+        reason: String,
+        last_line: Option<String>,
+    },
     /// The kind cannot do this (start a name server for `--target`, say).
     #[error("{0}")]
     Unsupported(String),
@@ -127,11 +135,26 @@ impl StartError {
         }
     }
 
+    /// [`StartError::with_log`] of a member whose process exited before it was ready.
+    pub fn exited(reason: impl ToString, log: &Path) -> StartError {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        StartError::Exited {
+            reason: reason.to_string(),
+            last_line: telling_line(&text),
+        }
+    }
+
     /// Whether the member lost a race for its port (another process bound it between the
     /// harness choosing it and the JVM binding it): worth one more try on other ports.
     pub fn lost_a_port(&self) -> bool {
-        matches!(self, StartError::Failed { last_line: Some(l), .. }
+        matches!(self, StartError::Failed { last_line: Some(l), .. } | StartError::Exited { last_line: Some(l), .. }
             if l.contains("Address already in use") || l.contains("Failed to bind"))
+    }
+
+    /// The kind of invalid row a broker's failed start makes, when the advice knows it.
+    pub fn kind(&self) -> Option<harness_results::InvalidKind> {
+        matches!(self, StartError::Exited { .. })
+            .then_some(harness_results::InvalidKind::BrokerExited)
     }
 }
 

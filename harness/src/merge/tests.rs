@@ -15,6 +15,7 @@ use crate::report::{
     TimeseriesTail, TimeseriesWriter,
 };
 use harness_results::cells::Fixed;
+use harness_results::InvalidKind;
 
 /// Latencies of one shard: spread over six decades so that bucket boundaries matter.
 fn samples(seed: u64, n: usize) -> Vec<u64> {
@@ -133,6 +134,11 @@ fn write_shard(dir: &Path, shard: u32, shards: u32, profile: &str, lat: &[u64], 
         } else {
             String::new()
         },
+        invalid_kinds: if shard == 1 {
+            vec![InvalidKind::LagP99]
+        } else {
+            Vec::new()
+        },
     };
     std::fs::write(dir.join("summary.csv"), summary_csv(&[], &[row]).unwrap()).unwrap();
     let run = json!({
@@ -205,6 +211,7 @@ fn merged_percentiles_are_those_of_the_concatenated_samples() {
         "{}",
         row.invalid_reason
     );
+    assert_eq!(row.invalid_kinds, [InvalidKind::LagP99]);
 
     // The per-second rows line up by wall-clock second although the shards are ms apart.
     let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
@@ -327,6 +334,7 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
         res: Resources::default(),
         valid: false,
         invalid_reason: "broker exited mid-cell".into(),
+        invalid_kinds: vec![InvalidKind::BrokerExited],
     };
     std::fs::write(
         d("s2").join("summary.csv"),
@@ -347,4 +355,18 @@ fn a_shard_whose_job_never_ran_is_named_not_refused() {
         "{}",
         r.invalid_reason
     );
+    // The merged row's kinds are the union of its failed shards', and the advice under the
+    // merged table counts it under each.
+    assert_eq!(
+        r.invalid_kinds,
+        [InvalidKind::LagP99, InvalidKind::BrokerExited]
+    );
+    assert!(
+        merged.table.contains("NO: lag p99 (1 row)")
+            && merged.table.contains("NO: broker exited (1 row)"),
+        "{}",
+        merged.table
+    );
+    let written = std::fs::read_to_string(d("out").join("summary.csv")).unwrap();
+    assert!(written.contains(",lag_p99;broker_exited,"), "{written}");
 }

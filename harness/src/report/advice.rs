@@ -1,10 +1,11 @@
 //! What an invalid row's reason means and what to do about it: the one table behind the footer of
-//! `harness run`'s table and the book's table in docs/src/reading-results.md (a test keeps the
-//! two equal), keyed on [`InvalidKind`] (harness-results), the one list of the kinds and of how
-//! their reasons start. The reasons are written by `runner/validity.rs` (the `[validity]`
-//! limits), `runner/job.rs` and `runner/sampler.rs` (a broker that exited, a result file that
-//! could not be written, Ctrl-C), and `consumer/job_part.rs` (consumers that did not drain),
-//! each starting with its kind's [`InvalidKind::starts`].
+//! `harness run`'s (and `harness merge`'s) table and the book's table in
+//! docs/src/reading-results.md (a test keeps the two equal), keyed on [`InvalidKind`]
+//! (harness-results), the one list of the kinds. The code that makes a row invalid names its
+//! kind as a value (`runner/validity.rs` for the `[validity]` limits, `runner/job_error.rs`,
+//! `runner/job.rs` and `runner/sampler.rs` for a broker that exited, a result file that could not
+//! be written or Ctrl-C, `consumer/job_part.rs` for consumers that did not drain); the rows carry
+//! the kinds (`invalid_kinds`), and the footer reads them there, never in the reason's text.
 
 use harness_results::InvalidKind;
 
@@ -38,8 +39,8 @@ pub const fn advice(kind: InvalidKind) -> Advice {
         },
         InvalidKind::BrokerExited => Advice {
             kind,
-            cause: "the broker process died or failed at shutdown during the job, so the row measured a broker that was not there for all of it",
-            fix: "read `broker.log` in the job's folder (its last lines name the cause: a panic, an out-of-memory kill, a full disk)",
+            cause: "a broker process exited before it was ready, died during the job or failed at shutdown, so the row measured a broker that was not there for all of it",
+            fix: "read the broker's log in the job's folder (`broker.log`, or the member's `broker-<i>.log` in a cluster; its last lines name the cause: a panic, an out-of-memory kill, a full disk)",
         },
         InvalidKind::ConsumersBehind => Advice {
             kind,
@@ -70,37 +71,38 @@ pub const ADVICE: [Advice; InvalidKind::ALL.len()] = {
     all
 };
 
-/// The advice for an invalid row's reason, one per kind it names (a merged folder's reason
-/// names each failed shard's).
-pub fn advice_for(reason: &str) -> Vec<&'static Advice> {
-    InvalidKind::in_reason(reason)
-        .into_iter()
-        .map(|k| &ADVICE[InvalidKind::ALL.iter().position(|&a| a == k).unwrap_or(0)])
-        .collect()
+/// The advice of one kind.
+pub fn advice_for(kind: InvalidKind) -> &'static Advice {
+    &ADVICE[InvalidKind::ALL
+        .iter()
+        .position(|&a| a == kind)
+        .expect("ALL lists every kind")]
 }
 
-/// The footer under a table with invalid rows: each kind once, its cause and its fix.
-pub fn footer<'a>(reasons: impl IntoIterator<Item = &'a str>) -> String {
-    let mut kinds: Vec<(&'static Advice, usize)> = Vec::new();
+/// The footer under a table with invalid rows, from each invalid row's kinds: each kind once,
+/// the rows it made invalid, its cause and its fix; then how many rows were invalid for a
+/// reason of no kind.
+pub fn footer<'a>(rows_kinds: impl IntoIterator<Item = &'a [InvalidKind]>) -> String {
+    let mut kinds: Vec<(InvalidKind, usize)> = Vec::new();
     let mut unknown = 0;
-    for reason in reasons {
-        let found = advice_for(reason);
-        if found.is_empty() {
+    for row in rows_kinds {
+        if row.is_empty() {
             unknown += 1;
         }
-        for a in found {
-            match kinds.iter_mut().find(|(k, _)| *k == a) {
+        for &k in row {
+            match kinds.iter_mut().find(|(seen, _)| *seen == k) {
                 Some((_, n)) => *n += 1,
-                None => kinds.push((a, 1)),
+                None => kinds.push((k, 1)),
             }
         }
     }
     let mut out = String::new();
-    for (a, n) in kinds {
+    for (k, n) in kinds {
+        let a = advice_for(k);
         let rows = if n == 1 { "row" } else { "rows" };
         out.push_str(&format!(
             "NO: {} ({n} {rows}): {}.\n    fix: {}.\n",
-            a.kind.starts(),
+            k.title(),
             a.cause,
             a.fix
         ));
@@ -115,11 +117,14 @@ pub fn footer<'a>(reasons: impl IntoIterator<Item = &'a str>) -> String {
 
 /// The book's table (docs/src/reading-results.md, between the `invalid-reasons` markers).
 pub fn markdown() -> String {
-    let mut out = String::from("| reason starts | likely cause | what to do |\n|---|---|---|\n");
+    let mut out = String::from(
+        "| `invalid_kinds` | the footer says | likely cause | what to do |\n|---|---|---|---|\n",
+    );
     for a in &ADVICE {
         out.push_str(&format!(
-            "| `{}` | {} | {} |\n",
-            a.kind.starts(),
+            "| `{}` | `{}` | {} | {} |\n",
+            a.kind.name(),
+            a.kind.title(),
             a.cause,
             a.fix
         ));
@@ -132,34 +137,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_reason_finds_its_advice_and_merged_reasons_find_every_kind() {
-        assert_eq!(
-            advice_for("lag p99 5000 µs > 1000 µs (generator late or max_in_flight exhausted)"),
-            vec![&ADVICE[0]]
-        );
-        assert_eq!(
-            advice_for(
-                "s0: lag p99 3 µs > 1 µs; s2: broker exited mid-cell (signal 9); see broker.log"
-            ),
-            vec![&ADVICE[0], &ADVICE[3]]
-        );
-        assert!(advice_for("something new").is_empty());
+    fn each_kind_finds_its_own_advice() {
+        for k in InvalidKind::ALL {
+            assert_eq!(advice_for(k).kind, k);
+        }
     }
 
+    /// The footer counts the kinds the rows carry; a row of two kinds (a merged row whose
+    /// shards failed differently) counts under each.
     #[test]
     fn the_footer_names_each_kind_once_with_its_count_cause_and_fix() {
-        let f = footer([
-            "lag p99 2000 µs > 1000 µs",
-            "lag p99 9000 µs > 1000 µs",
-            "odd",
-        ]);
+        use InvalidKind::{BrokerExited, LagP99};
+        let f = footer([&[LagP99][..], &[LagP99, BrokerExited], &[]]);
         assert!(
             f.starts_with("NO: lag p99 (2 rows): the generator wrote"),
             "{f}"
         );
         assert_eq!(f.matches("NO: lag p99").count(), 1, "{f}");
         assert!(f.contains("fix: pin broker and generator"), "{f}");
+        assert!(
+            f.contains("NO: broker exited (1 row): a broker process"),
+            "{f}"
+        );
         assert!(f.contains("NO: 1 row(s) for another reason"), "{f}");
-        assert_eq!(footer(Vec::<&str>::new()), "");
+        assert_eq!(footer(Vec::<&[InvalidKind]>::new()), "");
     }
 }

@@ -88,7 +88,7 @@ pub fn table(rows: &[SummaryRow], key_metric: &str, higher_better: bool) -> Stri
     out.push_str(&crate::report::advice::footer(
         rows.iter()
             .filter(|r| !r.valid)
-            .map(|r| r.invalid_reason.as_str()),
+            .map(|r| r.invalid_kinds.as_slice()),
     ));
     out
 }

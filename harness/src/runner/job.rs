@@ -19,6 +19,7 @@ use crate::runner::validity::validity_problem;
 use harness_model::matrix::Cell;
 use harness_model::profile::Model;
 use harness_model::schedule::Phase;
+use harness_results::{Invalid, InvalidKind};
 
 /// Starts the cell's broker (the run's kind) with its broker.conf in `job_dir` (a fresh store
 /// there).
@@ -58,7 +59,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         _ => ctx.out_dir.join(format!("{}-r{repetition}", cell.id)),
     };
     let cfg_probe = LoadConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), &cell.workload);
-    let mut invalid: Option<String> = None;
+    // The first reason the job's rows are not scored, with its kind.
+    let mut invalid: Option<Invalid> = None;
     let mut out = JobOutput::new(cfg_probe.segments());
     // The job's parts (`crate::part`), kept until its rows are made.
     let mut parts = JobParts::default();
@@ -161,7 +163,10 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
                     Some(st)
                         if !st.success() && outcome.is_ok() && !interrupted && !killed_for_good =>
                     {
-                        invalid.get_or_insert(format!("broker exited with {st} at shutdown"));
+                        invalid.get_or_insert(Invalid::new(
+                            InvalidKind::BrokerExited,
+                            format!("broker exited with {st} at shutdown"),
+                        ));
                     }
                     _ => {}
                 }
@@ -180,22 +185,23 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             fault: &mut out.fault,
         };
         for e in parts.after_stop(stopped, cols) {
-            invalid.get_or_insert(e.to_string());
+            invalid.get_or_insert(e.invalid());
         }
         if remove_store {
             let _ = std::fs::remove_dir_all(&store);
         }
         if let Some(c) = cluster {
+            // Its reason is a member that did not exit cleanly.
             if let Some(reason) = c.stop(Duration::from_secs(10)) {
                 if outcome.is_ok() && !interrupted {
-                    invalid.get_or_insert(reason);
+                    invalid.get_or_insert(Invalid::new(InvalidKind::BrokerExited, reason));
                 }
             }
         }
         outcome
     })();
-    if let Err(reason) = result {
-        invalid.get_or_insert(reason.to_string());
+    if let Err(e) = result {
+        invalid.get_or_insert(e.invalid());
     }
     let JobOutput {
         broker_names,
@@ -208,7 +214,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         fault: fault_cols,
     } = out;
     if interrupted {
-        invalid = Some("interrupted".into());
+        invalid = Some(Invalid::new(InvalidKind::Interrupted, "interrupted"));
     }
     for r in parts.invalid_reasons() {
         invalid.get_or_insert(r);
@@ -248,6 +254,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             res: segment_resources(&samples, ph.segment, &res),
             valid: true,
             invalid_reason: String::new(),
+            invalid_kinds: Vec::new(),
             consumer: consumer.clone(),
             fault: fault_cols.clone(),
             knee: Default::default(),
@@ -257,8 +264,7 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             .clone()
             .or_else(|| validity_problem(&profile.validity, &row));
         if let Some(r) = reason {
-            row.valid = false;
-            row.invalid_reason = r;
+            row.invalidate(r);
         }
         rows.push(row);
     }

@@ -1,9 +1,11 @@
 //! Why one job did not run to its end: its setup (`job::run_job`: folder, cluster, broker) or
-//! its load (the typed error of `sampler::drive`). The job
-//! turns it into its rows' `invalid_reason` (its text is the reason; `report/advice.rs`
-//! explains each by its start).
+//! its load (the typed error of `sampler::drive`). The job turns it into its rows'
+//! `invalid_reason` (its text) and `invalid_kinds` ([`JobError::kind`], which
+//! `report/advice.rs` explains).
 
 use std::path::PathBuf;
+
+use harness_results::{Invalid, InvalidKind};
 
 use rmq_client::admin::ClientError;
 
@@ -53,16 +55,41 @@ pub enum JobError {
     BrokerExited(String),
 }
 
+impl JobError {
+    /// The kind of invalid row this error makes, when the advice knows its cause and fix.
+    pub fn kind(&self) -> Option<InvalidKind> {
+        match self {
+            JobError::Cluster(e) => e.kind(),
+            JobError::Broker(e) => e.kind(),
+            JobError::Part(e) => e.kind(),
+            JobError::Series(_) | JobError::SegmentHistograms(_) => {
+                Some(InvalidKind::WritingResults)
+            }
+            JobError::BrokerExited(_) => Some(InvalidKind::BrokerExited),
+            JobError::JobDir { .. }
+            | JobError::Tmpfs(_)
+            | JobError::Admin(_)
+            | JobError::CreateTopic { .. }
+            | JobError::Load(_) => None,
+        }
+    }
+
+    /// The rows' reason: this error's text and kind.
+    pub fn invalid(&self) -> Invalid {
+        Invalid {
+            kind: self.kind(),
+            reason: self.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use harness_results::InvalidKind;
-
     use super::*;
 
-    /// The reasons these errors write open with their kind's text, so the advice under the
-    /// table finds them (`report/advice.rs`).
+    /// The errors with advice carry their kind, and the text the rows show is the error's.
     #[test]
-    fn each_error_with_advice_reads_as_its_kind() {
+    fn each_error_with_advice_has_its_kind() {
         let io = || std::io::Error::other("disk full");
         for (e, kind) in [
             (JobError::Series(io()), InvalidKind::WritingResults),
@@ -75,11 +102,40 @@ mod tests {
                 InvalidKind::WritingResults,
             ),
             (
-                JobError::BrokerExited("broker exited mid-cell (signal: 9); see broker.log".into()),
+                JobError::BrokerExited(
+                    "broker-1 exited mid-cell (signal: 9); see broker-1.log".into(),
+                ),
+                InvalidKind::BrokerExited,
+            ),
+            (
+                JobError::Part(PartError::Stop(
+                    "broker-0 exited with signal: 6 at shutdown".into(),
+                )),
+                InvalidKind::BrokerExited,
+            ),
+            (
+                JobError::Broker(StartError::exited(
+                    "broker exited before it was ready (exit status: 1); see broker.log",
+                    std::path::Path::new("/nonexistent/broker.log"),
+                )),
+                InvalidKind::BrokerExited,
+            ),
+            (
+                JobError::Cluster(ClusterError::Slave {
+                    member: "broker-0-slave".into(),
+                    source: StartError::exited(
+                        "broker exited before it was ready (exit status: 1); see broker.log",
+                        std::path::Path::new("/nonexistent/broker-0-slave.log"),
+                    ),
+                }),
                 InvalidKind::BrokerExited,
             ),
         ] {
-            assert_eq!(InvalidKind::in_reason(&e.to_string()), [kind], "{e}");
+            let why = e.invalid();
+            assert_eq!(why.kind, Some(kind), "{e}");
+            assert_eq!(why.reason, e.to_string());
         }
+        let no_kind = JobError::Part(PartError::Fault("reconciliation: no store".into()));
+        assert_eq!(no_kind.invalid().kind, None);
     }
 }

@@ -71,13 +71,17 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         if let Some(st) = shared.as_mut().and_then(|p| p.exited()) {
             row.valid = false;
             row.invalid_reason = format!("broker exited during the probe ({st}); see broker.log");
+            row.invalid_kinds = vec![harness_results::InvalidKind::BrokerExited];
         }
         row.step = Some(index);
         let failed = failed_term(slo, &ctx.axis_keys, &row);
         row.knee.slo_met = Some(failed.is_none());
         row.knee.slo_failed = failed.unwrap_or_default();
-        let unusable =
-            !row.valid && (row.seg.sent == 0 || row.invalid_reason.contains("broker exited"));
+        let unusable = !row.valid
+            && (row.seg.sent == 0
+                || row
+                    .invalid_kinds
+                    .contains(&harness_results::InvalidKind::BrokerExited));
         let (met, valid) = (row.knee.slo_met == Some(true), row.valid);
         rows.push(row);
         if was_interrupted {

@@ -1,32 +1,42 @@
 //! The validity rules: when a measured row says more about the generator than the broker.
-//! Each reason starts with its `InvalidKind`'s text (harness-results), which `report/advice.rs`
-//! explains (cause and fix) under the table and in the book.
+//! Each reason carries its `InvalidKind` (harness-results), which `report/advice.rs` explains
+//! (cause and fix) under the table and in the book.
 
 use crate::report::SummaryRow;
 use harness_model::profile::Validity;
+use harness_results::{Invalid, InvalidKind};
 
 /// Why `row` cannot be trusted under the profile's `[validity]` limits, if it cannot.
-pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<String> {
+pub fn validity_problem(v: &Validity, row: &SummaryRow) -> Option<Invalid> {
     let lag_p99 = row.seg.lag_us[1] as f64;
     if lag_p99 > v.max_lag_p99_us {
-        return Some(format!(
-            "lag p99 {lag_p99:.0} µs > {:.0} µs (generator late or max_in_flight exhausted)",
-            v.max_lag_p99_us
+        return Some(Invalid::new(
+            InvalidKind::LagP99,
+            format!(
+                "lag p99 {lag_p99:.0} µs > {:.0} µs (generator late or max_in_flight exhausted)",
+                v.max_lag_p99_us
+            ),
         ));
     }
     if let Some(cpu) = row.res.harness_cpu_max {
         if cpu > v.max_harness_cpu {
-            return Some(format!("harness CPU {cpu:.0}% > {:.0}%", v.max_harness_cpu));
+            return Some(Invalid::new(
+                InvalidKind::HarnessCpu,
+                format!("harness CPU {cpu:.0}% > {:.0}%", v.max_harness_cpu),
+            ));
         }
     }
     if let Some(target) = row.target_rate {
         let explained =
             row.seg.counts.dropped + row.seg.counts.timeouts + row.seg.counts.connection_errors > 0;
         if row.achieved_rate() < v.min_achieved_ratio * target && !explained {
-            return Some(format!(
-                "achieved {:.0}/s < {:.0}% of target {target:.0}/s with no errors to explain it",
-                row.achieved_rate(),
-                v.min_achieved_ratio * 100.0
+            return Some(Invalid::new(
+                InvalidKind::Achieved,
+                format!(
+                    "achieved {:.0}/s < {:.0}% of target {target:.0}/s with no errors to explain it",
+                    row.achieved_rate(),
+                    v.min_achieved_ratio * 100.0
+                ),
             ));
         }
     }
@@ -50,7 +60,6 @@ pub fn nothing_ran(rows: &[SummaryRow]) -> bool {
 mod tests {
     use super::*;
     use crate::report::{Resources, SegmentFigures};
-    use harness_results::InvalidKind;
 
     fn row(lag_p99_us: u64, sent: u64, timeouts: u64) -> SummaryRow {
         SummaryRow {
@@ -74,6 +83,7 @@ mod tests {
             res: Resources::default(),
             valid: true,
             invalid_reason: String::new(),
+            invalid_kinds: Vec::new(),
             consumer: None,
             fault: Default::default(),
             knee: Default::default(),
@@ -113,16 +123,16 @@ mod tests {
         let v = Validity::default();
         assert_eq!(validity_problem(&v, &row(10, 1000, 0)), None);
         assert_eq!(
-            validity_problem(&v, &row(5000, 1000, 0)).unwrap(),
+            validity_problem(&v, &row(5000, 1000, 0)).unwrap().reason,
             "lag p99 5000 µs > 1000 µs (generator late or max_in_flight exhausted)"
         );
         assert_eq!(
-            validity_problem(&v, &row(10, 500, 0)).unwrap(),
+            validity_problem(&v, &row(10, 500, 0)).unwrap().reason,
             "achieved 500/s < 95% of target 1000/s with no errors to explain it"
         );
         // Timeouts explain a shortfall.
         assert_eq!(validity_problem(&v, &row(10, 500, 3)), None);
-        // Every reason written here has its cause and fix in the advice table.
+        // Every reason written here carries its kind, whose cause and fix the advice gives.
         let mut cpu = row(10, 1000, 0);
         cpu.res.harness_cpu_max = Some(99.0);
         for (r, kind) in [
@@ -130,8 +140,29 @@ mod tests {
             (row(10, 500, 0), InvalidKind::Achieved),
             (cpu, InvalidKind::HarnessCpu),
         ] {
-            let reason = validity_problem(&v, &r).unwrap();
-            assert_eq!(InvalidKind::in_reason(&reason), [kind], "{reason}");
+            let why = validity_problem(&v, &r).unwrap();
+            assert_eq!(why.kind, Some(kind), "{}", why.reason);
+            assert!(why.reason.starts_with(kind.title()), "{}", why.reason);
         }
+    }
+
+    /// A row made invalid by its lag is written with kind `lag_p99` and read back as LagP99,
+    /// as `harness merge` reads a shard's rows.
+    #[test]
+    fn a_late_generator_s_row_reads_back_as_lag_p99() {
+        let mut late = row(5000, 1000, 0);
+        let why = validity_problem(&Validity::default(), &late).unwrap();
+        late.invalidate(why);
+        let csv = crate::report::summary_csv(&[], &[late]).unwrap();
+        let text = String::from_utf8(csv.clone()).unwrap();
+        assert!(
+            text.contains("false,lag p99 5000 µs > 1000 µs (generator late or max_in_flight exhausted),lag_p99,"),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("summary.csv"), csv).unwrap();
+        let run = harness_results::read::load(dir.path()).unwrap();
+        assert_eq!(run.rows[0].valid(), Some(false));
+        assert_eq!(run.rows[0].invalid_kinds(), [InvalidKind::LagP99]);
     }
 }

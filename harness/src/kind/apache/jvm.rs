@@ -107,7 +107,7 @@ impl Jvm {
                 {
                     let status = jvm.exited().expect("exited");
                     jvm.join_stdout();
-                    return Err(StartError::with_log(
+                    return Err(StartError::exited(
                         format!(
                             "the Apache {} exited before it was ready ({status})",
                             spec.what

@@ -92,6 +92,7 @@ impl BrokerKind for InTree {
         match BrokerProcess::start(&self.bin, &conf_path, &log, spec.cpus, spec.ready) {
             Ok(p) => Ok(Box::new(p)),
             // The broker's last words are usually the reason (a config error).
+            Err(e @ BrokerError::ExitedEarly(_)) => Err(StartError::exited(e, &log)),
             Err(e) => Err(StartError::with_log(e, &log)),
         }
     }
