@@ -274,7 +274,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     // Ctrl-C stops the load; everything measured so far is still written.
     let signal_thread = interrupt::watch_ctrl_c("harness-signal", &cancel, &done)?;
     let pids = fault::BrokerPids::parse(&args.broker_pid)
-        .map_err(|e| exit::invalid(anyhow::anyhow!(e)))?;
+        .map_err(|e| exit::invalid(anyhow::Error::new(e)))?;
     let opts = runner::RunOptions {
         target: args.target,
         namesrv: args.namesrv,

@@ -44,8 +44,8 @@ pub enum PartError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     /// The fault's target, or the reconciliation afterwards.
-    #[error("{0}")]
-    Fault(String),
+    #[error(transparent)]
+    Fault(#[from] crate::fault::FaultError),
     /// A due signal or restart of the fault failed.
     #[error(transparent)]
     Inject(#[from] crate::fault::InjectError),
@@ -59,8 +59,8 @@ pub enum PartError {
     #[error("writing the time series: {0}")]
     Series(#[source] std::io::Error),
     /// A broker did not stop cleanly after the load (the part stopped it).
-    #[error("{0}")]
-    Stop(String),
+    #[error(transparent)]
+    Stop(crate::cluster::ExitedAtStop),
 }
 
 impl PartError {
@@ -70,7 +70,9 @@ impl PartError {
             PartError::Cluster(e) => e.kind(),
             PartError::Series(_) => Some(InvalidKind::WritingResults),
             // A broker that did not exit cleanly at its stop.
-            PartError::Stop(_) => Some(InvalidKind::BrokerExited),
+            PartError::Stop(_) | PartError::Fault(crate::fault::FaultError::PairStop(_)) => {
+                Some(InvalidKind::BrokerExited)
+            }
             PartError::Fault(_)
             | PartError::Inject(_)
             | PartError::Consumers(_)

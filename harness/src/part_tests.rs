@@ -47,7 +47,10 @@ impl JobPart for Mock {
     ) -> Result<(), PartError> {
         self.note("tick");
         match self.fail {
-            true => Err(PartError::Fault(format!("{} failed", self.name))),
+            true => Err(PartError::Series(std::io::Error::other(format!(
+                "{} failed",
+                self.name
+            )))),
             false => Ok(()),
         }
     }
@@ -66,7 +69,10 @@ impl JobPart for Mock {
     fn finish(&mut self, _cols: JobColumns<'_>) -> Result<(), PartError> {
         self.note("finish");
         match self.fail {
-            true => Err(PartError::Fault(format!("{} incomplete", self.name))),
+            true => Err(PartError::Series(std::io::Error::other(format!(
+                "{} incomplete",
+                self.name
+            )))),
             false => Ok(()),
         }
     }
@@ -147,7 +153,7 @@ fn every_part_ticks_and_finishes_and_the_first_error_is_the_reason() {
         cluster: None,
     };
     let e = parts.tick(Instant::now(), &mut brokers).unwrap_err();
-    assert_eq!(e.to_string(), "b failed");
+    assert_eq!(e.to_string(), "writing the time series: b failed");
     let (mut res, mut order, mut consumer, mut fault) = Default::default();
     let cols = JobColumns {
         res: &mut res,
@@ -156,8 +162,8 @@ fn every_part_ticks_and_finishes_and_the_first_error_is_the_reason() {
         fault: &mut fault,
     };
     let e = parts.finish(cols).unwrap_err();
-    assert!(matches!(e, PartError::Fault(_)));
-    assert_eq!(e.to_string(), "b incomplete");
+    assert!(matches!(e, PartError::Series(_)));
+    assert_eq!(e.to_string(), "writing the time series: b incomplete");
     assert_eq!(
         *log.borrow(),
         ["a.tick", "b.tick", "c.tick", "a.finish", "b.finish", "c.finish"]

@@ -107,6 +107,16 @@ pub enum ClusterError {
     },
 }
 
+/// A member the job stopped that did not exit cleanly: its rows are invalid (a broker that
+/// failed at shutdown).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{member} exited with {status} at shutdown")]
+pub struct ExitedAtStop {
+    /// `broker-<i>`, `broker-0-slave`.
+    pub member: String,
+    pub status: std::process::ExitStatus,
+}
+
 impl ClusterError {
     /// The kind of invalid row this error makes: a master or slave whose process exited
     /// before it was ready is a broker that exited; the rest name their cause themselves.

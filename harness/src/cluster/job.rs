@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cell::CellCluster;
-use super::error::ClusterError;
+use super::error::{ClusterError, ExitedAtStop};
 use super::router::Router;
 use super::setup::{prepare, ClusterLoad};
 use crate::kind::{BrokerKind, Lifecycle, Member};
@@ -173,21 +173,22 @@ impl JobCluster {
     /// Stops the started brokers and keeps their stores; a broker that did not exit cleanly,
     /// other than `dead` (killed by a fault and not restarted, cell order), is the reason
     /// returned. Nothing to do with `--namesrv`.
-    pub fn stop_brokers(&mut self, grace: Duration, dead: Option<usize>) -> Option<String> {
+    pub fn stop_brokers(&mut self, grace: Duration, dead: Option<usize>) -> Option<ExitedAtStop> {
         let cell = self.cell.as_mut()?;
         cell.stop_brokers(grace)
             .into_iter()
             .enumerate()
             .find_map(|(i, st)| match st {
-                Some(s) if !s.success() && Some(i) != dead => {
-                    Some(format!("broker-{i} exited with {s} at shutdown"))
-                }
+                Some(status) if !status.success() && Some(i) != dead => Some(ExitedAtStop {
+                    member: format!("broker-{i}"),
+                    status,
+                }),
                 _ => None,
             })
     }
 
     /// Stops what the job started; a broker that did not exit cleanly is the reason returned.
-    pub fn stop(mut self, grace: Duration) -> Option<String> {
+    pub fn stop(mut self, grace: Duration) -> Option<ExitedAtStop> {
         self.load = None;
         let reason = self.stop_brokers(grace, None);
         let cell = self.cell.take()?;

@@ -23,7 +23,7 @@ pub mod setup;
 pub mod slaves;
 
 pub use cell::{broker_conf, broker_name, CellCluster};
-pub use error::ClusterError;
+pub use error::{ClusterError, ExitedAtStop};
 pub use job::JobCluster;
 pub use latency_fault::FaultVersion;
 pub use router::{BrokerRoute, Queue, Router, Selection};

@@ -12,9 +12,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cluster::cell::broker_cpus;
+use crate::cluster::ExitedAtStop;
 use crate::cluster::{broker_conf, broker_name, JobCluster};
 use crate::fault::injector::{Injector, Restarter};
 use crate::fault::job::{ms, set_totals};
+use crate::fault::FaultError;
 use crate::kind::{BrokerKind, Kind};
 use crate::reconcile::{per_broker_text, read_live, read_store, tally_brokers, Copies};
 use crate::report::FaultColumns;
@@ -54,33 +56,32 @@ pub fn resolve(
     injector: &mut Injector,
     cluster: &JobCluster,
     pids: &std::collections::BTreeMap<String, u32>,
-) -> Result<(usize, String), String> {
+) -> Result<(usize, String), FaultError> {
     let pids = crate::fault::BrokerPids {
         single: None,
         named: pids.clone(),
     };
     let routes = cluster.routes();
     let k = injector.broker_index();
-    let (index, name) = if cluster.cell().is_some() {
-        // The harness's brokers are named broker-<cell index>; the router sorts by name.
-        let name = broker_name(k);
-        let i = routes
-            .iter()
-            .position(|r| r.name == name)
-            .ok_or_else(|| format!("[fault] broker = {k}: {name} is not in the topic's route"))?;
-        (i, name)
-    } else {
-        let r = routes.get(k).ok_or_else(|| {
-            format!(
-                "`fault.broker` = {k}, but the --namesrv route lists {} broker{} ({}); brokers count from 0 in that order",
-                routes.len(),
-                if routes.len() == 1 { "" } else { "s" },
-                routes.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        })?;
-        injector.set_target_pid(pids.of(&r.name)?);
-        (k, r.name.clone())
-    };
+    let (index, name) =
+        if cluster.cell().is_some() {
+            // The harness's brokers are named broker-<cell index>; the router sorts by name.
+            let name = broker_name(k);
+            let i = routes.iter().position(|r| r.name == name).ok_or_else(|| {
+                FaultError::NotInRoute {
+                    broker: k,
+                    name: name.clone(),
+                }
+            })?;
+            (i, name)
+        } else {
+            let r = routes.get(k).ok_or_else(|| FaultError::BeyondRoute {
+                broker: k,
+                names: routes.iter().map(|r| r.name.clone()).collect(),
+            })?;
+            injector.set_target_pid(pids.of(&r.name)?);
+            (k, r.name.clone())
+        };
     injector.set_faulted(index);
     Ok((index, name))
 }
@@ -94,7 +95,7 @@ pub fn finish(
     kind: &dyn BrokerKind,
     dir: &Path,
     cell: &Cell,
-) -> (Result<FaultColumns, String>, Option<String>) {
+) -> (Result<FaultColumns, FaultError>, Option<ExitedAtStop>) {
     let routes = cluster.routes();
     let names: Vec<String> = routes.iter().map(|r| r.name.clone()).collect();
     let mut cols = FaultColumns {
@@ -122,7 +123,9 @@ pub fn finish(
             Some(cc) => {
                 let Some(i) = (0..cc_len(cluster)).find(|&i| broker_name(i) == r.name) else {
                     return (
-                        Err(format!("reconcile: {} is not a broker of this cell", r.name)),
+                        Err(FaultError::NotInCell {
+                            name: r.name.clone(),
+                        }),
                         stop_reason,
                     );
                 };
@@ -138,13 +141,14 @@ pub fn finish(
                     keys,
                     sends,
                 )
+                .map_err(FaultError::from)
             }
             // A cluster we did not start: its brokers are read where they run.
-            _ => read_live(r.addr, topic, r.write_queues, keys, sends).map_err(|e| {
-                format!(
-                    "{e} ({}: a broker that does not answer cannot be read back through the protocol)",
-                    r.name
-                )
+            _ => read_live(r.addr, topic, r.write_queues, keys, sends).map_err(|source| {
+                FaultError::Live {
+                    name: r.name.clone(),
+                    source,
+                }
             }),
         };
         match read {

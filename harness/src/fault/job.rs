@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::fault::injector::{Injector, Restarter};
+use crate::fault::FaultError;
 use crate::kind::Kind;
 use crate::reconcile::{reconcile_store, Tally};
 use crate::report::FaultColumns;
@@ -39,7 +40,7 @@ pub fn finish(
     own_broker: Option<(&Kind, &BTreeMap<String, String>)>,
     dir: &Path,
     cell: &Cell,
-) -> Result<FaultColumns, String> {
+) -> Result<FaultColumns, FaultError> {
     let mut cols = FaultColumns {
         recovery_ms: injector.recovery().map(ms),
         app_recovery_ms: injector.app_recovery().map(ms),

@@ -15,6 +15,7 @@
 //! The plan itself is the profile's `[fault]` table ([`harness_model::profile::FaultPlan`]).
 
 pub mod cluster;
+mod error;
 mod inject_error;
 mod injector;
 pub mod job;
@@ -23,8 +24,9 @@ mod outcomes;
 mod pids;
 mod port_hold;
 
+pub use error::FaultError;
 pub use inject_error::InjectError;
 pub use injector::{Injector, Restarter};
-pub use pids::BrokerPids;
+pub use pids::{BrokerPids, PidError};
 
 pub use outcomes::{OutcomeLog, Recovery, SendState};

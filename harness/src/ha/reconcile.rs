@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cluster::JobCluster;
+use crate::cluster::{ExitedAtStop, JobCluster};
+use crate::fault::FaultError;
 use crate::fault::Injector;
 use crate::kind::{BrokerKind, Member, MemberSpec};
 
@@ -57,7 +58,7 @@ pub fn reconcile_pair(
     dir: &Path,
     w: &Workload,
     inj: &Injector,
-) -> Result<Option<PairTally>, String> {
+) -> Result<Option<PairTally>, FaultError> {
     let Some(keys) = inj.keys.as_ref() else {
         return Ok(None);
     };
@@ -120,12 +121,15 @@ impl PairTally {
 
 /// A member still running is stopped cleanly (a clean stop flushes); one that exits badly then
 /// makes the experiment invalid. The killed one is already dead.
-fn stop_member(name: &str, mut p: Box<dyn Member>) -> Result<(), String> {
+fn stop_member(name: &str, mut p: Box<dyn Member>) -> Result<(), ExitedAtStop> {
     if p.exited().is_some() {
         return Ok(());
     }
     match p.stop(Duration::from_secs(10)) {
-        Some(st) if !st.success() => Err(format!("{name} exited with {st} at shutdown")),
+        Some(status) if !status.success() => Err(ExitedAtStop {
+            member: name.to_owned(),
+            status,
+        }),
         _ => Ok(()),
     }
 }
@@ -140,18 +144,32 @@ fn read_store(
     w: &Workload,
     keys: &KeySpace,
     sends: u64,
-) -> Result<Copies, String> {
+) -> Result<Copies, FaultError> {
     let stem = format!("reconcile-{name}");
     let spec = MemberSpec::new(&stem, dir, conf).ready_within(Duration::from_secs(30));
     let p = kind
         .start_broker(&spec)
-        .map_err(|e| format!("reconcile: opening {name}'s store: {e}"))?;
+        .map_err(|source| FaultError::PairOpen {
+            name: name.to_owned(),
+            source,
+        })?;
     let result = AdminConn::connect(p.addr(), Duration::from_secs(2))
         .and_then(|mut a| a.create_topic(&w.topic, w.queues, Duration::from_secs(5)))
-        .map_err(|e| format!("reconcile: topic {} on {name}'s store: {e}", w.topic))
-        .and_then(|()| read_live(p.addr(), &w.topic, w.queues, keys, sends));
+        .map_err(|e| FaultError::PairTopic {
+            name: name.to_owned(),
+            topic: w.topic.clone(),
+            source: Box::new(e),
+        })
+        .and_then(|()| {
+            read_live(p.addr(), &w.topic, w.queues, keys, sends).map_err(|source| {
+                FaultError::PairRead {
+                    name: name.to_owned(),
+                    source,
+                }
+            })
+        });
     p.stop(Duration::from_secs(10));
-    result.map_err(|e| format!("{name}: {e}"))
+    result
 }
 
 #[cfg(test)]

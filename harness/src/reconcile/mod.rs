@@ -10,11 +10,13 @@
 //! * brokers.rs — a cluster: every broker's copies against the broker of each final answer
 
 mod brokers;
+pub mod error;
 mod pull;
 mod store;
 mod tally;
 
 pub use brokers::{per_broker_text, tally_brokers, BrokerTally};
+pub use error::ReconcileError;
 pub use pull::{pull_answer, pull_request, read_queue, read_queue_from, Stored};
 pub use store::{read_live, read_store, reconcile_store, Copies};
 pub use tally::{tally, Tally};

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::fault::OutcomeLog;
 use crate::kind::{BrokerKind, MemberSpec};
+use crate::reconcile::error::ReconcileError;
 use crate::reconcile::pull::{read_queue, Stored};
 use crate::reconcile::tally::{tally, Tally};
 use rmq_client::admin::AdminConn;
@@ -36,7 +37,7 @@ pub fn reconcile_store(
     queues: u32,
     keys: &KeySpace,
     log: &OutcomeLog,
-) -> Result<Tally, String> {
+) -> Result<Tally, ReconcileError> {
     let c = read_store(
         kind,
         conf,
@@ -63,14 +64,14 @@ pub fn read_store(
     queues: u32,
     keys: &KeySpace,
     sends: u64,
-) -> Result<Copies, String> {
+) -> Result<Copies, ReconcileError> {
     let mut conf = conf.clone();
     conf.insert("listenPort".into(), "0".into());
     conf.remove("namesrvAddr");
     let spec = MemberSpec::new(stem, dir, &conf).ready_within(Duration::from_secs(30));
     let process = kind
         .start_broker(&spec)
-        .map_err(|e| format!("reconcile: opening the store: {e}"))?;
+        .map_err(ReconcileError::OpenStore)?;
     let result = read_live(process.addr(), topic, queues, keys, sends);
     process.stop(Duration::from_secs(10));
     result
@@ -85,9 +86,12 @@ pub fn read_live(
     queues: u32,
     keys: &KeySpace,
     sends: u64,
-) -> Result<Copies, String> {
-    let mut conn = AdminConn::connect(addr, Duration::from_secs(2))
-        .map_err(|e| format!("reconcile: {addr}: {e}"))?;
+) -> Result<Copies, ReconcileError> {
+    let mut conn =
+        AdminConn::connect(addr, Duration::from_secs(2)).map_err(|e| ReconcileError::Connect {
+            addr,
+            source: Box::new(e),
+        })?;
     let mut copies = vec![0u8; sends as usize];
     let (mut corrupt, mut foreign) = (0u64, 0u64);
     for q in 0..queues {
@@ -107,7 +111,12 @@ pub fn read_live(
                 },
             },
         )
-        .map_err(|e| format!("reconcile: reading {topic} queue {q} at {addr}: {e}"))?;
+        .map_err(|e| ReconcileError::ReadQueue {
+            topic: topic.to_owned(),
+            queue: q,
+            addr,
+            source: Box::new(e),
+        })?;
     }
     Ok(Copies {
         copies,

@@ -194,7 +194,8 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
             // Its reason is a member that did not exit cleanly.
             if let Some(reason) = c.stop(Duration::from_secs(10)) {
                 if outcome.is_ok() && !interrupted {
-                    invalid.get_or_insert(Invalid::new(InvalidKind::BrokerExited, reason));
+                    invalid
+                        .get_or_insert(Invalid::new(InvalidKind::BrokerExited, reason.to_string()));
                 }
             }
         }

@@ -108,9 +108,10 @@ mod tests {
                 InvalidKind::BrokerExited,
             ),
             (
-                JobError::Part(PartError::Stop(
-                    "broker-0 exited with signal: 6 at shutdown".into(),
-                )),
+                JobError::Part(PartError::Stop(crate::cluster::ExitedAtStop {
+                    member: "broker-0".into(),
+                    status: std::os::unix::process::ExitStatusExt::from_raw(6),
+                })),
                 InvalidKind::BrokerExited,
             ),
             (
@@ -135,7 +136,9 @@ mod tests {
             assert_eq!(why.kind, Some(kind), "{e}");
             assert_eq!(why.reason, e.to_string());
         }
-        let no_kind = JobError::Part(PartError::Fault("reconciliation: no store".into()));
+        let no_kind = JobError::Part(PartError::Fault(crate::fault::FaultError::NotInCell {
+            name: "broker-9".into(),
+        }));
         assert_eq!(no_kind.invalid().kind, None);
     }
 }
