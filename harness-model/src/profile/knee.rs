@@ -31,7 +31,22 @@ pub struct Knee {
     pub max_probes: u32,
     /// A fresh broker (and store) for every probe, instead of one per cell. Default: false.
     pub fresh_broker_per_probe: bool,
+    /// At most this long of unmeasured closed-loop load on the search's broker before its first
+    /// probe, in windows of [`WARM_UP_WINDOW`], ending early at the first window whose rate grew
+    /// less than [`WARM_UP_STEADY`] over the one before. A JVM broker takes tens of seconds of
+    /// load to reach its steady rate (Apache 5.3.3 here: 0.7k/s in its first second, 20k/s at
+    /// 20 s, 32k/s from about 45 s, `docs/src/apache.md`), so a search on a cold one finds its
+    /// JIT, not its capacity. Default: none (no warm-up).
+    pub warm_up: Option<Secs>,
+    /// Sends in flight during the warm-up. Default: 64.
+    pub warm_up_concurrency: u32,
 }
+
+/// Each warm-up window: 1 s to let the window's connections settle, then 4 s counted.
+pub const WARM_UP_WINDOW: Secs = Secs(5.0);
+/// The warm-up ends at the first window whose rate is below `1 + WARM_UP_STEADY` times the
+/// window's before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
+pub const WARM_UP_STEADY: f64 = 0.05;
 
 impl Default for Knee {
     fn default() -> Self {
@@ -46,6 +61,8 @@ impl Default for Knee {
             min_rate: 10.0,
             max_probes: 24,
             fresh_broker_per_probe: false,
+            warm_up: None,
+            warm_up_concurrency: 64,
         }
     }
 }
@@ -84,6 +101,31 @@ impl Knee {
             if f.0.is_nan() || f.0 < 0.0 {
                 return Err(("first_settle", "`first_settle` must be >= 0".into()));
             }
+        }
+        if let Some(w) = self.warm_up {
+            if !(w.0.is_finite() && w.0 >= 2.0 * WARM_UP_WINDOW.0) {
+                return Err((
+                    "warm_up",
+                    format!(
+                        "`warm_up` must be at least {}s: two windows of {}s, the least that can show a steady rate (got {}s)",
+                        2.0 * WARM_UP_WINDOW.0,
+                        WARM_UP_WINDOW.0,
+                        w.0
+                    ),
+                ));
+            }
+            if self.fresh_broker_per_probe {
+                return Err((
+                    "warm_up",
+                    "`warm_up` warms the one broker a search keeps; with `fresh_broker_per_probe = true` every probe starts a cold one: drop one of the two".into(),
+                ));
+            }
+        }
+        if self.warm_up_concurrency == 0 {
+            return Err((
+                "warm_up_concurrency",
+                "`warm_up_concurrency` must be at least 1".into(),
+            ));
         }
         pos("max_rate", self.max_rate)?;
         pos("min_rate", self.min_rate)?;
@@ -134,6 +176,25 @@ mod tests {
         .unwrap_err();
         assert!(err.starts_with("p.toml:6:"), "{err}");
         assert!(err.contains("absolute"), "{err}");
+        let err = parse(&format!(
+            "{base}[knee]\nwarm_up = \"5s\"\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.starts_with("p.toml:6:1: `warm_up` must be at least 10s"),
+            "{err}"
+        );
+        let err = parse(&format!(
+            "{base}[knee]\nwarm_up = \"60s\"\nfresh_broker_per_probe = true\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("drop one of the two"), "{err}");
+        let ok = parse(&format!(
+            "{base}[knee]\nwarm_up = \"60s\"\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.knee.warm_up, Some(super::Secs(60.0)));
+        assert_eq!(ok.knee.warm_up_concurrency, 64);
         let err = parse(&format!("{base}[slo]\nterms = []\n")).unwrap_err();
         assert!(
             err.starts_with("p.toml:6:1: [slo] needs at least one term"),

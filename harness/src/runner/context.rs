@@ -56,6 +56,24 @@ impl Ctx<'_> {
 pub struct Probe {
     pub index: usize,
     pub broker: Option<(std::net::SocketAddr, Option<u32>)>,
+    pub stage: ProbeStage,
+}
+
+/// What a knee job's load is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeStage {
+    /// `[knee] warm_up`: load that only warms the broker. Its seconds go to the progress lines
+    /// and `warm-up.csv`, not to `timeseries.csv` or `latency.hlog`, whose rows are the probes'.
+    WarmUp,
+    /// A probe the search judges: its seconds are rows with `step` = its index.
+    Measured,
+}
+
+impl Probe {
+    /// Whether the job's seconds and histograms go to the run's streams.
+    pub fn records(&self) -> bool {
+        self.stage == ProbeStage::Measured
+    }
 }
 
 /// `latency.hlog` and `timeseries.csv`, appended as each second ends.

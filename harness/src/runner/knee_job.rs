@@ -8,9 +8,10 @@ use std::borrow::Borrow;
 
 use crate::kind::{Lifecycle, Member};
 use crate::report::{summary_csv, SummaryRow};
-use crate::runner::context::{Ctx, Probe};
+use crate::runner::context::{Ctx, Probe, ProbeStage};
 use crate::runner::job::{run_job, start_broker};
 use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
+use crate::runner::knee_warm_up::{warm_up, WarmUpEnd};
 use harness_model::matrix::Cell;
 use harness_model::profile::{Knee, Model, Slo};
 use harness_model::rules::{Env, EvalError};
@@ -47,8 +48,21 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
     let mut counted: Vec<usize> = Vec::new();
     let mut rerun = false;
     let mut interrupted = false;
+    if knee.warm_up.is_some() {
+        // Warming needs one broker that outlives the warm-up: the search's own, or the one an
+        // existing broker's kind drives. A cluster is started by each probe's job.
+        let broker = shared.as_ref().map(|p| (p.addr(), p.pid()));
+        if cluster || (owned && broker.is_none()) {
+            ctx.progress.line(
+                "  warm-up skipped: no broker outlives it (a cluster, or the broker did not start)",
+            );
+        } else {
+            let (_, end) = warm_up(ctx, cell, repetition, broker, &job_dir);
+            interrupted = end == WarmUpEnd::Interrupted;
+        }
+    }
     while let Some(rate) = search.next_rate() {
-        if ctx.opts.cancel.is_cancelled() {
+        if interrupted || ctx.opts.cancel.is_cancelled() {
             interrupted = true;
             break;
         }
@@ -58,6 +72,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         ctx.probe = Some(Probe {
             index,
             broker: shared.as_ref().map(|p| (p.addr(), p.pid())),
+            stage: ProbeStage::Measured,
         });
         let (mut probe_rows, was_interrupted) = run_job(
             ctx,

@@ -14,6 +14,7 @@ mod job;
 mod job_error;
 pub mod knee;
 mod knee_job;
+mod knee_warm_up;
 pub mod load;
 mod options;
 mod pacer;

@@ -1,0 +1,225 @@
+//! `[knee] warm_up`: closed-loop load on a knee search's broker before its first probe, until
+//! the broker's rate stops growing. A JVM broker answers a fraction of its steady rate in its
+//! first seconds (Apache 5.3.3 on this machine: 0.7k/s after 1 s, 32k/s from about 45 s), so a
+//! search that starts on a cold JVM measures the JIT: the same cell's knee came out 3,364,
+//! 6,727 and 13,454 sends/s in three runs that differed only in how long the first probe had
+//! settled. A closed loop (a fixed number of sends in flight) cannot overload the cold broker
+//! the way an open loop at a fixed rate does, so the warm-up itself cannot push it into the
+//! metastable collapse `docs/src/apache.md` shows.
+//!
+//! The windows are jobs on the search's broker whose seconds stay out of the run's streams
+//! ([`ProbeStage::WarmUp`]); what they measured goes to the progress lines and to the job
+//! folder's `warm-up.csv`.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use crate::runner::context::{Ctx, Probe, ProbeStage};
+use crate::runner::job::run_job;
+use harness_model::matrix::Cell;
+use harness_model::profile::{Knee, Model, Secs, WARM_UP_STEADY, WARM_UP_WINDOW};
+
+/// The part of each window that is counted; the rest lets its connections settle.
+const COUNTED: Secs = Secs(4.0);
+
+/// One warm-up window's counted seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Seconds since the warm-up began, at the window's end.
+    pub end_s: f64,
+    pub ok_per_s: f64,
+    pub busy_pct: f64,
+    pub p99_ms: f64,
+    pub timeouts: u64,
+    pub valid: bool,
+}
+
+/// How a warm-up ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarmUpEnd {
+    /// A window's rate grew less than [`WARM_UP_STEADY`] over the one before.
+    Steady,
+    /// `warm_up` ran out first: the first probe meets a broker still warming.
+    Limit,
+    /// A window sent nothing (the broker is gone); the first probe says why.
+    NoLoad,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// Runs the warm-up against the search's broker (`broker`: the shared one, or None when the
+/// kind drives an existing broker) and writes `warm-up.csv` into `job_dir`.
+pub fn warm_up(
+    ctx: &mut Ctx,
+    cell: &Cell,
+    repetition: u32,
+    broker: Option<(SocketAddr, Option<u32>)>,
+    job_dir: &Path,
+) -> (Vec<Window>, WarmUpEnd) {
+    let knee = &ctx.profile.knee;
+    let Some(limit) = knee.warm_up else {
+        return (Vec::new(), WarmUpEnd::Steady);
+    };
+    let window_cell = window_cell(cell, knee);
+    // The profile refuses a limit below two windows.
+    let most = (limit.0 / WARM_UP_WINDOW.0).floor().max(2.0) as usize;
+    ctx.progress.line(&format!(
+        "  warm-up: {} sends in flight, {}-s windows, at most {}s",
+        knee.warm_up_concurrency, WARM_UP_WINDOW.0, limit.0
+    ));
+    let began = std::time::Instant::now();
+    let mut windows: Vec<Window> = Vec::new();
+    let mut end = WarmUpEnd::Limit;
+    for _ in 0..most {
+        if ctx.opts.cancel.is_cancelled() {
+            end = WarmUpEnd::Interrupted;
+            break;
+        }
+        ctx.probe = Some(Probe {
+            index: 0,
+            broker,
+            stage: ProbeStage::WarmUp,
+        });
+        let (mut rows, interrupted) = run_job(ctx, &window_cell, repetition);
+        ctx.probe = None;
+        let Some(row) = rows.pop() else {
+            end = WarmUpEnd::NoLoad;
+            break;
+        };
+        let w = Window {
+            end_s: began.elapsed().as_secs_f64(),
+            ok_per_s: row.ok_rate(),
+            busy_pct: row.busy_rate() * 100.0,
+            p99_ms: row.seg.latency_us[2] as f64 / 1000.0,
+            timeouts: row.seg.counts.timeouts,
+            valid: row.valid,
+        };
+        ctx.progress.line(&format!(
+            "  warm-up window {}: {:.0} ok/s, busy {:.2}%, p99 {:.1} ms",
+            windows.len(),
+            w.ok_per_s,
+            w.busy_pct,
+            w.p99_ms
+        ));
+        let sent = row.seg.sent;
+        windows.push(w);
+        if interrupted {
+            end = WarmUpEnd::Interrupted;
+            break;
+        }
+        if sent == 0 {
+            end = WarmUpEnd::NoLoad;
+            break;
+        }
+        if steady(&windows) {
+            end = WarmUpEnd::Steady;
+            break;
+        }
+    }
+    let said = match end {
+        WarmUpEnd::Steady => "steady",
+        WarmUpEnd::Limit => "not steady when warm_up ran out",
+        WarmUpEnd::NoLoad => "a window sent nothing",
+        WarmUpEnd::Interrupted => "interrupted",
+    };
+    ctx.progress.line(&format!(
+        "  warm-up: {said} after {:.0}s ({} windows)",
+        began.elapsed().as_secs_f64(),
+        windows.len()
+    ));
+    let path = job_dir.join("warm-up.csv");
+    let written = std::fs::create_dir_all(job_dir)
+        .and_then(|()| harness_results::write_atomic(&path, csv(&windows).as_bytes()));
+    if let Err(e) = written {
+        eprintln!("warning: writing {}: {e}", path.display());
+    }
+    (windows, end)
+}
+
+/// The cell as one warm-up window: a closed loop, no consumers, no fault.
+fn window_cell(cell: &Cell, knee: &Knee) -> Cell {
+    let mut c = cell.clone();
+    c.workload.model = Model::Closed;
+    c.workload.concurrency = knee.warm_up_concurrency;
+    c.workload.warmup = Secs(WARM_UP_WINDOW.0 - COUNTED.0);
+    c.workload.duration = COUNTED;
+    c.consumer = None;
+    c.fault = None;
+    c
+}
+
+/// Whether the last window grew less than [`WARM_UP_STEADY`] over the one before it.
+fn steady(windows: &[Window]) -> bool {
+    match windows {
+        [.., before, last] => last.ok_per_s < before.ok_per_s * (1.0 + WARM_UP_STEADY),
+        _ => false,
+    }
+}
+
+fn csv(windows: &[Window]) -> String {
+    let mut out = String::from("window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid\n");
+    for (i, w) in windows.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{i},{:.1},{:.1},{:.3},{:.3},{},{}",
+            w.end_s, w.ok_per_s, w.busy_pct, w.p99_ms, w.timeouts, w.valid
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(ok: f64) -> Window {
+        Window {
+            end_s: 0.0,
+            ok_per_s: ok,
+            busy_pct: 0.0,
+            p99_ms: 0.0,
+            timeouts: 0,
+            valid: true,
+        }
+    }
+
+    #[test]
+    fn steady_once_a_window_grows_less_than_five_percent() {
+        // Apache 5.3.3's climb (5 December): 5-s windows near 15k, 22k, 28k, 30k, 31k/s.
+        assert!(!steady(&[w(15_000.0)]));
+        assert!(!steady(&[w(15_000.0), w(22_000.0)]));
+        assert!(!steady(&[w(28_000.0), w(30_000.0)]));
+        assert!(steady(&[w(30_000.0), w(31_000.0)]));
+        // A window below the one before (noise, a GC) is steady too: not growing.
+        assert!(steady(&[w(31_000.0), w(29_000.0)]));
+    }
+
+    #[test]
+    fn a_window_is_a_closed_loop_without_consumers_or_faults() {
+        let text = "name = \"k\"\n[workload]\nmodel = \"knee\"\nrate = 1000\n[knee]\nwarm_up = \"60s\"\nwarm_up_concurrency = 32\n[slo]\nterms = [\"p99_ms <= 100\"]\n";
+        let profile = harness_model::profile::Profile::parse(
+            text,
+            "k.toml",
+            std::path::Path::new("k.toml"),
+            &[],
+        )
+        .unwrap();
+        let cell = &harness_model::matrix::expand(&profile).unwrap()[0];
+        let c = window_cell(cell, &profile.knee);
+        assert_eq!(c.workload.model, Model::Closed);
+        assert_eq!(c.workload.concurrency, 32);
+        assert_eq!(
+            c.workload.warmup.0 + c.workload.duration.0,
+            WARM_UP_WINDOW.0
+        );
+        assert!(c.consumer.is_none() && c.fault.is_none());
+    }
+
+    #[test]
+    fn the_csv_has_a_line_per_window() {
+        let text = csv(&[w(100.0), w(200.0)]);
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().nth(2).unwrap().starts_with("1,0.0,200.0,"));
+    }
+}
