@@ -32,8 +32,8 @@ pub struct Knee {
     /// A fresh broker (and store) for every probe, instead of one per cell. Default: false.
     pub fresh_broker_per_probe: bool,
     /// At most this long of unmeasured closed-loop load on the search's broker before its first
-    /// probe, in windows of [`WARM_UP_WINDOW`], ending early at the first window whose rate grew
-    /// less than [`WARM_UP_STEADY`] over the one before. A JVM broker takes tens of seconds of
+    /// probe, in windows of [`WARM_UP_WINDOW`], ending early at the first window whose rate is
+    /// within [`WARM_UP_STEADY`] of the best one before it. A JVM broker takes tens of seconds of
     /// load to reach its steady rate (Apache 5.3.3 here: 0.7k/s in its first second, 20k/s at
     /// 20 s, 32k/s from about 45 s, `docs/src/apache.md`), so a search on a cold one finds its
     /// JIT, not its capacity. Default: none (no warm-up).
@@ -44,8 +44,8 @@ pub struct Knee {
 
 /// Each warm-up window: 1 s to let the window's connections settle, then 4 s counted.
 pub const WARM_UP_WINDOW: Secs = Secs(5.0);
-/// The warm-up ends at the first window whose rate is below `1 + WARM_UP_STEADY` times the
-/// window's before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
+/// The warm-up ends at the first window whose rate is within this fraction of the best window
+/// before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
 pub const WARM_UP_STEADY: f64 = 0.05;
 
 impl Default for Knee {
