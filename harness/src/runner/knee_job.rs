@@ -57,7 +57,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
                 "  warm-up skipped: no broker outlives it (a cluster, or the broker did not start)",
             );
         } else {
-            let (_, end) = warm_up(ctx, cell, repetition, broker, &job_dir);
+            let end = warm_up(ctx, cell, repetition, broker, &job_dir);
             interrupted = end == WarmUpEnd::Interrupted;
         }
     }
@@ -84,9 +84,10 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
             break;
         };
         if let Some(st) = shared.as_mut().and_then(|p| p.exited()) {
-            row.valid = false;
-            row.invalid_reason = format!("broker exited during the probe ({st}); see broker.log");
-            row.invalid_kinds = vec![harness_results::InvalidKind::BrokerExited];
+            row.invalidate(harness_results::Invalid::new(
+                harness_results::InvalidKind::BrokerExited,
+                format!("broker exited during the probe ({st}); see broker.log"),
+            ));
         }
         row.step = Some(index);
         let failed = failed_term(slo, &ctx.axis_keys, &row);

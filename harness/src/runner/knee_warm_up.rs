@@ -49,17 +49,17 @@ pub enum WarmUpEnd {
 }
 
 /// Runs the warm-up against the search's broker (`broker`: the shared one, or None when the
-/// kind drives an existing broker) and writes `warm-up.csv` into `job_dir`.
+/// kind drives an existing broker), writes `warm-up.csv` into `job_dir` and says how it ended.
 pub fn warm_up(
     ctx: &mut Ctx,
     cell: &Cell,
     repetition: u32,
     broker: Option<(SocketAddr, Option<u32>)>,
     job_dir: &Path,
-) -> (Vec<Window>, WarmUpEnd) {
+) -> WarmUpEnd {
     let knee = &ctx.profile.knee;
     let Some(limit) = knee.warm_up else {
-        return (Vec::new(), WarmUpEnd::Steady);
+        return WarmUpEnd::Steady;
     };
     let window_cell = window_cell(cell, knee);
     // The profile refuses a limit below two windows.
@@ -134,7 +134,7 @@ pub fn warm_up(
     if let Err(e) = written {
         eprintln!("warning: writing {}: {e}", path.display());
     }
-    (windows, end)
+    end
 }
 
 /// The cell as one warm-up window: a closed loop, no consumers, no fault.
