@@ -432,6 +432,16 @@ fn the_knee_and_validity_defaults_in_the_book_are_the_codes() {
     );
 }
 
+#[test]
+fn the_cluster_size_limit_in_the_book_is_the_codes() {
+    let max = harness_model::profile::MAX_BROKERS;
+    let doc = chapter("clusters.md");
+    assert!(
+        doc.contains(&format!("`brokers` is 1 to {max}:")),
+        "clusters.md must state the limit of {max} brokers a cell"
+    );
+}
+
 /// The chapters that make claims about how RocketMQ behaves which a fidelity row measures
 /// (issue 46: flow control, consumers, replication, retention): each row must be linked from one.
 const FIDELITY_CHAPTERS: [&str; 8] = [
