@@ -40,6 +40,12 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Whether the job running now sends its seconds and histograms to the run's streams: every
+    /// job but a knee search's warm-up windows ([`ProbeStage::WarmUp`]).
+    pub fn records(&self) -> bool {
+        self.probe.is_none_or(|p| p.records())
+    }
+
     /// How many CPUs the harness runs on (its share when the profile pins): the divisor of
     /// its CPU %.
     pub fn harness_cpus(&self) -> f64 {

@@ -190,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn steady_once_a_window_grows_less_than_five_percent() {
+    fn steady_once_a_window_is_within_five_percent_of_the_best_before_it() {
         // Apache 5.3.3's climb (5 December): 5-s windows near 15k, 22k, 28k, 30k, 31k/s.
         assert!(!steady(&[w(15_000.0)]));
         assert!(!steady(&[w(15_000.0), w(22_000.0)]));

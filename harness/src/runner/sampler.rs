@@ -294,7 +294,7 @@ pub fn drive(
             row.key.step = Some(p.index);
             tag_base.push_str(&format!("/p{}", p.index));
         }
-        if ctx.probe.is_none_or(|p| p.records()) {
+        if ctx.records() {
             let mut streams = ctx.streams.lock();
             for (name, h) in &part_hists {
                 streams
@@ -328,7 +328,7 @@ pub fn drive(
         b.finish_and_clear();
     }
     *recorder = load.join();
-    if ctx.probe.is_none_or(|p| p.records()) {
+    if ctx.records() {
         let phases: Vec<(usize, Duration)> =
             cfg.phases.iter().map(|p| (p.segment, p.duration)).collect();
         crate::report::hlog_totals::push_segment_totals(
