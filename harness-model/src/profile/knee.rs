@@ -33,18 +33,24 @@ pub struct Knee {
     pub fresh_broker_per_probe: bool,
     /// At most this long of unmeasured closed-loop load on the search's broker before its first
     /// probe, in windows of [`WARM_UP_WINDOW`], ending early at the first window whose rate is
-    /// within [`WARM_UP_STEADY`] of the best one before it. A JVM broker takes tens of seconds of
+    /// within [`WARM_UP_STEADY`] of the one before it. A JVM broker takes tens of seconds of
     /// load to reach its steady rate (Apache 5.3.3 here: 0.7k/s in its first second, 20k/s at
     /// 20 s, 32k/s from about 45 s, `docs/src/apache.md`), so a search on a cold one finds its
     /// JIT, not its capacity. Default: none (no warm-up).
     pub warm_up: Option<Secs>,
     /// Sends in flight during the warm-up. Default: 64.
     pub warm_up_concurrency: u32,
+    /// The first probe's rate as this fraction of the warm-up's last window (its closed-loop
+    /// rate), in place of `start_rate`: the ramp then starts near the knee of whatever broker it
+    /// met instead of at one rate for all (the model's knees near 50k/s took 5 ramp probes from
+    /// 4,000/s). Needs `warm_up`; a warm-up that measured nothing starts at `start_rate`.
+    /// Default: none.
+    pub start_from_warm_up: Option<f64>,
 }
 
 /// Each warm-up window: 1 s to let the window's connections settle, then 4 s counted.
 pub const WARM_UP_WINDOW: Secs = Secs(5.0);
-/// The warm-up ends at the first window whose rate is within this fraction of the best window
+/// The warm-up ends at the first window whose rate is within this fraction of the window
 /// before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
 pub const WARM_UP_STEADY: f64 = 0.05;
 
@@ -63,6 +69,7 @@ impl Default for Knee {
             fresh_broker_per_probe: false,
             warm_up: None,
             warm_up_concurrency: 64,
+            start_from_warm_up: None,
         }
     }
 }
@@ -126,6 +133,15 @@ impl Knee {
                 "warm_up_concurrency",
                 "`warm_up_concurrency` must be at least 1".into(),
             ));
+        }
+        if let Some(f) = self.start_from_warm_up {
+            pos("start_from_warm_up", f)?;
+            if self.warm_up.is_none() {
+                return Err((
+                    "start_from_warm_up",
+                    "`start_from_warm_up` is a fraction of the warm-up's rate: set `warm_up` too, or use `start_rate`".into(),
+                ));
+            }
         }
         pos("max_rate", self.max_rate)?;
         pos("min_rate", self.min_rate)?;
@@ -195,6 +211,16 @@ mod tests {
         .unwrap();
         assert_eq!(ok.knee.warm_up, Some(super::Secs(60.0)));
         assert_eq!(ok.knee.warm_up_concurrency, 64);
+        let err = parse(&format!(
+            "{base}[knee]\nstart_from_warm_up = 0.5\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("set `warm_up` too"), "{err}");
+        let err = parse(&format!(
+            "{base}[knee]\nwarm_up = \"60s\"\nstart_from_warm_up = 0\n[slo]\nterms = [\"p99_ms <= 5\"]\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("`start_from_warm_up` must be > 0"), "{err}");
         let err = parse(&format!("{base}[slo]\nterms = []\n")).unwrap_err();
         assert!(
             err.starts_with("p.toml:6:1: [slo] needs at least one term"),

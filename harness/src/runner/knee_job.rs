@@ -57,8 +57,18 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
                 "  warm-up skipped: no broker outlives it (a cluster, or the broker did not start)",
             );
         } else {
-            let end = warm_up(ctx, cell, repetition, broker, &job_dir);
-            interrupted = end == WarmUpEnd::Interrupted;
+            let done = warm_up(ctx, cell, repetition, broker, &job_dir);
+            interrupted = done.end == WarmUpEnd::Interrupted;
+            if let Some(start) = start_from(knee, done.last_ok_per_s) {
+                ctx.progress.line(&format!(
+                    "  knee search starts at {start:.1} sends/s ({} x the warm-up's last window)",
+                    knee.start_from_warm_up.unwrap_or_default()
+                ));
+                search = KneeSearch::new(SearchParams {
+                    start,
+                    ..SearchParams::from_profile(knee, cell.workload.rate)
+                });
+            }
         }
     }
     while let Some(rate) = search.next_rate() {
@@ -167,6 +177,12 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         ));
     }
     (rows, interrupted)
+}
+
+/// The first probe's rate under `start_from_warm_up`: that fraction of the warm-up's last
+/// window, or None (the profile's start) when either is missing.
+fn start_from(knee: &Knee, last_ok_per_s: Option<f64>) -> Option<f64> {
+    Some(knee.start_from_warm_up? * last_ok_per_s?)
 }
 
 /// The probe that confirmed the knee `k`: the last one at that rate that met the SLO.
@@ -334,7 +350,7 @@ pub fn capacity_table(rows: &[SummaryRow]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::probe_cell;
+    use super::{probe_cell, start_from};
     use harness_model::profile::{Profile, Secs};
 
     #[test]
@@ -353,5 +369,18 @@ mod tests {
             probe_cell(cell, 4000.0, &plain, true).workload.warmup,
             Secs(2.0)
         );
+    }
+
+    #[test]
+    fn start_from_warm_up_scales_the_warm_ups_last_window() {
+        let mut knee = harness_model::profile::Knee {
+            warm_up: Some(Secs(60.0)),
+            ..Default::default()
+        };
+        assert_eq!(start_from(&knee, Some(50_000.0)), None);
+        knee.start_from_warm_up = Some(0.5);
+        assert_eq!(start_from(&knee, Some(50_000.0)), Some(25_000.0));
+        // A warm-up that measured nothing leaves the profile's start.
+        assert_eq!(start_from(&knee, None), None);
     }
 }
