@@ -28,8 +28,16 @@ pub(crate) struct AppendState {
     pub(crate) queue_offsets: HashMap<(String, i32), i64>,
     /// When the last injected put stall happened (epoch ms).
     pub(crate) last_stall_millis: i64,
-    /// The pre-created next file (AllocateMappedFileService's `nextNextFilePath`), not yet in use.
-    pub(crate) standby: Option<Arc<MappedFile>>,
+}
+
+/// AllocateMappedFileService's pre-creation of the file after the active one
+/// (`nextNextFilePath`).
+#[derive(Default)]
+struct Allocation {
+    /// The start offset of the file asked for and not yet created (the allocator's queue).
+    wanted: Option<i64>,
+    /// The file created for the next roll, not yet in use.
+    ready: Option<Arc<MappedFile>>,
 }
 
 /// Where a batch landed.
@@ -42,8 +50,8 @@ pub(crate) struct Appended {
     pub(crate) store_timestamp: i64,
 }
 
-/// Lock order (never taken the other way round): put lock → `files` (write, to add a file) →
-/// pool free list. `commit_lock` → a file's write-buffer mutex → pool free list. The dispatcher
+/// Lock order (never taken the other way round): put lock → `allocation` → `files` (write, to
+/// add a file) → pool free list. `commit_lock` → a file's write-buffer mutex → pool free list. The dispatcher
 /// (`reput.rs`) takes `files` (read), then the consume-queue maps. No service thread ever takes
 /// the put lock.
 pub(crate) struct CommitLog {
@@ -54,6 +62,7 @@ pub(crate) struct CommitLog {
     page_cache: Arc<PageCacheModel>,
     fast_fail_if_no_buffer: bool,
     pub(crate) lock: PutLock<AppendState>,
+    allocation: Mutex<Allocation>,
     /// Files in offset order. Appended to under the put lock; read by everyone.
     files: RwLock<Vec<Arc<MappedFile>>>,
     /// `flushedWhere` / `committedWhere` of the MappedFileQueue.
@@ -101,9 +110,9 @@ impl CommitLog {
                 AppendState {
                     queue_offsets: HashMap::new(),
                     last_stall_millis: 0,
-                    standby: None,
                 },
             ),
+            allocation: Mutex::new(Allocation::default()),
             files: RwLock::new(files),
             flushed_where: AtomicI64::new(0),
             committed_where: AtomicI64::new(0),
@@ -235,15 +244,24 @@ impl CommitLog {
     }
 
     /// Makes the file at `file_from_offset` the active one (under the put lock), taking the
-    /// pre-created file when there is one, then pre-creates the file after it, as
-    /// AllocateMappedFileService does (`putRequestAndReturnMappedFile(next, nextNext)`). The
-    /// pre-created file holds a pool buffer of its own, so in steady state two buffers are out.
+    /// pre-created file when there is one (else mapping it here: RocketMQ's put waits for the
+    /// allocator too), then asks for the file after it, as `putRequestAndReturnMappedFile(next,
+    /// nextNext)` does. Without the pool that file is mapped here. With it, CommitRealTimeService
+    /// maps it after its next round ([`CommitLog::pre_create_wanted`]), which is the order the
+    /// real broker's two threads end in: its allocator borrows a buffer only once it has created
+    /// and mapped the file, while the put that rolled has already woken the commit, which gives
+    /// the full file's buffer back. Mapping it here under the lock took the spare buffer at every
+    /// roll before the full file returned its own: with 3 buffers of 8 MiB files the model refused
+    /// 182-1,901 sends a run as pool-deficient where Apache 5.3.3 refused 0-20 (fidelity row 12b).
+    /// `_held` is the put lock's state: only its holder rolls.
     fn next_file(
         &self,
-        state: &mut AppendState,
+        _held: &mut AppendState,
         file_from_offset: i64,
     ) -> Result<Arc<MappedFile>, AppendError> {
-        let file = match state.standby.take() {
+        let mut allocation = self.allocation.lock();
+        allocation.wanted = None;
+        let file = match allocation.ready.take() {
             Some(f) if f.file_from_offset() == file_from_offset => f,
             stale => {
                 if let (Some(f), Some(pool)) = (stale, &self.pool) {
@@ -256,21 +274,27 @@ impl CommitLog {
         };
         self.files.write().push(Arc::clone(&file));
         let next = file_from_offset + self.file_size as i64;
-        let skip = match &self.pool {
+        match &self.pool {
             // RocketMQ skips the pre-allocation when fast-fail is on and no buffer is free.
             Some(pool) if self.fast_fail_if_no_buffer && pool.available() == 0 => {
                 eprintln!(
                     "[NOTIFYME]TransientStorePool is not enough, so skip preallocate mapped file, \
                      RequestQueueSize : 0, StorePoolSize: 0"
                 );
-                true
             }
-            _ => false,
-        };
-        if !skip {
-            state.standby = self.map_file(next).ok().map(Arc::new);
+            Some(_) => allocation.wanted = Some(next),
+            None => allocation.ready = self.map_file(next).ok().map(Arc::new),
         }
         Ok(file)
+    }
+
+    /// Maps the file a roll asked for, if it is still wanted (CommitRealTimeService, pool on, after
+    /// its round; see [`CommitLog::next_file`]). A roll that comes first maps it itself.
+    pub(crate) fn pre_create_wanted(&self) {
+        let mut allocation = self.allocation.lock();
+        if let Some(offset) = allocation.wanted.take() {
+            allocation.ready = self.map_file(offset).ok().map(Arc::new);
+        }
     }
 
     /// Appends a batch (one message or many) under an already held put lock: every message of

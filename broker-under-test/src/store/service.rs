@@ -159,6 +159,9 @@ pub(crate) fn commit_real_time_service(inner: Arc<StoreInner>) {
             least = 0;
         }
         let committed = inner.commit_log.commit(least);
+        // AllocateMappedFileService's part: the file after the active one, asked for by the
+        // last roll, now that a full file's buffer has had this round to come back.
+        inner.commit_log.pre_create_wanted();
         let end = epoch_millis();
         if committed {
             last_commit = end;
