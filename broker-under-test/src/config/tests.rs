@@ -34,8 +34,13 @@ fn profile_defaults_differ_where_rocketmq_does() {
     assert_eq!(old.store.put_lock, PutLockKind::Spin);
     assert!(!old.store.flush_commit_log_timed);
     assert!(old.store.encode_inside_lock);
+    // The topic-queue lock is 5.x's (MessageStoreConfig.topicQueueLockNum = 32); 4.9 has none.
+    assert_eq!(old.store.topic_queue_lock_num, 0);
+    let mid = load(&[("brokerVersionProfile", "4.9")]).unwrap().config;
+    assert_eq!(mid.store.topic_queue_lock_num, 0);
     let new = load(&[]).unwrap().config;
     assert_eq!(new.profile, VersionProfile::V5_3);
+    assert_eq!(new.store.topic_queue_lock_num, 32);
     assert_eq!(new.executor(ExecutorKind::Send).threads, cpus().min(4));
     assert_eq!(new.store.put_lock, PutLockKind::Reentrant);
     assert!(new.store.flush_commit_log_timed);

@@ -152,6 +152,9 @@ pub struct StoreConfig {
     pub encode_inside_lock: bool,
     /// Whether a busy page cache or an illegal topic answers first. Default: LegalityFirst (5.3).
     pub check_order: PutCheckOrder,
+    /// Stripes of 5.x's per-topic-queue lock, taken before the put lock (`topicQueueLockNum`,
+    /// 32 in 5.3.3's MessageStoreConfig; 4.x has none: 0). Default: 32 (5.3).
+    pub topic_queue_lock_num: usize,
     /// STOREHOSTADDRESS and the host part of offset message ids. Default: 127.0.0.1:10911.
     pub store_host: SocketAddr,
     /// How far ReputMessageService dispatches. Default: MaxOffset (5.3 under ASYNC_FLUSH).
@@ -225,6 +228,11 @@ impl StoreConfig {
             },
             // Before 4.9.1 there is no pre-encoder: the record is built inside the put lock.
             encode_inside_lock: profile == VersionProfile::V4_3,
+            topic_queue_lock_num: if profile == VersionProfile::V5_3 {
+                32
+            } else {
+                0
+            },
             check_order: if profile == VersionProfile::V4_9 {
                 PutCheckOrder::BusyFirst
             } else {

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use super::commitlog::CommitLog;
 use super::config::StoreConfig;
 use super::flush_request::SyncFlushQueues;
+use super::lock::TopicQueueLock;
 use super::replica::ReplicaGate;
 use super::reput::Reput;
 use super::retention::Retention;
@@ -22,6 +23,8 @@ const PAGE_CACHE_BUSY_DIFF_LIMIT: i64 = 10_000_000;
 pub(crate) struct StoreInner {
     pub(crate) config: StoreConfig,
     pub(crate) commit_log: CommitLog,
+    /// 5.x's per-topic-queue lock (None on 4.x).
+    pub(crate) topic_queue_lock: Option<TopicQueueLock>,
     pub(crate) stats: StoreStats,
     /// ReputMessageService's position (`reput.rs`).
     pub(crate) reput: Reput,

@@ -1,4 +1,5 @@
-//! The CommitLog put-message lock (§8) and `beginTimeInLock`, the page-cache-busy signal (§5).
+//! The CommitLog put-message lock (§8) and `beginTimeInLock`, the page-cache-busy signal (§5),
+//! and 5.x's per-topic-queue lock taken before it (§7.4, "5.3.3 differences").
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -110,6 +111,41 @@ impl<T> Drop for PutLockGuard<'_, T> {
     }
 }
 
+/// 5.x's `TopicQueueLock`: parking locks striped by the hash of `topic-queueId`, taken before the
+/// put lock and held through the append. Two sends to one queue wait here, parked, instead of
+/// both spinning for the put lock, so fewer threads spin (fidelity row 1: with the spin lock and
+/// 8 send threads on one core, Apache 4.9.7's knee fell to 1,682/s and 5.3.3's to 3,364-3,370/s).
+pub(crate) struct TopicQueueLock {
+    stripes: Vec<Mutex<()>>,
+}
+
+impl TopicQueueLock {
+    /// None for 0 stripes (4.x).
+    pub(crate) fn new(stripes: usize) -> Option<TopicQueueLock> {
+        (stripes > 0).then(|| TopicQueueLock {
+            stripes: (0..stripes).map(|_| Mutex::new(())).collect(),
+        })
+    }
+
+    /// The stripe of `topic`-`queue_id`, chosen as RocketMQ does: the key's Java `hashCode`,
+    /// its sign bit cleared, modulo the stripe count.
+    pub(crate) fn lock(&self, topic: &str, queue_id: i32) -> MutexGuard<'_, ()> {
+        self.stripes[self.stripe(topic, queue_id)].lock()
+    }
+
+    fn stripe(&self, topic: &str, queue_id: i32) -> usize {
+        let hash = java_string_hash(&format!("{topic}-{queue_id}"));
+        (hash & 0x7fff_ffff) as usize % self.stripes.len()
+    }
+}
+
+/// Java's `String.hashCode`: `s[0]·31^(n−1) + … + s[n−1]` over UTF-16 code units, wrapping.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +199,25 @@ mod tests {
             assert_eq!(lock.begin_time_in_lock(), 0);
             drop(lock.lock());
         }
+    }
+
+    #[test]
+    fn the_stripe_is_javas_hash_of_topic_dash_queue() {
+        // "a".hashCode() = 97, "ab".hashCode() = 97·31 + 98 = 3105 (the JDK's documented formula).
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("ab"), 3105);
+        assert_eq!(java_string_hash(""), 0);
+        // Long keys wrap like Java's int arithmetic; the sign bit is cleared before the modulo.
+        let long = "TopicWithAVeryLongNameThatOverflows-7";
+        let lock = TopicQueueLock::new(32).unwrap();
+        assert_eq!(
+            lock.stripe(long, 7),
+            (java_string_hash(&format!("{long}-7")) & 0x7fff_ffff) as usize % 32
+        );
+        // Queues 0-7 of one topic differ in their last character only: 8 distinct stripes.
+        let stripes: std::collections::BTreeSet<usize> =
+            (0..8).map(|q| lock.stripe("BenchTopic", q)).collect();
+        assert_eq!(stripes.len(), 8);
+        assert!(TopicQueueLock::new(0).is_none());
     }
 }

@@ -15,6 +15,7 @@ use super::config::{FlushDiskType, StoreConfig};
 use super::error::StoreError;
 use super::flush_request::SyncFlushQueues;
 use super::inner::StoreInner;
+use super::lock::TopicQueueLock;
 use super::pool::TransientStorePool;
 use super::replica::{ReplicaAppendError, ReplicaGate};
 use super::reput::Reput;
@@ -75,6 +76,7 @@ impl MessageStore {
             Retention::new(config.retention.clone(), config.store_path_root_dir.clone());
         let inner = Arc::new(StoreInner {
             commit_log,
+            topic_queue_lock: TopicQueueLock::new(config.topic_queue_lock_num),
             stats: StoreStats::new(),
             reput: Reput::new(config.reput_end),
             running: AtomicBool::new(true),

@@ -13,8 +13,9 @@
 //! Differences from RocketMQ worth knowing: the file after the active one is pre-created (with
 //! its own pool buffer, as AllocateMappedFileService does) not by a thread of its own but inside
 //! the put lock at the roll, or with the pool on by CommitRealTimeService after its next round
-//! (so a full file's buffer comes back first, as it does on the real broker); consume queues are rebuilt from the CommitLog
-//! on every open; retention (`retention/`) deletes old files; ordinary messages only
+//! (so a full file's buffer comes back first, as it does on the real broker); 5.3's
+//! topic-queue lock always has 32 stripes (`topicQueueLockNum` is not a key here); consume
+//! queues are rebuilt from the CommitLog on every open; retention (`retention/`) deletes old files; ordinary messages only
 //! (no delay levels). Replication plugs in through `replica.rs` (the gate a SYNC_MASTER's put
 //! waits on, the master's chunk read and the slave's append); the HA service is `crate::ha`.
 //!

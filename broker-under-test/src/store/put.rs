@@ -138,6 +138,12 @@ fn put_inner(
             return defer(finish, failed(status), true);
         }
     }
+    // 5.x: the topic-queue lock first, held through encoding and the append (CommitLog
+    // .asyncPutMessage); a batch is one topic-queue.
+    let queue_guard = inner
+        .topic_queue_lock
+        .as_ref()
+        .map(|l| l.lock(&msgs[0].topic, msgs[0].queue_id));
     let encode_all = |store_timestamp: i64| -> Vec<EncodedMessage> {
         msgs.iter()
             .map(|m| encode(&inner.config, m, store_timestamp))
@@ -159,6 +165,7 @@ fn put_inner(
     let lock_begin = Instant::now();
     let appended = append_in_lock(inner, &mut guard, &mut encoded, &encode_all, lock_begin);
     drop(guard);
+    drop(queue_guard);
     let in_lock = lock_begin.elapsed();
     let in_lock_micros = in_lock.as_micros() as u64;
     inner.stats.record_in_lock(in_lock_micros);
