@@ -123,12 +123,13 @@ fn a_roll_with_a_commit_that_keeps_up_leaves_a_buffer_free() {
     // real broker's allocator borrows for the next file only once it has mapped it, by which
     // time the commit woken by the rolling put has given the full file's buffer back: Apache
     // 5.3.3 with 3 buffers under load refused 0, 0 and 20 sends as pool-deficient (fidelity
-    // row 12b). So while the commit keeps up, no put leaves the pool empty.
+    // row 12b). So while the commit keeps up, no put leaves the pool empty. 16 KiB messages
+    // (4 pages: each put is committable at once), about 4 to a 64 KiB file.
     let dir = tempfile::tempdir().unwrap();
     let store = MessageStore::open(config(dir.path(), 3)).unwrap();
-    for i in 0..300 {
+    for i in 0..20 {
         assert_eq!(
-            put(&store, message(i, 1000)).status,
+            put(&store, message(i, 16 * 1024)).status,
             PutMessageStatus::PutOk
         );
         assert!(
@@ -136,8 +137,10 @@ fn a_roll_with_a_commit_that_keeps_up_leaves_a_buffer_free() {
             "deficient after put {i} (files {:?})",
             store.commit_log_file_offsets()
         );
-        // About 130 ms a 64 KiB file: time for the commit service's round.
-        std::thread::sleep(Duration::from_millis(2));
+        // The commit keeps up: readers see a message only once it is committed.
+        wait_for("the put committed", || {
+            store.max_offset_in_queue("P", 0) == i as i64 + 1
+        });
     }
     assert!(store.commit_log_file_offsets().len() >= 4);
 }

@@ -133,17 +133,39 @@ impl TopicQueueLock {
         self.stripes[self.stripe(topic, queue_id)].lock()
     }
 
+    /// Hashes `topic-queueId` without building the string: this runs on every put.
     fn stripe(&self, topic: &str, queue_id: i32) -> usize {
-        let hash = java_string_hash(&format!("{topic}-{queue_id}"));
-        (hash & 0x7fff_ffff) as usize % self.stripes.len()
+        let mut digits = [0u8; 11];
+        let mut at = digits.len();
+        let mut n = queue_id.unsigned_abs();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let sign: &[u8] = if queue_id < 0 { b"-" } else { b"" };
+        let units = topic
+            .encode_utf16()
+            .chain(std::iter::once(u16::from(b'-')))
+            .chain(sign.iter().chain(&digits[at..]).map(|&b| u16::from(b)));
+        (java_hash(units) & 0x7fff_ffff) as usize % self.stripes.len()
     }
 }
 
-/// Java's `String.hashCode`: `s[0]·31^(n−1) + … + s[n−1]` over UTF-16 code units, wrapping.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
+/// Java's `String.hashCode` over a string's UTF-16 code units: `s[0]·31^(n−1) + … + s[n−1]`,
+/// wrapping.
+fn java_hash(units: impl Iterator<Item = u16>) -> i32 {
+    units.fold(0i32, |h, unit| {
         h.wrapping_mul(31).wrapping_add(i32::from(unit))
     })
+}
+
+#[cfg(test)]
+fn java_string_hash(s: &str) -> i32 {
+    java_hash(s.encode_utf16())
 }
 
 #[cfg(test)]
@@ -214,6 +236,18 @@ mod tests {
             lock.stripe(long, 7),
             (java_string_hash(&format!("{long}-7")) & 0x7fff_ffff) as usize % 32
         );
+        // The key is hashed as the string RocketMQ builds, negative ids and all.
+        for (topic, q) in [
+            ("BenchTopic", 0),
+            ("BenchTopic", 31),
+            ("T", -5),
+            ("x", i32::MIN),
+        ] {
+            assert_eq!(
+                lock.stripe(topic, q),
+                (java_string_hash(&format!("{topic}-{q}")) & 0x7fff_ffff) as usize % 32
+            );
+        }
         // Queues 0-7 of one topic differ in their last character only: 8 distinct stripes.
         let stripes: std::collections::BTreeSet<usize> =
             (0..8).map(|q| lock.stripe("BenchTopic", q)).collect();
