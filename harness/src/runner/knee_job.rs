@@ -27,7 +27,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         // The profile refuses model = "knee" without [slo]; nothing to search against.
         return (Vec::new(), false);
     };
-    let mut search = KneeSearch::new(SearchParams::from_profile(knee, cell.workload.rate));
+    let mut params = SearchParams::from_profile(knee, cell.workload.rate);
     let job_dir = ctx.out_dir.join(format!("{}-r{repetition}", cell.id));
     // One broker for every probe unless the profile asks for a fresh one each time. When it
     // cannot start, the first probe starts its own and reports why in its row.
@@ -64,13 +64,11 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
                     "  knee search starts at {start:.1} sends/s ({} x the warm-up's last window)",
                     knee.start_from_warm_up.unwrap_or_default()
                 ));
-                search = KneeSearch::new(SearchParams {
-                    start,
-                    ..SearchParams::from_profile(knee, cell.workload.rate)
-                });
+                params.start = start;
             }
         }
     }
+    let mut search = KneeSearch::new(params);
     while let Some(rate) = search.next_rate() {
         if interrupted || ctx.opts.cancel.is_cancelled() {
             interrupted = true;
