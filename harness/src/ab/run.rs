@@ -126,7 +126,7 @@ pub fn run_ab(args: &AbArgs) -> anyhow::Result<ExitCode> {
     let signals = crate::interrupt::watch_ctrl_c("ab-signal", &cancel, &done)?;
     let mut state = AbState {
         args,
-        cpus: crate::proc::pin::allowed_cpus(),
+        cpus: crate::proc::pin::process_cpus().to_vec(),
         out: &out,
         sides: &sides,
         settings_fraction: settings.latency_fraction,

@@ -226,6 +226,13 @@ pub trait Member: Send {
     /// SIGTERM, then SIGKILL after `grace`; the exit status. A broker the harness does not
     /// own is left running (None).
     fn stop(self: Box<Self>, grace: Duration) -> Option<ExitStatus>;
+
+    /// Ends a broker whose store nobody reads again, once its job's figures are taken: the
+    /// kind's quickest end. By default its [`Member::stop`]; a kind whose clean stop is slow
+    /// and says nothing then (a JVM) may kill it. The exit status, when there is one to judge.
+    fn discard(self: Box<Self>, grace: Duration) -> Option<ExitStatus> {
+        self.stop(grace)
+    }
 }
 
 /// A running name server.

@@ -15,17 +15,75 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
 }
 
+/// The CPUs the harness may use as a whole, read once, before any of its threads is pinned.
+/// A run pins the harness's main thread to the generator's half; the next run in the same
+/// process (the rows of `harness fidelity`) must split the whole set again, not that half:
+/// reading [`allowed_cpus`] then gave one CPU, no split, and broker and generator on one core.
+pub fn process_cpus() -> &'static [usize] {
+    static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    CPUS.get_or_init(allowed_cpus)
+}
+
 /// Pins the calling thread (and threads it spawns later) to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    // SAFETY: the set is initialised by CPU_ZERO/CPU_SET before use.
+    set_affinity(0, cpus)?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpus;
+    Ok(())
+}
+
+/// Pins every thread of process `pid` to `cpus`: a JVM that booted on every CPU, moved onto
+/// the broker's once it is ready. Threads it makes later inherit the mask of the thread that
+/// makes them, so passes repeat until one finds no thread left unpinned (a thread made by an
+/// unpinned one during a pass is caught by the next).
+pub fn pin_process(pid: u32, cpus: &[usize]) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut pinned = std::collections::HashSet::new();
+        for _pass in 0..20 {
+            let mut fresh = 0;
+            for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+                let Some(tid) = entry?.file_name().to_str().and_then(|t| t.parse::<i32>().ok())
+                else {
+                    continue;
+                };
+                if !pinned.insert(tid) {
+                    continue;
+                }
+                fresh += 1;
+                // A thread that ended since the listing is no error.
+                if let Err(e) = set_affinity(tid, cpus) {
+                    if e.raw_os_error() != Some(libc::ESRCH) {
+                        return Err(e);
+                    }
+                }
+            }
+            if fresh == 0 {
+                return Ok(());
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "process {pid} kept making threads faster than they could be pinned"
+        )))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, cpus);
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn set_affinity(tid: i32, cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: the set is initialised by CPU_ZERO/CPU_SET before use; a wrong tid is an error.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_ZERO(&mut set);
         for &c in cpus {
             libc::CPU_SET(c, &mut set);
         }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -48,5 +106,68 @@ pub fn send_signal(pid: u32, signal: i32) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_set_outlives_a_pinned_thread() {
+        let all = process_cpus().to_vec();
+        if all.len() < 2 {
+            eprintln!("skipped: one CPU allowed, nothing to narrow");
+            return;
+        }
+        // On a thread of its own: the pin stays with it.
+        std::thread::spawn(move || {
+            pin_current_thread(&all[..1]).unwrap();
+            assert_eq!(allowed_cpus(), all[..1], "the thread is narrowed");
+            assert_eq!(process_cpus(), all, "the process set is not");
+            let (_, harness) = split_cpus(process_cpus()).expect("split again");
+            assert!(!harness.is_empty());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn every_thread_of_a_child_is_pinned() {
+        let all = process_cpus().to_vec();
+        if all.len() < 2 {
+            eprintln!("skipped: one CPU allowed, nothing to pin apart");
+            return;
+        }
+        // A child with threads of its own (python3 is on every machine that runs the checks).
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import threading,time\n\
+                 [threading.Thread(target=time.sleep,args=(30,),daemon=True).start() for _ in range(4)]\n\
+                 time.sleep(30)",
+            ])
+            .spawn()
+            .unwrap();
+        let tasks = format!("/proc/{}/task", child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::fs::read_dir(&tasks).map_or(0, |d| d.count()) < 5 {
+            assert!(std::time::Instant::now() < deadline, "the child made no threads");
+            std::thread::yield_now();
+        }
+        pin_process(child.id(), &all[..1]).unwrap();
+        let lists: Vec<String> = std::fs::read_dir(&tasks)
+            .unwrap()
+            .map(|t| {
+                let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
+                let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:"));
+                line.unwrap().split(':').nth(1).unwrap().trim().to_owned()
+            })
+            .collect();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(lists.len() >= 5);
+        assert!(lists.iter().all(|l| *l == all[0].to_string()), "{lists:?}");
     }
 }

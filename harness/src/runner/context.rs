@@ -51,7 +51,7 @@ impl Ctx<'_> {
     pub fn harness_cpus(&self) -> f64 {
         self.pinning
             .as_ref()
-            .map_or_else(|| crate::proc::pin::allowed_cpus().len(), |(_, h)| h.len())
+            .map_or_else(|| crate::proc::pin::process_cpus().len(), |(_, h)| h.len())
             .max(1) as f64
     }
 }

@@ -38,7 +38,7 @@ pub(crate) fn start_broker(
 /// that is not clean is a warning (the JVM's own log says more), then the store goes.
 fn stop_in_background(member: Box<dyn Member>, store: Option<std::path::PathBuf>) {
     let addr = member.addr();
-    if let Some(st) = member.stop(Duration::from_secs(10)) {
+    if let Some(st) = member.discard(Duration::from_secs(10)) {
         if !st.success() {
             eprintln!("warning: the broker {addr} exited with {st} at its stop, after its job");
         }

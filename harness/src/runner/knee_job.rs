@@ -128,7 +128,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
     if let Some(p) = shared {
         let store = job_dir.join("store");
         let stop = move || {
-            let _ = p.stop(std::time::Duration::from_secs(10));
+            let _ = p.discard(std::time::Duration::from_secs(10));
             let _ = std::fs::remove_dir_all(store);
         };
         // The search's rows are made; a JVM stops beside the next cell's start.

@@ -91,15 +91,16 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-{stamp}", profile.name)));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
 
-    let cpus = pin::allowed_cpus();
+    let cpus = pin::process_cpus();
     let pinning = if profile.pin {
-        pin::split_cpus(&cpus)
+        pin::split_cpus(cpus)
     } else {
         None
     };
-    if let Some((_, harness_cpus)) = &pinning {
-        pin::pin_current_thread(harness_cpus).context("pinning the harness")?;
-    }
+    // Unpinned, the harness (and every broker it starts, which inherits its mask) gets back
+    // the whole set an earlier run in this process narrowed.
+    let harness_cpus = pinning.as_ref().map_or(cpus, |(_, h)| h.as_slice());
+    pin::pin_current_thread(harness_cpus).context("pinning the harness")?;
     let mut ctx = Ctx {
         profile,
         opts,
