@@ -478,3 +478,46 @@ fn a_knee_at_the_search_ceiling_is_no_figure() {
         "the text the runner writes"
     );
 }
+
+#[test]
+fn a_rate_taken_from_the_highest_knee_is_the_highest_not_the_median() {
+    use harness_analysis::fidelity::{broker_values, load_row, Aggregate};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("1");
+    // Reentrant knees at 1, 2 and 8 send threads: model 30k / 50k / 40k, Apache 6k / 13k / 14k.
+    write(
+        &dir,
+        "param_broker.kind,param_broker.version,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate",
+        &[
+            "a,1,in-tree,5.3.3,true,1,30000",
+            "b,1,in-tree,5.3.3,true,2,50000",
+            "c,1,in-tree,5.3.3,true,8,40000",
+            "d,1,apache,5.3.3,true,1,6000",
+            "e,1,apache,5.3.3,true,2,13000",
+            "f,1,apache,5.3.3,true,8,14000",
+            "g,1,apache,5.3.3,false,8,99000",
+        ],
+    );
+    let data = load_row(&dir).unwrap();
+    let cells = [(
+        "broker.useReentrantLockWhenPutMessage".to_owned(),
+        "true".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    let got = |how| broker_values(&data, "knee_rate", &cells, how, "5.3.3");
+    assert_eq!(
+        got(Aggregate::Max),
+        vec![
+            ("apache".to_owned(), "5.3.3".to_owned(), 14000.0),
+            ("in-tree".to_owned(), "5.3.3".to_owned(), 50000.0),
+        ]
+    );
+    assert_eq!(
+        got(Aggregate::Median),
+        vec![
+            ("apache".to_owned(), "5.3.3".to_owned(), 13000.0),
+            ("in-tree".to_owned(), "5.3.3".to_owned(), 40000.0),
+        ]
+    );
+}

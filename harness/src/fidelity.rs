@@ -250,7 +250,13 @@ fn per_broker_runs(
             from.row, from.metric, from.row
         )
     })?;
-    let figures = broker_values(&data, &from.metric, &from.cells, &apache_release(&source));
+    let figures = broker_values(
+        &data,
+        &from.metric,
+        &from.cells,
+        from.aggregate,
+        &apache_release(&source),
+    );
     if figures.is_empty() {
         return Err(format!(
             "row {} has no {} for the cells {:?}",

@@ -123,12 +123,13 @@ fn judge(check: &Check, model: &Figure, real: &Figure) -> Verdict {
 }
 
 /// One broker's figure for a metric over some cells: `(kind, version, value)`, for every
-/// kind and release in `data` (median over the rows). `release` stands in for a missing
+/// kind and release in `data` (`how` over the matching rows). `release` stands in for a missing
 /// `broker.version`.
 pub fn broker_values(
     data: &RunData,
     metric: &str,
     cells: &BTreeMap<String, String>,
+    how: Aggregate,
     release: &str,
 ) -> Vec<(String, String, f64)> {
     let pairs: BTreeSet<(String, String)> = data
@@ -154,7 +155,7 @@ pub fn broker_values(
                 Broker::Model
             };
             let rows: Vec<&Row> = select(data, broker, &version, cells).collect();
-            let v = aggregate(rows.into_iter(), metric, Aggregate::Median)?;
+            let v = aggregate(rows.into_iter(), metric, how)?;
             let version = if version.is_empty() {
                 release.to_owned()
             } else {

@@ -73,6 +73,9 @@ pub struct RateFrom {
     pub metric: String,
     #[serde(rename = "where")]
     pub cells: BTreeMap<String, String>,
+    /// The matching cells' figures to one: `median` (default) or `max` (row 3: the highest
+    /// knee a broker reached, the best guess at what it carries).
+    pub aggregate: Aggregate,
     /// Warm-up stairs, as fractions of the figure. Default: none.
     pub ramp: Vec<f64>,
     /// The measured stair, as a multiple of the figure.

@@ -44,7 +44,10 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> std::io::Result<()> {
         for _pass in 0..20 {
             let mut fresh = 0;
             for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-                let Some(tid) = entry?.file_name().to_str().and_then(|t| t.parse::<i32>().ok())
+                let Some(tid) = entry?
+                    .file_name()
+                    .to_str()
+                    .and_then(|t| t.parse::<i32>().ok())
                 else {
                     continue;
                 };
@@ -153,7 +156,10 @@ mod tests {
         let tasks = format!("/proc/{}/task", child.id());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while std::fs::read_dir(&tasks).map_or(0, |d| d.count()) < 5 {
-            assert!(std::time::Instant::now() < deadline, "the child made no threads");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child made no threads"
+            );
             std::thread::yield_now();
         }
         pin_process(child.id(), &all[..1]).unwrap();
