@@ -1,11 +1,12 @@
 //! A broker's stop that runs beside the next job's start.
 //!
-//! An Apache broker JVM takes 12-15 s to stop after SIGTERM (its shutdown hook joins one
-//! service thread after another, each ending only when its own poll times out), and starting
-//! the next cell's JVMs takes about as long. Once a job's figures are taken and no part needs
-//! the stopped store, the stop is handed here: it runs on a named thread while the next job
-//! starts its brokers, and that job waits for it ([`Reaper::settle`]) before its load begins,
-//! so a stopping JVM never shares the CPU with a measured window. At most one stop is pending
+//! Once a job's figures are taken and no part needs the stopped store, the broker is discarded
+//! (`Member::discard`: an Apache JVM is killed, since its clean stop took 12-15 s under load,
+//! its shutdown hook joining one service thread after another as each poll times out; the
+//! in-tree broker stops cleanly and its exit status is checked). The discard is handed here:
+//! it runs on a named thread while the next job starts its brokers, and that job waits for it
+//! ([`Reaper::settle`]) before its load begins, so a stopping broker never shares the CPU with
+//! a measured window. At most one stop is pending
 //! (a second one first waits for the first), and dropping the reaper waits for it too, so no
 //! JVM outlives the run.
 
