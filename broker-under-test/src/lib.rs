@@ -87,14 +87,29 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpSocket> {
         TcpSocket::new_v6()?
     };
     // As Netty's server channel (and tokio's TcpListener::bind) do: a restart on the same port
-    // must not wait for the last run's TIME_WAIT connections.
-    socket.set_reuseaddr(true)?;
+    // must not wait for the last run's TIME_WAIT connections. For port 0 only from `listen`
+    // on ([`listen`]): the socket is bound here but listens only once the store is open,
+    // seconds later, and while both sockets carry SO_REUSEADDR another process may bind the
+    // same port and listen first (a broker's HA port at its listenPort + 1), so that this
+    // listen() fails with EADDRINUSE (seen in CI: a cluster test's broker-0). Without it the
+    // port stays this socket's alone until it listens.
+    if addr.port() != 0 {
+        socket.set_reuseaddr(true)?;
+    }
     socket.bind(addr)?;
     Ok(socket)
 }
 
 /// NettyServerConfig `serverSocketBacklog` (1024).
 const BACKLOG: u32 = 1024;
+
+/// Listens on a socket from [`bind`], with SO_REUSEADDR set now if `bind` left it off: the
+/// accepted connections inherit it, so their TIME_WAIT does not keep a restart of this broker
+/// from binding the same port.
+fn listen(socket: TcpSocket) -> std::io::Result<tokio::net::TcpListener> {
+    socket.set_reuseaddr(true)?;
+    socket.listen(BACKLOG)
+}
 
 /// `aclEnable=true`: the accounts of `${rocketmqHome}/conf/plain_acl.yml`. A file that is
 /// missing or does not parse stops the start-up: a broker that quietly let every request
@@ -232,9 +247,7 @@ async fn serve(
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
     // Listening only now, with the store open (see [`bind`]).
-    let listener = socket
-        .listen(BACKLOG)
-        .with_context(|| format!("listening on {local}"))?;
+    let listener = listen(socket).with_context(|| format!("listening on {local}"))?;
     let fast = bind_fast_port(&broker.config, local).await?;
     let fast_addr = fast.as_ref().and_then(|l| l.local_addr().ok());
     if let Some(fast) = fast {
