@@ -437,3 +437,22 @@ impl RunningBroker {
         self.task.await.context("broker task")?
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Between `bind` and `listen` an ephemeral port is this socket's alone: a socket that could
+    /// share it (SO_REUSEADDR, as a broker's HA listener has) is refused, so nothing can listen
+    /// on it first. (A restart on a known port is `cluster_consumer`'s
+    /// `a_killed_broker_s_queues_resume_after_its_restart`.)
+    #[tokio::test]
+    async fn an_ephemeral_port_is_not_shared_before_it_listens() {
+        let socket = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let other = TcpSocket::new_v4().unwrap();
+        other.set_reuseaddr(true).unwrap();
+        assert!(other.bind(addr).is_err(), "{addr} was shared before listen");
+        assert_eq!(listen(socket).unwrap().local_addr().unwrap(), addr);
+    }
+}
