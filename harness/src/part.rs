@@ -259,8 +259,19 @@ pub trait JobPart {
         Ok(())
     }
 
+    /// After the load and its drain, before the job's brokers stop: a part may read the ones
+    /// still running (the faults' reconciliation of a broker that is up). `interrupted`: the run
+    /// is being stopped, or the load failed.
+    fn before_stop(
+        &mut self,
+        _brokers: &mut Brokers<'_>,
+        _interrupted: bool,
+    ) -> Result<(), PartError> {
+        Ok(())
+    }
+
     /// Whether [`JobPart::after_stop`] reads the stopped brokers' stores (then the job waits
-    /// for every stop before it goes on).
+    /// for every stop before it goes on). Asked after [`JobPart::before_stop`].
     fn reads_stopped_store(&self) -> bool {
         false
     }
@@ -408,6 +419,21 @@ impl JobParts {
             }
         }
         first
+    }
+
+    /// [`JobPart::before_stop`] of every part; every reason is returned, in order.
+    pub fn before_stop(&mut self, brokers: &mut Brokers<'_>, interrupted: bool) -> Vec<PartError> {
+        let mut errors = Vec::new();
+        for p in &mut self.parts {
+            let mut b = Brokers {
+                process: brokers.process.as_deref_mut(),
+                cluster: brokers.cluster.as_deref_mut(),
+            };
+            if let Err(e) = p.before_stop(&mut b, interrupted) {
+                errors.push(e);
+            }
+        }
+        errors
     }
 
     /// Whether any part reads the stopped brokers' stores.

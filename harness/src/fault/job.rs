@@ -1,13 +1,18 @@
-//! The two points where a job meets its faults: before the load (an [`Injector`] for the
-//! cell's plan) and after the broker stopped (the reconciliation, as `summary.csv` columns).
+//! The points where a job meets its faults: before the load (an [`Injector`] for the cell's
+//! plan), and after it the reconciliation (as `summary.csv` columns): of the job's broker while
+//! it still runs, else of its store once it stopped.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::fault::injector::{Injector, Restarter};
 use crate::fault::FaultError;
 use crate::kind::Kind;
-use crate::reconcile::{reconcile_store, Tally};
+use crate::reconcile::{
+    quiet_for, read_live, reconcile_store, tally, wait_settled, Copies, ReconcileError, Tally,
+};
 use crate::report::FaultColumns;
 use harness_model::matrix::Cell;
 use harness_results::cells::Fixed;
@@ -33,13 +38,35 @@ pub fn injector_for(
     Some(Injector::new(plan, sends, restarter, target_pid, false))
 }
 
-/// After the job's broker stopped: reads the store back (when the harness owns it) and returns
-/// the fault columns. An unreadable store is an error: the experiment has no result.
+/// How long a running broker may take to make readable what it acknowledged.
+const SETTLE_WITHIN: Duration = Duration::from_secs(30);
+
+/// The job's own broker at `addr`, still running after the load: every queue read once it has
+/// committed and dispatched everything (`reconcile::wait_settled`). None without the load's
+/// keys (`fault.read_back = false`).
+pub fn read_running(
+    injector: &Injector,
+    addr: SocketAddr,
+    conf: &BTreeMap<String, String>,
+    cell: &Cell,
+) -> Option<Result<Copies, ReconcileError>> {
+    let keys = injector.keys.as_ref()?;
+    let w = &cell.workload;
+    Some(
+        wait_settled(addr, quiet_for(conf), SETTLE_WITHIN)
+            .and_then(|()| read_live(addr, &w.topic, w.queues, keys, injector.log.len())),
+    )
+}
+
+/// After the job's broker stopped: the fault columns, from `live` (the broker read while it
+/// still ran, [`read_running`]) or else from its store read back (when the harness owns it).
+/// An unreadable store is an error: the experiment has no result.
 pub fn finish(
     injector: &Injector,
     own_broker: Option<(&Kind, &BTreeMap<String, String>)>,
     dir: &Path,
     cell: &Cell,
+    live: Option<Copies>,
 ) -> Result<FaultColumns, FaultError> {
     let mut cols = FaultColumns {
         recovery_ms: injector.recovery().map(ms),
@@ -49,6 +76,13 @@ pub fn finish(
     let (Some((kind, conf)), Some(keys)) = (own_broker, injector.keys.as_ref()) else {
         return Ok(cols);
     };
+    if let Some(c) = live {
+        set_totals(
+            &mut cols,
+            &tally(&injector.log, &c.copies, c.corrupt, c.foreign),
+        );
+        return Ok(cols);
+    }
     let w = &cell.workload;
     let t = reconcile_store(
         kind.as_ref(),

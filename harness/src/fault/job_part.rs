@@ -1,5 +1,6 @@
 //! Faults as a job part: the [`Injector`] of a cell with `[fault]`, driven from the job's
-//! sampling loop ([`JobPart::tick`]), and the reconciliation of its stores once the job's
+//! sampling loop ([`JobPart::tick`]), and the reconciliation: of the job's own broker while it
+//! still runs after the load ([`JobPart::before_stop`]), else of the stores once the job's
 //! brokers stopped ([`JobPart::after_stop`]).
 //!
 //! What the other parts and the job learn from it goes on the job's [`Board`]: the restarts
@@ -13,6 +14,7 @@ use crate::cluster::job::JobCluster;
 use crate::fault::injector::Injector;
 use crate::kind::{BrokerKind, Kind};
 use crate::part::{Board, Brokers, Down, JobColumns, JobPart, LoadStarted, PartError, Stopped};
+use crate::reconcile::Copies;
 use crate::report::{TimeseriesEvent, TimeseriesRow};
 use crate::runner::plan::LoadConfig;
 use harness_model::matrix::Cell;
@@ -43,6 +45,8 @@ pub struct FaultPart {
     owned: bool,
     dir: PathBuf,
     cell: Cell,
+    /// The job's own broker read while it still ran: nothing reads its store after the stop.
+    live: Option<Copies>,
 }
 
 impl FaultPart {
@@ -67,6 +71,7 @@ impl FaultPart {
             owned: s.owned,
             dir: s.dir.to_owned(),
             cell: cell.clone(),
+            live: None,
         })
     }
 
@@ -157,8 +162,38 @@ impl JobPart for FaultPart {
         Ok(())
     }
 
+    fn before_stop(
+        &mut self,
+        brokers: &mut Brokers<'_>,
+        interrupted: bool,
+    ) -> Result<(), PartError> {
+        // Only the job's own broker, up at the end (never killed, or restarted): reading it
+        // here spares a stop that must be clean (a 5.3.3 JVM takes 8-15 s) and a second broker
+        // opened on its store. A broker killed for good, a cluster, a run being stopped: after
+        // the stop, as before.
+        let (Some(conf), Some(p)) = (self.own_conf.as_ref(), brokers.process.as_deref_mut()) else {
+            return Ok(());
+        };
+        if interrupted
+            || brokers.cluster.is_some()
+            || !self.owned
+            || self.injector.broker_dead()
+            || p.exited().is_some()
+        {
+            return Ok(());
+        }
+        match crate::fault::job::read_running(&self.injector, p.addr(), conf, &self.cell) {
+            Some(Ok(c)) => self.live = Some(c),
+            Some(Err(e)) => {
+                eprintln!("warning: {e}; the broker's store is read back after its stop instead")
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
     fn reads_stopped_store(&self) -> bool {
-        true
+        self.live.is_none()
     }
 
     fn after_stop(&mut self, s: Stopped<'_>, cols: JobColumns<'_>) -> Result<(), PartError> {
@@ -188,8 +223,9 @@ impl JobPart for FaultPart {
             }
             None => {
                 let own = self.own_conf.as_ref().map(|conf| (&self.kind, conf));
-                *cols.fault = crate::fault::job::finish(inj, own, &self.dir, &self.cell)
-                    .map_err(PartError::Fault)?;
+                *cols.fault =
+                    crate::fault::job::finish(inj, own, &self.dir, &self.cell, self.live.take())
+                        .map_err(PartError::Fault)?;
                 Ok(())
             }
         }

@@ -19,6 +19,13 @@ pub enum ReconcileError {
         #[source]
         source: Box<ClientError>,
     },
+    /// A running broker kept committing or dispatching (or did not say) for too long.
+    #[error("reconcile: {addr} did not settle within {within:?} ({last})")]
+    NotSettled {
+        addr: SocketAddr,
+        within: std::time::Duration,
+        last: String,
+    },
     /// A queue could not be read to its end.
     #[error("reconcile: reading {topic} queue {queue} at {addr}: {source}")]
     ReadQueue {

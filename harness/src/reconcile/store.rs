@@ -1,8 +1,10 @@
 //! Reconciliation against the store directory a job left behind: a fresh broker is opened on
 //! it (recovering it exactly as a restart after a crash would), every queue is read, and the
-//! broker is stopped. Used after every fault job, whether or not the broker was restarted
-//! mid-run: the job's own broker has been stopped by then (a clean stop commits and flushes,
-//! so nothing it acknowledged after a restart is missed).
+//! broker is stopped. Used after a fault job whose broker is not running at its end (killed and
+//! not restarted) or could not be read live, and for a cluster's stores; the job's own broker
+//! has been stopped by then (a clean stop commits and flushes, so nothing it acknowledged after
+//! a restart is missed). A job's broker still running at the end is read where it runs
+//! ([`read_live`], once settled: `reconcile::settle`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

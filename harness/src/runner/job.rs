@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::cluster::JobCluster;
 use crate::kind::{Lifecycle, Member, MemberSpec, StartError};
-use crate::part::{JobColumns, JobParts, Stopped};
+use crate::part::{Brokers, JobColumns, JobParts, Stopped};
 use crate::report::{SegmentFigures, SummaryRow};
 use crate::runner::context::{effective_conf, Ctx};
 use crate::runner::job_error::JobError;
@@ -143,6 +143,15 @@ pub fn run_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<SummaryRow>,
         ctx.reaper.settle();
         let outcome = drive(ctx, cell, repetition, brokers, &mut parts, &mut out);
         let interrupted = out.interrupted;
+        // Parts that read the brokers still running (the faults' reconciliation of a broker
+        // that is up), before any stop.
+        let mut running = Brokers {
+            process: process.as_mut(),
+            cluster: cluster.as_mut(),
+        };
+        for e in parts.before_stop(&mut running, interrupted || outcome.is_err()) {
+            invalid.get_or_insert(e.invalid());
+        }
         // A broker that is slow to stop (a JVM) stops beside the next job's start when
         // nothing after this point reads its store: not a store on the cell's own tmpfs
         // (unmounted when this job ends), not a fault's reconciliation.
