@@ -244,6 +244,13 @@ pub trait JobPart {
         Ok(())
     }
 
+    /// Whether the part still has work under way that the job's seconds must wait for after
+    /// the load has ended (a broker restarting after a kill): the sampling loop goes on writing
+    /// a row a second, and ticking, until it is done.
+    fn busy(&self) -> bool {
+        false
+    }
+
     /// Fills this part's columns of one second's row.
     fn second(&mut self, _second: &mut Second<'_>, _row: &mut TimeseriesRow) {}
 
@@ -434,6 +441,11 @@ impl JobParts {
             }
         }
         errors
+    }
+
+    /// Whether any part is still busy ([`JobPart::busy`]).
+    pub fn busy(&self) -> bool {
+        self.parts.iter().any(|p| p.busy())
     }
 
     /// Whether any part reads the stopped brokers' stores.

@@ -25,6 +25,12 @@ pub enum InjectError {
     RestartByPid,
     #[error("fault: restart needs a broker the harness started")]
     NoRestarter,
+    /// The restart's thread could not be started.
+    #[error("fault: starting the restart's thread: {0}")]
+    RestartThread(std::io::Error),
+    /// The restart's thread panicked.
+    #[error("fault: the restart's thread panicked")]
+    RestartPanicked,
     /// Three starts failed; the last one's error.
     #[error("fault: restarting the broker on port {port} failed: {last}; see {stem}.log")]
     Restart {

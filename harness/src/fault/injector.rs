@@ -1,13 +1,18 @@
 //! The fault schedule of one job. The job's sampling loop calls [`Injector::tick`] every few
 //! milliseconds; the injector sends the signals that are due and, after a kill with `restart`,
 //! starts the broker again on the same store and port, so the load's connections (which
-//! reconnect every 100 ms) find it again. Nothing runs on a thread of its own: a pause is two
-//! signals, a kill and a restart are done in the loop, and [`Drop`] continues a stopped broker
-//! whatever happened.
+//! reconnect every 100 ms) find it again. A pause is two signals and a kill one, sent from the
+//! loop. A restart runs on a thread of its own (`fault-restart`): a JVM takes 5-7 s to be ready
+//! again, and the loop must go on writing a row every second meanwhile (the seconds of the
+//! outage are the ones a fault experiment is about). The first tick after the broker is up puts
+//! it in place of the killed one; events due meanwhile wait for it. The thread is joined by
+//! then, by [`Injector::finish_restart`] at the end of the load, or by [`Drop`], which also
+//! continues a stopped broker whatever happened.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::fault::inject_error::InjectError;
@@ -71,6 +76,8 @@ pub struct Injector {
     done: Vec<&'static str>,
     /// The killed broker's port, kept from other processes until its restart is up.
     held: Option<PortHold>,
+    /// The restart under way on its own thread.
+    pending: Option<JoinHandle<Result<Box<dyn Member>, InjectError>>>,
 }
 
 impl Injector {
@@ -104,6 +111,7 @@ impl Injector {
             killed_at: None,
             done: Vec::new(),
             held: None,
+            pending: None,
         }
     }
 
@@ -212,6 +220,11 @@ impl Injector {
         &self.restarts
     }
 
+    /// A restart is under way on its thread.
+    pub fn restarting(&self) -> bool {
+        self.pending.is_some()
+    }
+
     pub fn broker_dead(&self) -> bool {
         self.dead
     }
@@ -229,8 +242,10 @@ impl Injector {
         now: Instant,
         mut process: Option<&mut Box<dyn Member>>,
     ) -> Result<(), InjectError> {
+        self.install_restart(process.as_deref_mut(), false)?;
         while let Some(&(at, action)) = self.events.get(self.next) {
-            if at > now {
+            // What is due while the broker restarts waits until it is up.
+            if at > now || self.pending.is_some() {
                 break;
             }
             self.next += 1;
@@ -300,22 +315,62 @@ impl Injector {
         Ok(())
     }
 
-    /// Starts the killed broker again (on its store and port) and replaces `process` with it.
+    /// Starts the killed broker again (on its store and port) on the `fault-restart` thread; a
+    /// later tick puts it in place of `process` ([`Injector::install_restart`]).
     fn restart_now(&mut self, process: Option<&mut Box<dyn Member>>) -> Result<(), InjectError> {
-        let (Some(p), Some(at)) = (process, self.killed_at) else {
+        let (Some(p), Some(_)) = (process, self.killed_at) else {
             return Ok(());
         };
-        if !self.dead {
+        if !self.dead || self.pending.is_some() {
             return Ok(());
         }
-        let restarted = self.restart(p.addr().port());
+        let r = self.restarter.clone().ok_or(InjectError::NoRestarter)?;
+        let (port, n) = (p.addr().port(), self.kills);
+        let handle = std::thread::Builder::new()
+            .name("fault-restart".into())
+            .spawn(move || start_again(&r, n, port))
+            .map_err(InjectError::RestartThread)?;
+        self.pending = Some(handle);
+        Ok(())
+    }
+
+    /// Puts the restarted broker in place of `process` once it is up (at once when `wait`,
+    /// joining the restart's thread). A restart that failed is the job's error.
+    fn install_restart(
+        &mut self,
+        process: Option<&mut Box<dyn Member>>,
+        wait: bool,
+    ) -> Result<(), InjectError> {
+        let Some(p) = process else { return Ok(()) };
+        if !self
+            .pending
+            .as_ref()
+            .is_some_and(|h| wait || h.is_finished())
+        {
+            return Ok(());
+        }
+        let Some(handle) = self.pending.take() else {
+            return Ok(());
+        };
         // Up or failed for good: the port is the broker's again, or nobody's.
         self.held = None;
-        *p = restarted?;
+        let restarted = handle.join().unwrap_or(Err(InjectError::RestartPanicked))?;
+        *p = restarted;
         self.dead = false;
-        self.restarts.push((at, Instant::now()));
+        if let Some(at) = self.killed_at {
+            self.restarts.push((at, Instant::now()));
+        }
         self.done.push("restart");
         Ok(())
+    }
+
+    /// At the end of the load: waits for a restart still under way and puts the broker in
+    /// place of `process`, so the job reads and stops the broker that runs.
+    pub fn finish_restart(
+        &mut self,
+        process: Option<&mut Box<dyn Member>>,
+    ) -> Result<(), InjectError> {
+        self.install_restart(process, true)
     }
 
     fn mark_kill(&mut self, at: Instant) {
@@ -345,31 +400,6 @@ impl Injector {
         Ok(())
     }
 
-    /// Starts the broker again on the same store and port, held since the kill
-    /// ([`PortHold`]); a few tries, then a clear error.
-    fn restart(&self, port: u16) -> Result<Box<dyn Member>, InjectError> {
-        let r = self.restarter.as_ref().ok_or(InjectError::NoRestarter)?;
-        let mut conf = r.conf.clone();
-        conf.insert("listenPort".into(), port.to_string());
-        let n = self.kills;
-        let stem = format!("{}-restart-{n}", r.name);
-        let spec = MemberSpec::new(&stem, &r.dir, &conf).pinned(r.cpus.as_deref());
-        let mut attempt = 1;
-        loop {
-            match r.kind.start_broker(&spec) {
-                Ok(p) => return Ok(p),
-                Err(last) => {
-                    // A pause after every failed start, the third one included.
-                    std::thread::sleep(Duration::from_millis(100));
-                    if attempt == 3 {
-                        return Err(InjectError::Restart { port, last, stem });
-                    }
-                    attempt += 1;
-                }
-            }
-        }
-    }
-
     fn all_recoveries(&self) -> impl Iterator<Item = Recovery> + '_ {
         let last = (self.kills > 0).then(|| self.log.recoveries());
         self.recoveries.iter().copied().chain(last)
@@ -396,9 +426,42 @@ impl Injector {
     }
 }
 
+/// Starts `r`'s broker again on the same store and port (held since the kill, [`PortHold`])
+/// for the `n`-th kill; a few tries, then a clear error.
+fn start_again(r: &Restarter, n: u32, port: u16) -> Result<Box<dyn Member>, InjectError> {
+    let mut conf = r.conf.clone();
+    conf.insert("listenPort".into(), port.to_string());
+    let stem = format!("{}-restart-{n}", r.name);
+    let spec = MemberSpec::new(&stem, &r.dir, &conf).pinned(r.cpus.as_deref());
+    let mut attempt = 1;
+    loop {
+        match r.kind.start_broker(&spec) {
+            Ok(p) => return Ok(p),
+            Err(last) => {
+                // A pause after every failed start, the third one included.
+                std::thread::sleep(Duration::from_millis(100));
+                if attempt == 3 {
+                    return Err(InjectError::Restart { port, last, stem });
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
 impl Drop for Injector {
     fn drop(&mut self) {
         // A broker left stopped would hang the job's shutdown (and a --target broker forever).
         let _ = self.resume();
+        // A restart nobody took (the job ended early): joined, and its broker not left running.
+        if let Some(handle) = self.pending.take() {
+            if let Ok(Ok(broker)) = handle.join() {
+                broker.discard(Duration::from_secs(10));
+            }
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "injector_tests.rs"]
+mod tests;

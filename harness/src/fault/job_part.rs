@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cluster::job::JobCluster;
 use crate::fault::injector::Injector;
-use crate::kind::{BrokerKind, Kind};
+use crate::kind::{BrokerKind, Kind, Member};
 use crate::part::{Board, Brokers, Down, JobColumns, JobPart, LoadStarted, PartError, Stopped};
 use crate::reconcile::Copies;
 use crate::report::{TimeseriesEvent, TimeseriesRow};
@@ -87,6 +87,23 @@ impl FaultPart {
     }
 }
 
+/// The broker the faults hit: with `fault.role`, the member of broker 0's pair (never another
+/// broker: no pair, no target, an error); else the job's one broker, or broker K of the cell
+/// (None with --namesrv, signalled by pid).
+fn target<'b>(f: &Injector, brokers: &'b mut Brokers<'_>) -> Option<&'b mut Box<dyn Member>> {
+    match (f.role(), brokers.process.as_deref_mut()) {
+        (Some(role), _) => brokers
+            .cluster
+            .as_deref_mut()
+            .and_then(|c| c.pair_member(role)),
+        (None, Some(p)) => Some(p),
+        (None, None) => brokers
+            .cluster
+            .as_deref_mut()
+            .and_then(|c| c.broker_mut(f.broker_index())),
+    }
+}
+
 impl JobPart for FaultPart {
     fn prepare(
         &mut self,
@@ -129,22 +146,14 @@ impl JobPart for FaultPart {
         brokers: &mut Brokers<'_>,
         board: &mut Board,
     ) -> Result<(), PartError> {
-        // `fault.role`: the member of broker 0's pair (never another broker: no pair, no
-        // target, an error); else the job's one broker, or broker K of the cell (None with
-        // --namesrv, signalled by pid).
-        let f = &mut self.injector;
-        let k = f.broker_index();
-        let target = match (f.role(), brokers.process.as_deref_mut()) {
-            (Some(role), _) => brokers
-                .cluster
-                .as_deref_mut()
-                .and_then(|c| c.pair_member(role)),
-            (None, Some(p)) => Some(p),
-            (None, None) => brokers.cluster.as_deref_mut().and_then(|c| c.broker_mut(k)),
-        };
-        let done = f.tick(now, target).map_err(PartError::Inject);
+        let target = target(&self.injector, brokers);
+        let done = self.injector.tick(now, target).map_err(PartError::Inject);
         self.publish(board);
         done
+    }
+
+    fn busy(&self) -> bool {
+        self.injector.restarting()
     }
 
     fn second(&mut self, _second: &mut crate::part::Second<'_>, row: &mut TimeseriesRow) {
@@ -167,6 +176,11 @@ impl JobPart for FaultPart {
         brokers: &mut Brokers<'_>,
         interrupted: bool,
     ) -> Result<(), PartError> {
+        // A restart still under way is waited for: the broker that runs is the one the job
+        // reads and stops (and no JVM is left behind).
+        self.injector
+            .finish_restart(target(&self.injector, brokers))
+            .map_err(PartError::Inject)?;
         // Only the job's own broker, up at the end (never killed, or restarted): reading it
         // here spares a stop that must be clean (a 5.3.3 JVM takes 8-15 s) and a second broker
         // opened on its store. A broker killed for good, a cluster, a run being stopped: after

@@ -151,7 +151,10 @@ pub fn drive(
     let mut interval = Interval::default();
     loop {
         let finished = load.is_finished();
-        if !finished && Instant::now() < next {
+        // After the load, seconds go on while a part is busy (a broker still restarting), so
+        // the outage has its rows; a run being stopped does not wait.
+        let waiting = finished && parts.busy() && !*interrupted;
+        if (!finished || waiting) && Instant::now() < next {
             let mut nap = Duration::from_millis(20);
             if let Some(due) = parts.next_due() {
                 nap = nap.min(due.saturating_duration_since(Instant::now()));
@@ -320,7 +323,7 @@ pub fn drive(
                 .map_err(JobError::Series)?;
         }
         samples.push(sample);
-        if finished {
+        if finished && !waiting {
             break;
         }
     }

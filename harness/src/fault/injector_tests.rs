@@ -1,0 +1,175 @@
+//! The restart's own thread: a tick never waits for a broker to boot, the first tick after it
+//! is up puts it in place, `finish_restart` waits for it, and a restart nobody took is joined
+//! and its broker discarded. Against a fake kind whose start takes a set time.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Injector, Restarter};
+use crate::kind::{BrokerKind, KindRecord, Lifecycle, Member, MemberSpec, NameServer, StartError};
+use harness_model::matrix::Cell;
+use harness_model::profile::{FaultPlan, Profile};
+
+/// How long the fake kind's broker takes to be ready: far longer than a tick may take.
+const BOOT: Duration = Duration::from_millis(600);
+
+/// A broker that is only a number: which start made it (told as its pid), and whether it was
+/// discarded.
+struct Fake {
+    start: u32,
+    discarded: Arc<AtomicBool>,
+}
+
+impl Member for Fake {
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 9))
+    }
+    fn ha_addr(&self, _wait: Duration) -> Option<SocketAddr> {
+        None
+    }
+    fn pid(&self) -> Option<u32> {
+        Some(self.start)
+    }
+    fn exited(&mut self) -> Option<ExitStatus> {
+        None
+    }
+    fn kill9(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn signal(&self, _signal: i32) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn stop(self: Box<Self>, _grace: Duration) -> Option<ExitStatus> {
+        None
+    }
+    fn discard(self: Box<Self>, _grace: Duration) -> Option<ExitStatus> {
+        self.discarded.store(true, Ordering::SeqCst);
+        None
+    }
+}
+
+/// Each start sleeps [`BOOT`] and hands out the next start number.
+struct SlowKind {
+    starts: AtomicU32,
+    discarded: Arc<AtomicBool>,
+}
+
+impl BrokerKind for SlowKind {
+    fn record(&self) -> KindRecord {
+        KindRecord {
+            kind: "slow",
+            version: None,
+            binary: None,
+            checksum: None,
+            runtime: None,
+        }
+    }
+    fn lifecycle(&self) -> Lifecycle {
+        Lifecycle::Owned
+    }
+    fn check_cells(&self, _profile: &Profile, _cells: &[Cell]) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn start_broker(&self, _spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError> {
+        std::thread::sleep(BOOT);
+        Ok(Box::new(Fake {
+            start: self.starts.fetch_add(1, Ordering::SeqCst) + 1,
+            discarded: Arc::clone(&self.discarded),
+        }))
+    }
+    fn start_namesrv(&self, _dir: &Path) -> Result<Box<dyn NameServer>, StartError> {
+        Err(StartError::Unsupported("no name server".into()))
+    }
+}
+
+/// An injector that kills at once and restarts, its broker (start 0) and the discard flag of
+/// the brokers its restarts make.
+fn killed_at_once() -> (
+    Injector,
+    Box<dyn Member>,
+    Arc<AtomicBool>,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let discarded = Arc::new(AtomicBool::new(false));
+    let plan = FaultPlan {
+        kill: Some(Duration::ZERO),
+        restart: true,
+        ..FaultPlan::default()
+    };
+    let restarter = Restarter {
+        name: "broker".into(),
+        kind: Arc::new(SlowKind {
+            starts: AtomicU32::new(0),
+            discarded: Arc::clone(&discarded),
+        }),
+        conf: Default::default(),
+        dir: dir.path().to_owned(),
+        cpus: None,
+    };
+    let mut inj = Injector::new(&plan, 100, Some(restarter), None, false);
+    let now = Instant::now();
+    inj.arm(now, now + Duration::from_secs(10));
+    let first: Box<dyn Member> = Box::new(Fake {
+        start: 0,
+        discarded: Arc::new(AtomicBool::new(false)),
+    });
+    (inj, first, discarded, dir)
+}
+
+fn start_of(m: &dyn Member) -> u32 {
+    m.pid().expect("a fake's pid is its start number")
+}
+
+#[test]
+fn a_tick_does_not_wait_for_the_restart_and_a_later_one_puts_the_broker_in_place() {
+    let (mut inj, mut broker, _, _dir) = killed_at_once();
+    let t = Instant::now();
+    inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+    assert!(
+        t.elapsed() < BOOT / 2,
+        "the kill's tick took {:?}",
+        t.elapsed()
+    );
+    assert!(inj.restarting() && inj.broker_dead());
+    assert_eq!(inj.take_events(), "kill");
+    assert_eq!(start_of(broker.as_ref()), 0, "replaced before it was up");
+    let until = Instant::now() + Duration::from_secs(10);
+    while inj.restarting() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        let t = Instant::now();
+        inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+        assert!(t.elapsed() < BOOT / 2, "a tick waited {:?}", t.elapsed());
+    }
+    assert!(!inj.restarting() && !inj.broker_dead());
+    assert_eq!(start_of(broker.as_ref()), 1);
+    assert_eq!(inj.take_events(), "restart");
+    let (kill, ready) = inj.restarts()[0];
+    assert!(ready - kill >= BOOT, "{:?}", ready - kill);
+}
+
+#[test]
+fn finish_restart_waits_for_the_broker_that_is_booting() {
+    let (mut inj, mut broker, _, _dir) = killed_at_once();
+    inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+    inj.finish_restart(Some(&mut broker)).unwrap();
+    assert!(!inj.restarting() && !inj.broker_dead());
+    assert_eq!(start_of(broker.as_ref()), 1);
+    assert_eq!(inj.restarts().len(), 1);
+}
+
+#[test]
+fn a_restart_nobody_took_is_joined_and_its_broker_discarded() {
+    let (mut inj, mut broker, discarded, _dir) = killed_at_once();
+    inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+    assert!(inj.restarting());
+    drop(inj);
+    assert!(
+        discarded.load(Ordering::SeqCst),
+        "the restarted broker was left running"
+    );
+}
