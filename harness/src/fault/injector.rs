@@ -220,9 +220,10 @@ impl Injector {
         &self.restarts
     }
 
-    /// A restart is under way on its thread.
+    /// A restart is under way: its thread still runs. (A finished one not yet put in place
+    /// is not: the job must not wait on a tick that has no broker to put it in.)
     pub fn restarting(&self) -> bool {
-        self.pending.is_some()
+        self.pending.as_ref().is_some_and(|h| !h.is_finished())
     }
 
     pub fn broker_dead(&self) -> bool {

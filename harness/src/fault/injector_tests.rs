@@ -139,7 +139,7 @@ fn a_tick_does_not_wait_for_the_restart_and_a_later_one_puts_the_broker_in_place
     assert_eq!(inj.take_events(), "kill");
     assert_eq!(start_of(broker.as_ref()), 0, "replaced before it was up");
     let until = Instant::now() + Duration::from_secs(10);
-    while inj.restarting() && Instant::now() < until {
+    while inj.broker_dead() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
         let t = Instant::now();
         inj.tick(Instant::now(), Some(&mut broker)).unwrap();
