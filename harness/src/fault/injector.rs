@@ -75,7 +75,9 @@ pub struct Injector {
     /// What was done since the last [`Injector::take_events`] (timeseries.csv's `event`).
     done: Vec<&'static str>,
     /// The killed broker's port, kept from other processes until its restart is up.
-    held: Option<PortHold>,
+    /// Its fast port (`listenPort − 2`) too: a restart on an explicit port must bind it, and
+    /// in CI a connection's local port took it while the broker was down.
+    held: Vec<PortHold>,
     /// The restart under way on its own thread.
     pending: Option<JoinHandle<Result<Box<dyn Member>, InjectError>>>,
 }
@@ -110,7 +112,7 @@ impl Injector {
             faulted: None,
             killed_at: None,
             done: Vec::new(),
-            held: None,
+            held: Vec::new(),
             pending: None,
         }
     }
@@ -304,7 +306,20 @@ impl Injector {
         let at = Instant::now();
         // Only if it will be started again; should the hold fail, the restart says why.
         if self.plan.restart && self.restarter.is_some() {
-            self.held = PortHold::bind(p.addr()).ok();
+            let addr = p.addr();
+            let fast = addr
+                .port()
+                .checked_sub(2)
+                .filter(|&port| port > 0)
+                .map(|port| {
+                    let mut a = addr;
+                    a.set_port(port);
+                    a
+                });
+            self.held = std::iter::once(addr)
+                .chain(fast)
+                .filter_map(|a| PortHold::bind(a).ok())
+                .collect();
         }
         self.mark_kill(at);
         self.dead = true;
@@ -354,7 +369,7 @@ impl Injector {
             return Ok(());
         };
         // Up or failed for good: the port is the broker's again, or nobody's.
-        self.held = None;
+        self.held.clear();
         let restarted = handle.join().unwrap_or(Err(InjectError::RestartPanicked))?;
         *p = restarted;
         self.dead = false;
