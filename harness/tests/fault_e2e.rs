@@ -27,6 +27,15 @@ fn run(dir: &Path, text: &str) -> (Vec<SummaryRow>, PathBuf) {
 
 const RATE: u64 = 1000;
 
+/// The one job's folder in a run's result folder.
+fn job_dir(out: &Path) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("job folder")
+}
+
 /// The pause test judges timing (a 200 ms queue wait) and must not share the machine with the
 /// three kill configurations of this binary: in a CI run beside another test binary, all four
 /// at once starved its broker before the pause (p50 724 ms in second 1, broker CPU 6%). It
@@ -73,11 +82,7 @@ fn kill_config(label: &str, broker: &str, seed: u64) -> (SummaryRow, u32) {
     let row = rows.into_iter().next().unwrap();
     let ctx = format!("{label} (first kill {first:.3}s, every {every:.3}s): {row:?}");
     // Each restart leaves its own log: count the kills that happened.
-    let job_dir = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .expect("job folder");
+    let job_dir = job_dir(&out);
     let restarts = std::fs::read_dir(&job_dir)
         .unwrap()
         .filter(|e| {
@@ -152,11 +157,7 @@ kill = "1s"
     );
     let (rows, out) = run(tmp.path(), &text);
     let row = &rows[0];
-    let job_dir = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .expect("job folder");
+    let job_dir = job_dir(&out);
     assert!(
         job_dir.join("reconcile-broker.log").exists(),
         "no broker opened on the killed broker's store: {row:?}"

@@ -30,8 +30,9 @@ impl FaultRole {
 /// What the harness does with the stores after a job with a fault (`fault.read_back`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadBack {
-    /// Open each store with a fresh broker and read every queue back: the `acked_lost`,
-    /// `phantom`, ... columns (`read_back = true`, the default).
+    /// Read every queue back (from the job's broker where it runs when it is up at the end,
+    /// else from its store opened by a fresh broker): the `acked_lost`, `phantom`, ... columns
+    /// (`read_back = true`, the default).
     #[default]
     Stores,
     /// Leave the stores unread and those columns empty (`read_back = false`): for a question

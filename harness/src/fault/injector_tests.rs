@@ -1,12 +1,14 @@
 //! The restart's own thread: a tick never waits for a broker to boot, the first tick after it
 //! is up puts it in place, `finish_restart` waits for it, and a restart nobody took is joined
-//! and its broker discarded. Against a fake kind whose start takes a set time.
+//! and its broker discarded. Against a fake kind whose start waits until the test releases it,
+//! so nothing here depends on how fast the machine is.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Injector, Restarter};
@@ -14,8 +16,8 @@ use crate::kind::{BrokerKind, KindRecord, Lifecycle, Member, MemberSpec, NameSer
 use harness_model::matrix::Cell;
 use harness_model::profile::{FaultPlan, Profile};
 
-/// How long the fake kind's broker takes to be ready: far longer than a tick may take.
-const BOOT: Duration = Duration::from_millis(600);
+/// How long a start waits for its release, and a test for observable state, at most.
+const DEADLINE: Duration = Duration::from_secs(10);
 
 /// A broker that is only a number: which start made it (told as its pid), and whether it was
 /// discarded.
@@ -52,16 +54,18 @@ impl Member for Fake {
     }
 }
 
-/// Each start sleeps [`BOOT`] and hands out the next start number.
-struct SlowKind {
+/// Each start waits for a release from the test (at most [`DEADLINE`], then fails) and hands
+/// out the next start number.
+struct GatedKind {
     starts: AtomicU32,
     discarded: Arc<AtomicBool>,
+    gate: Mutex<Receiver<()>>,
 }
 
-impl BrokerKind for SlowKind {
+impl BrokerKind for GatedKind {
     fn record(&self) -> KindRecord {
         KindRecord {
-            kind: "slow",
+            kind: "gated",
             version: None,
             binary: None,
             checksum: None,
@@ -75,7 +79,9 @@ impl BrokerKind for SlowKind {
         Ok(())
     }
     fn start_broker(&self, _spec: &MemberSpec<'_>) -> Result<Box<dyn Member>, StartError> {
-        std::thread::sleep(BOOT);
+        let gate = self.gate.lock().unwrap();
+        gate.recv_timeout(DEADLINE)
+            .map_err(|_| StartError::Unsupported("the test never released the start".into()))?;
         Ok(Box::new(Fake {
             start: self.starts.fetch_add(1, Ordering::SeqCst) + 1,
             discarded: Arc::clone(&self.discarded),
@@ -86,16 +92,20 @@ impl BrokerKind for SlowKind {
     }
 }
 
-/// An injector that kills at once and restarts, its broker (start 0) and the discard flag of
-/// the brokers its restarts make.
-fn killed_at_once() -> (
-    Injector,
-    Box<dyn Member>,
-    Arc<AtomicBool>,
-    tempfile::TempDir,
-) {
+/// An injector that kills at once and restarts; its broker (start 0); the discard flag of the
+/// brokers its restarts make; the sender that lets one start finish.
+struct Setup {
+    inj: Injector,
+    broker: Box<dyn Member>,
+    discarded: Arc<AtomicBool>,
+    release: Sender<()>,
+    _dir: tempfile::TempDir,
+}
+
+fn killed_at_once() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let discarded = Arc::new(AtomicBool::new(false));
+    let (release, gate) = channel();
     let plan = FaultPlan {
         kill: Some(Duration::ZERO),
         restart: true,
@@ -103,9 +113,10 @@ fn killed_at_once() -> (
     };
     let restarter = Restarter {
         name: "broker".into(),
-        kind: Arc::new(SlowKind {
+        kind: Arc::new(GatedKind {
             starts: AtomicU32::new(0),
             discarded: Arc::clone(&discarded),
+            gate: Mutex::new(gate),
         }),
         conf: Default::default(),
         dir: dir.path().to_owned(),
@@ -114,11 +125,17 @@ fn killed_at_once() -> (
     let mut inj = Injector::new(&plan, 100, Some(restarter), None, false);
     let now = Instant::now();
     inj.arm(now, now + Duration::from_secs(10));
-    let first: Box<dyn Member> = Box::new(Fake {
+    let broker: Box<dyn Member> = Box::new(Fake {
         start: 0,
         discarded: Arc::new(AtomicBool::new(false)),
     });
-    (inj, first, discarded, dir)
+    Setup {
+        inj,
+        broker,
+        discarded,
+        release,
+        _dir: dir,
+    }
 }
 
 fn start_of(m: &dyn Member) -> u32 {
@@ -127,35 +144,44 @@ fn start_of(m: &dyn Member) -> u32 {
 
 #[test]
 fn a_tick_does_not_wait_for_the_restart_and_a_later_one_puts_the_broker_in_place() {
-    let (mut inj, mut broker, _, _dir) = killed_at_once();
-    let t = Instant::now();
+    let Setup {
+        mut inj,
+        mut broker,
+        release,
+        ..
+    } = killed_at_once();
+    // The start cannot finish before the release below: a tick that waited for it would end
+    // with the restart failed (after DEADLINE), not with it under way.
     inj.tick(Instant::now(), Some(&mut broker)).unwrap();
-    assert!(
-        t.elapsed() < BOOT / 2,
-        "the kill's tick took {:?}",
-        t.elapsed()
-    );
     assert!(inj.restarting() && inj.broker_dead());
     assert_eq!(inj.take_events(), "kill");
     assert_eq!(start_of(broker.as_ref()), 0, "replaced before it was up");
-    let until = Instant::now() + Duration::from_secs(10);
+    inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+    assert_eq!(start_of(broker.as_ref()), 0, "replaced before it was up");
+    release.send(()).unwrap();
+    let until = Instant::now() + DEADLINE;
     while inj.broker_dead() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-        let t = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
         inj.tick(Instant::now(), Some(&mut broker)).unwrap();
-        assert!(t.elapsed() < BOOT / 2, "a tick waited {:?}", t.elapsed());
     }
     assert!(!inj.restarting() && !inj.broker_dead());
     assert_eq!(start_of(broker.as_ref()), 1);
     assert_eq!(inj.take_events(), "restart");
     let (kill, ready) = inj.restarts()[0];
-    assert!(ready - kill >= BOOT, "{:?}", ready - kill);
+    assert!(ready > kill);
 }
 
 #[test]
 fn finish_restart_waits_for_the_broker_that_is_booting() {
-    let (mut inj, mut broker, _, _dir) = killed_at_once();
+    let Setup {
+        mut inj,
+        mut broker,
+        release,
+        ..
+    } = killed_at_once();
     inj.tick(Instant::now(), Some(&mut broker)).unwrap();
+    assert!(inj.restarting());
+    release.send(()).unwrap();
     inj.finish_restart(Some(&mut broker)).unwrap();
     assert!(!inj.restarting() && !inj.broker_dead());
     assert_eq!(start_of(broker.as_ref()), 1);
@@ -164,9 +190,16 @@ fn finish_restart_waits_for_the_broker_that_is_booting() {
 
 #[test]
 fn a_restart_nobody_took_is_joined_and_its_broker_discarded() {
-    let (mut inj, mut broker, discarded, _dir) = killed_at_once();
+    let Setup {
+        mut inj,
+        mut broker,
+        discarded,
+        release,
+        ..
+    } = killed_at_once();
     inj.tick(Instant::now(), Some(&mut broker)).unwrap();
     assert!(inj.restarting());
+    release.send(()).unwrap();
     drop(inj);
     assert!(
         discarded.load(Ordering::SeqCst),
