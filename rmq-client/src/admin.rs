@@ -157,6 +157,34 @@ impl AdminConn {
         Ok(())
     }
 
+    /// UPDATE_AND_CREATE_TOPIC_LIST (18, 5.x): `topics` in one request, each with `queues` read
+    /// and write queues, perm 6. The body is 5.3.3's `CreateTopicListRequestBody`, a JSON list
+    /// of `TopicConfig`s; the broker registers them with the name server in one increment.
+    pub fn create_topic_list(
+        &mut self,
+        topics: &[&str],
+        queues: u32,
+        timeout: Duration,
+    ) -> Result<(), ClientError> {
+        let list: Vec<serde_json::Value> = topics
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "topicName": t, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,
+                    "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": false,
+                    "attributes": {},
+                })
+            })
+            .collect();
+        let body = serde_json::json!({ "topicConfigList": list }).to_string();
+        self.call_ok(
+            RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC_LIST, 0)
+                .with_body(body.into_bytes()),
+            timeout,
+        )?;
+        Ok(())
+    }
+
     /// GET_BROKER_RUNTIME_INFO (28): the `table` of the body (§10).
     pub fn runtime_info(
         &mut self,

@@ -180,6 +180,21 @@ impl CellCluster {
         statuses
     }
 
+    /// Ends the brokers, the slaves and the name server the quickest way their kind has
+    /// ([`Member::discard`]) and removes the stores: for a cluster whose exit statuses and
+    /// stores nobody reads (a JVM's clean stop took 12-15 s a member).
+    pub fn discard(mut self, grace: Duration) {
+        for m in self.brokers.drain(..).chain(self.slaves.drain(..)) {
+            m.discard(grace);
+        }
+        if let Some(ns) = self.namesrv.take() {
+            ns.discard();
+        }
+        for s in self.stores.iter().chain(&self.slave_stores) {
+            let _ = std::fs::remove_dir_all(s);
+        }
+    }
+
     fn stop_namesrv(&mut self) {
         if let Some(reason) = self.namesrv.take().and_then(|ns| ns.stop()) {
             eprintln!("{reason}");

@@ -187,6 +187,14 @@ impl JobCluster {
             })
     }
 
+    /// Ends what the job started the quickest way ([`CellCluster::discard`]).
+    pub fn discard(mut self, grace: Duration) {
+        self.load = None;
+        if let Some(cell) = self.cell.take() {
+            cell.discard(grace);
+        }
+    }
+
     /// Stops what the job started; a broker that did not exit cleanly is the reason returned.
     pub fn stop(mut self, grace: Duration) -> Option<ExitedAtStop> {
         self.load = None;

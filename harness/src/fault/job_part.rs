@@ -206,8 +206,10 @@ impl JobPart for FaultPart {
         Ok(())
     }
 
+    /// Not when the broker was read live, nor when nothing is read back
+    /// (`fault.read_back = false` leaves the keys unset).
     fn reads_stopped_store(&self) -> bool {
-        self.live.is_none()
+        self.live.is_none() && self.injector.keys.is_some()
     }
 
     fn after_stop(&mut self, s: Stopped<'_>, cols: JobColumns<'_>) -> Result<(), PartError> {

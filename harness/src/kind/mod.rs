@@ -241,6 +241,14 @@ pub trait NameServer: Send {
 
     /// Stops it; the reason when it did not stop cleanly.
     fn stop(self: Box<Self>) -> Option<String>;
+
+    /// Ends a name server whose cluster is being discarded ([`Member::discard`]): by default
+    /// its [`NameServer::stop`].
+    fn discard(self: Box<Self>) {
+        if let Some(reason) = self.stop() {
+            eprintln!("{reason}");
+        }
+    }
 }
 
 /// Writes `broker.conf` style `key=value` lines (sorted) to `path` and returns the text.

@@ -6,7 +6,7 @@
 //! * conf.rs   — broker.conf, ports, logging files and the JVM's command line
 //! * jars.rs   — a version's fetched jars, key list and checksum
 //! * jvm.rs    — one JVM: start, boot line, SIGTERM then SIGKILL
-//! * member.rs — a broker (and its own name server) as a [`Member`]; readiness; key check
+//! * member.rs — a broker as a [`Member`], a name server; readiness; key check
 
 mod conf;
 mod jars;
@@ -16,7 +16,9 @@ mod member;
 pub use jars::{cache_dir, Jars};
 
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use harness_model::matrix::Cell;
 use harness_model::profile::{bare_key, did_you_mean, Profile};
@@ -27,6 +29,16 @@ use super::{BrokerKind, KindRecord, Lifecycle, Member, MemberSpec, NameServer, S
 pub struct Apache {
     pub version: String,
     pub jars: Jars,
+    /// The run's name server for brokers whose keys name none, started by the first of them
+    /// ([`Apache::shared_namesrv`]); killed when the run drops the kind.
+    namesrv: Mutex<SharedNamesrv>,
+}
+
+/// The run's name server and how many were started (a second only if the first died).
+#[derive(Default)]
+struct SharedNamesrv {
+    running: Option<member::ApacheNameServer>,
+    started: u32,
 }
 
 impl Apache {
@@ -34,7 +46,37 @@ impl Apache {
         Ok(Apache {
             version: version.to_owned(),
             jars: Jars::ensure(version)?,
+            namesrv: Mutex::default(),
         })
+    }
+
+    /// The name server of every broker of the run whose keys name none, started for the first
+    /// of them with its files `apache-<version>-namesrv.*` beside that broker's cell folder
+    /// (the run's folder). It runs on the harness's CPUs (it inherits their mask), not on the
+    /// core of the broker under test, where each cell's own name server used to idle.
+    ///
+    /// One per run, not one per cell: a name server's boot took 1.6-1.8 s on about 40 Apache
+    /// starts of the whole fidelity run. The cells of a run follow each other, so a broker
+    /// under the name `broker-a` replaces the last one's address in the route: a killed
+    /// broker's entry goes when its connection closes, and 5.3.3's stateVersion stays 0
+    /// outside controller mode, so a later registration is never refused as older.
+    fn shared_namesrv(&self, spec: &MemberSpec<'_>) -> Result<SocketAddr, StartError> {
+        let mut shared = self.namesrv.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(ns) = shared.running.as_mut() {
+            if ns.running() {
+                return Ok(ns.addr());
+            }
+        }
+        shared.started += 1;
+        let stem = match shared.started {
+            1 => format!("apache-{}-namesrv", self.version),
+            n => format!("apache-{}-namesrv-{n}", self.version),
+        };
+        let dir = spec.dir.parent().unwrap_or(spec.dir);
+        let ns = member::start_namesrv(&self.jars, &self.version, dir, &stem, None)?;
+        let addr = ns.addr();
+        shared.running = Some(ns);
+        Ok(addr)
     }
 
     /// Why `key` cannot go into this version's broker.conf, if it cannot.
@@ -114,6 +156,7 @@ impl BrokerKind for Apache {
             &self.jars,
             &self.version,
             spec,
+            || self.shared_namesrv(spec),
         )?))
     }
 
