@@ -53,6 +53,11 @@ pub const WARM_UP_WINDOW: Secs = Secs(5.0);
 /// The warm-up ends at the first window whose rate is within this fraction of the window
 /// before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
 pub const WARM_UP_STEADY: f64 = 0.05;
+/// ... and, for a JVM broker, whose JIT compiled for less than this share of the window
+/// (`java.ci.totalTime` from its perf data): a steady rate alone ended Apache's warm-ups on a
+/// plateau of its climb (11-13k/s at 15-20 s, before a step to 17-24k/s at 35-45 s; whole run
+/// of 7 December 00:49), and those cells' knees came out at half the others'.
+pub const WARM_UP_JIT_QUIET: f64 = 0.1;
 
 impl Default for Knee {
     fn default() -> Self {

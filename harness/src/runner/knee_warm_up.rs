@@ -7,6 +7,11 @@
 //! the way an open loop at a fixed rate does, so the warm-up itself cannot push it into the
 //! metastable collapse `docs/src/apache.md` shows.
 //!
+//! A JVM broker's rate climbs in steps (Apache 5.3.3: a plateau near 11-13k/s at 15-20 s, then
+//! 17-24k/s at 35-45 s), so a steady rate alone can end its warm-up on a plateau. A broker that
+//! publishes HotSpot perf data ([`crate::proc::hsperf`]) is steady only once its JIT, too, has
+//! gone quiet: it compiled for less than [`WARM_UP_JIT_QUIET`] of the window.
+//!
 //! The windows are jobs on the search's broker whose seconds stay out of the run's streams
 //! ([`ProbeStage::WarmUp`]); what they measured goes to the progress lines and to the job
 //! folder's `warm-up.csv`.
@@ -15,10 +20,13 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use crate::proc::hsperf::Jit;
 use crate::runner::context::{Ctx, Probe, ProbeStage};
 use crate::runner::job::run_job;
 use harness_model::matrix::Cell;
-use harness_model::profile::{Knee, Model, Secs, WARM_UP_STEADY, WARM_UP_WINDOW};
+use harness_model::profile::{
+    Knee, Model, Secs, WARM_UP_JIT_QUIET, WARM_UP_STEADY, WARM_UP_WINDOW,
+};
 
 /// The part of each window that is counted; the rest lets its connections settle.
 const COUNTED: Secs = Secs(4.0);
@@ -33,12 +41,16 @@ pub struct Window {
     pub p99_ms: f64,
     pub timeouts: u64,
     pub valid: bool,
+    /// The share of the window the broker's JIT spent compiling; None for a broker without
+    /// one (or whose perf data could not be read).
+    pub jit_busy: Option<f64>,
 }
 
 /// How a warm-up ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarmUpEnd {
-    /// A window's rate came within [`WARM_UP_STEADY`] of the one before it.
+    /// A window's rate came within [`WARM_UP_STEADY`] of the one before it, with the JIT
+    /// quiet ([`WARM_UP_JIT_QUIET`]) on a JVM.
     Steady,
     /// `warm_up` ran out first: the first probe meets a broker still warming.
     Limit,
@@ -81,6 +93,10 @@ pub fn warm_up(
         knee.warm_up_concurrency, WARM_UP_WINDOW.0, limit.0
     ));
     let began = std::time::Instant::now();
+    let pid = broker.and_then(|(_, pid)| pid);
+    let mut jit = pid
+        .and_then(Jit::of)
+        .map(|j| (j, std::time::Instant::now()));
     let mut windows: Vec<Window> = Vec::new();
     let mut end = WarmUpEnd::Limit;
     for _ in 0..most {
@@ -99,6 +115,17 @@ pub fn warm_up(
             end = WarmUpEnd::NoLoad;
             break;
         };
+        // Over the whole window, settling second included: the JIT does not pause for it.
+        let now = pid
+            .and_then(Jit::of)
+            .map(|j| (j, std::time::Instant::now()));
+        let jit_busy = match (jit, now) {
+            (Some((a, at)), Some((b, bt))) => {
+                Some(a.busy_share(&b, bt.duration_since(at).as_secs_f64()))
+            }
+            _ => None,
+        };
+        jit = now;
         let w = Window {
             end_s: began.elapsed().as_secs_f64(),
             ok_per_s: row.ok_rate(),
@@ -106,13 +133,17 @@ pub fn warm_up(
             p99_ms: row.seg.latency_us[2] as f64 / 1000.0,
             timeouts: row.seg.counts.timeouts,
             valid: row.valid,
+            jit_busy,
         };
         ctx.progress.line(&format!(
-            "  warm-up window {}: {:.0} ok/s, busy {:.2}%, p99 {:.1} ms",
+            "  warm-up window {}: {:.0} ok/s, busy {:.2}%, p99 {:.1} ms{}",
             windows.len(),
             w.ok_per_s,
             w.busy_pct,
-            w.p99_ms
+            w.p99_ms,
+            w.jit_busy
+                .map(|j| format!(", JIT compiling {:.0}% of it", j * 100.0))
+                .unwrap_or_default()
         ));
         let sent = row.seg.sent;
         windows.push(w);
@@ -178,6 +209,7 @@ fn window_cell(cell: &Cell, knee: &Knee) -> Cell {
 /// 10.3k/s at 16 and 21 s, still climbing; or the model's fresh store, 76.7k/s in its first
 /// window, 52.7k then 54.2k/s in its fourth and fifth, 6 December). Measured against the best
 /// window instead, the model's early peak kept it warming for the whole limit.
+/// On a JVM the last window's JIT must also have been quiet ([`WARM_UP_JIT_QUIET`]).
 fn steady(windows: &[Window]) -> bool {
     let [.., before, last] = windows else {
         return false;
@@ -185,14 +217,20 @@ fn steady(windows: &[Window]) -> bool {
     before.ok_per_s > 0.0
         && last.ok_per_s < before.ok_per_s * (1.0 + WARM_UP_STEADY)
         && last.ok_per_s > before.ok_per_s * (1.0 - WARM_UP_STEADY)
+        && last.jit_busy.is_none_or(|j| j < WARM_UP_JIT_QUIET)
 }
 
 fn csv(windows: &[Window]) -> String {
-    let mut out = String::from("window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid\n");
+    let mut out =
+        String::from("window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid,jit_busy_pct\n");
     for (i, w) in windows.iter().enumerate() {
+        let jit = w
+            .jit_busy
+            .map(|j| format!("{:.1}", j * 100.0))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{i},{:.1},{:.1},{:.3},{:.3},{},{}",
+            "{i},{:.1},{:.1},{:.3},{:.3},{},{},{jit}",
             w.end_s, w.ok_per_s, w.busy_pct, w.p99_ms, w.timeouts, w.valid
         );
     }
@@ -211,6 +249,14 @@ mod tests {
             p99_ms: 0.0,
             timeouts: 0,
             valid: true,
+            jit_busy: None,
+        }
+    }
+
+    fn jvm(ok: f64, jit: f64) -> Window {
+        Window {
+            jit_busy: Some(jit),
+            ..w(ok)
         }
     }
 
@@ -228,6 +274,16 @@ mod tests {
         let fall = [76_702.0, 68_718.0, 60_403.0, 52_684.0, 54_169.0].map(w);
         assert!(!steady(&fall[..4]));
         assert!(steady(&fall));
+    }
+
+    #[test]
+    fn a_jvm_is_steady_only_once_its_jit_is_quiet() {
+        // Apache 5.3.3's plateau at 15-20 s (7 December 00:49): level, but the JIT still busy.
+        assert!(!steady(&[jvm(11_761.0, 0.9), jvm(11_442.0, 0.8)]));
+        assert!(!steady(&[jvm(11_761.0, 0.1), jvm(11_442.0, 0.1)]));
+        assert!(steady(&[jvm(23_066.0, 0.2), jvm(24_141.0, 0.05)]));
+        // Quiet but still climbing is not steady either.
+        assert!(!steady(&[jvm(17_441.0, 0.0), jvm(23_066.0, 0.0)]));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::kind::StartError;
-use crate::proc::pin::{pin_current_thread, pin_process, process_cpus, send_signal};
+use crate::proc::pin::{pin_current_thread, pin_jvm, process_cpus, send_signal};
 
 /// What to start.
 pub struct JvmSpec<'a> {
@@ -50,8 +50,8 @@ impl Jvm {
             source,
         })?;
         let mut cmd = Command::new(&spec.java);
-        // A pinned JVM boots on every CPU and is moved onto its own once ready
-        // ([`pin_process`]): a 5.3.3 broker booted in 2.2-2.8 s against 4.6-5.1 s pinned
+        // A pinned JVM boots on every CPU and is moved onto its own once ready, its JIT
+        // compiler threads onto the harness's ([`pin_jvm`]): a 5.3.3 broker booted in 2.2-2.8 s against 4.6-5.1 s pinned
         // to one core, its name server in 1.6-1.8 s against 3.1-3.4 s (idle, 2 cores). It is
         // told its CPU count, so that it sizes its GC and compiler threads and RocketMQ its
         // pools (`Runtime.availableProcessors()`) as it would have pinned from the start.
@@ -110,7 +110,7 @@ impl Jvm {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(()) => {
                     if let Some(cpus) = spec.cpus {
-                        if let Err(e) = pin_process(jvm.pid, cpus) {
+                        if let Err(e) = pin_jvm(jvm.pid, cpus) {
                             jvm.kill9();
                             return Err(StartError::Failed {
                                 reason: format!(
