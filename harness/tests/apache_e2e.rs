@@ -80,20 +80,7 @@ fn broker_runs_with_its_keys(version: &str) {
     );
     // The run's name server, beside the cell's folder, goes with the kind.
     drop(apache);
-    assert_no_jvm_under(run.path());
-}
-
-/// No process whose command line names `dir` (a JVM's -Duser.home and -c name its folder).
-fn assert_no_jvm_under(dir: &Path) {
-    let ps = Command::new("pgrep")
-        .args(["-f", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        ps.stdout.is_empty(),
-        "a JVM was left running: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    common::assert_no_jvm_under(run.path());
 }
 
 /// The name server's port, from the listenPort its conf was given.
@@ -177,7 +164,7 @@ fn a_kind_s_brokers_share_one_name_server_that_goes_with_the_kind() {
         "a second name server was started"
     );
     drop(apache);
-    assert_no_jvm_under(run.path());
+    common::assert_no_jvm_under(run.path());
 }
 
 #[test]
@@ -222,9 +209,9 @@ fn a_value_apache_ignores_in_silence_refuses_the_broker() {
     assert!(err.contains("sendMessageThreadPoolNums=four"), "{err}");
     // Stopped, not left running: no JVM of this cell's folder remains (the run's name server
     // runs on until the kind goes).
-    assert_no_jvm_under(&dir);
+    common::assert_no_jvm_under(&dir);
     drop(apache);
-    assert_no_jvm_under(run.path());
+    common::assert_no_jvm_under(run.path());
 }
 
 #[test]

@@ -134,13 +134,5 @@ fn apache_broker_serves_until_sigterm() {
     let status = s.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(gone(s.pid), "JVM pid {} left running", s.pid);
-    let ps = Command::new("pgrep")
-        .args(["-f", &dir.path().display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        ps.stdout.is_empty(),
-        "a JVM was left running: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    common::assert_no_jvm_under(dir.path());
 }

@@ -77,3 +77,16 @@ pub fn own_broker(dir: &Path, keys: &[(&str, &str)]) -> BrokerProcess {
     )
     .expect("broker starts")
 }
+
+/// No process whose command line names `dir` (a JVM's -Duser.home and -c name its folder).
+pub fn assert_no_jvm_under(dir: &Path) {
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "a JVM was left running: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
