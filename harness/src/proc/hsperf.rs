@@ -46,30 +46,8 @@ pub fn parse(b: &[u8]) -> Result<Counters, HsperfError> {
     if head[5] != 2 {
         return Err(HsperfError::Version(head[5], head[6]));
     }
-    let i32_at = |at: usize| -> Result<i32, HsperfError> {
-        let s: [u8; 4] = b
-            .get(at..at + 4)
-            .ok_or(short(at))?
-            .try_into()
-            .expect("4 bytes");
-        Ok(if little {
-            i32::from_le_bytes(s)
-        } else {
-            i32::from_be_bytes(s)
-        })
-    };
-    let i64_at = |at: usize| -> Result<i64, HsperfError> {
-        let s: [u8; 8] = b
-            .get(at..at + 8)
-            .ok_or(short(at))?
-            .try_into()
-            .expect("8 bytes");
-        Ok(if little {
-            i64::from_le_bytes(s)
-        } else {
-            i64::from_be_bytes(s)
-        })
-    };
+    let i32_at = |at: usize| word::<4>(b, at, little).map(i32::from_be_bytes);
+    let i64_at = |at: usize| word::<8>(b, at, little).map(i64::from_be_bytes);
     let entry_offset = i32_at(24)?.max(0) as usize;
     let entries = i32_at(28)?.max(0) as usize;
     let mut out = Counters::new();
@@ -98,6 +76,19 @@ pub fn parse(b: &[u8]) -> Result<Counters, HsperfError> {
         at += length as usize;
     }
     Ok(out)
+}
+
+/// The `N` bytes at `at`, in big-endian order whatever the file's (`little`: its byte order).
+fn word<const N: usize>(b: &[u8], at: usize, little: bool) -> Result<[u8; N], HsperfError> {
+    let mut w: [u8; N] = b
+        .get(at..at + N)
+        .ok_or(HsperfError::Short(at))?
+        .try_into()
+        .expect("N bytes");
+    if little {
+        w.reverse();
+    }
+    Ok(w)
 }
 
 /// Where the JVM `pid`, run by the harness's own user, publishes its counters: HotSpot's

@@ -197,11 +197,7 @@ mod tests {
         pin_process(child.id(), &all[..1]).unwrap();
         let lists: Vec<String> = std::fs::read_dir(&tasks)
             .unwrap()
-            .map(|t| {
-                let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
-                let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:"));
-                line.unwrap().split(':').nth(1).unwrap().trim().to_owned()
-            })
+            .map(|t| allowed_list(&t.unwrap().path()))
             .collect();
         let _ = child.kill();
         let _ = child.wait();
@@ -250,15 +246,7 @@ mod tests {
                                 .unwrap_or_default()
                                 .trim()
                                 .to_owned();
-                            let status = std::fs::read_to_string(t.path().join("status"))
-                                .unwrap_or_default();
-                            let cpus = status
-                                .lines()
-                                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                                .unwrap_or("")
-                                .trim()
-                                .to_owned();
-                            (comm, cpus)
+                            (comm, allowed_list(&t.path()))
                         })
                         .collect()
                 })
@@ -291,6 +279,17 @@ mod tests {
                 assert_eq!(*cpus, all[0].to_string(), "{comm}: {seen:?}");
             }
         }
+    }
+
+    /// A thread's `Cpus_allowed_list` (`/proc/<pid>/task/<tid>/status`), empty if it is gone.
+    fn allowed_list(task: &std::path::Path) -> String {
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_owned()
     }
 
     /// `0-1,3` as `["0", "1", "3"]`.

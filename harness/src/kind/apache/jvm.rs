@@ -51,7 +51,8 @@ impl Jvm {
         })?;
         let mut cmd = Command::new(&spec.java);
         // A pinned JVM boots on every CPU and is moved onto its own once ready, its JIT
-        // compiler threads onto the harness's ([`pin_jvm`]): a 5.3.3 broker booted in 2.2-2.8 s against 4.6-5.1 s pinned
+        // compiler threads onto the harness's ([`pin_jvm`]): a 5.3.3 broker booted in
+        // 2.2-2.8 s against 4.6-5.1 s pinned
         // to one core, its name server in 1.6-1.8 s against 3.1-3.4 s (idle, 2 cores). It is
         // told its CPU count, so that it sizes its GC and compiler threads and RocketMQ its
         // pools (`Runtime.availableProcessors()`) as it would have pinned from the start.

@@ -168,7 +168,7 @@ pub(super) fn start_broker(
 /// from a broker it does not list (5.3.3 RouteInfoManager.registerBroker, "Can't register
 /// topicConfigWrapper ... has not registered"). One read-write queue each; nothing is sent to
 /// them.
-pub const NUDGE_TOPICS: [&str; 2] = ["HARNESS_REGISTER_NUDGE_1", "HARNESS_REGISTER_NUDGE_2"];
+const NUDGE_TOPICS: [&str; 2] = ["HARNESS_REGISTER_NUDGE_1", "HARNESS_REGISTER_NUDGE_2"];
 
 /// Waits until the broker is in the name server's cluster table. A broker registers inside
 /// `BrokerController.start()`, before its boot line, so one that is not listed at the boot
@@ -187,13 +187,15 @@ fn registered_or_nudged(
     addr: SocketAddr,
     version: &str,
 ) -> Result<(), String> {
-    if registered(namesrv, addr, Duration::ZERO, &|| false).is_ok() || version.starts_with('4') {
-        return registered(namesrv, addr, Duration::from_secs(30), &|| false);
+    if registered(namesrv, addr, Duration::ZERO, &|| false).is_ok() {
+        return Ok(());
     }
-    let timeout = Duration::from_secs(5);
-    // A nudge that fails leaves the periodic registration, which the wait below still meets.
-    let _ = AdminConn::connect(addr, timeout)
-        .and_then(|mut c| c.create_topic_list(&NUDGE_TOPICS, 1, timeout));
+    if !version.starts_with('4') {
+        let timeout = Duration::from_secs(5);
+        // A nudge that fails leaves the periodic registration, which the wait below meets.
+        let _ = AdminConn::connect(addr, timeout)
+            .and_then(|mut c| c.create_topic_list(&NUDGE_TOPICS, 1, timeout));
+    }
     registered(namesrv, addr, Duration::from_secs(30), &|| false)
 }
 
