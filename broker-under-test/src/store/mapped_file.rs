@@ -1,6 +1,7 @@
 //! One CommitLog file: a memory map plus write/commit/flush positions (RocketMQ `MappedFile`, §9).
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,7 +22,8 @@ pub(crate) struct MappedFile {
     size: usize,
     path: PathBuf,
     map: MmapRaw,
-    _file: File,
+    /// Written by commits (pwrite, as RocketMQ's FileChannel); appends and reads use `map`.
+    file: File,
     /// The transient-pool buffer appends go to; taken out and returned once the file is fully committed.
     write_buffer: Mutex<Option<Arc<PoolBuffer>>>,
     /// Whether this file was created with a write buffer (then readers see only committed bytes).
@@ -94,7 +96,7 @@ impl MappedFile {
             size,
             path,
             map,
-            _file: file,
+            file,
             write_buffer: Mutex::new(write_buffer),
             buffered,
             wrote: AtomicUsize::new(0),
@@ -184,8 +186,8 @@ impl MappedFile {
         self.wrote.store(pos + bytes.len(), Ordering::Release);
     }
 
-    /// The one place bytes are copied into the file's mapped pages (appends without a buffer,
-    /// commits with one): the page-cache model stalls the calling thread here.
+    /// Where appends without a buffer copy into the file's mapped pages; the page-cache model
+    /// stalls the calling thread here (a commit's pwrite takes the same stall in `commit`).
     ///
     /// # Safety
     /// `src` must be valid for `len` bytes, `[pos, pos + len)` inside the file and written by
@@ -262,11 +264,28 @@ impl MappedFile {
             let buf = self.write_buffer.lock().clone();
             if let Some(b) = buf {
                 // SAFETY: [committed, wrote) of the buffer is fully written (wrote was loaded with
-                // Acquire) and no appender touches it again; the destination range of the map is
-                // above every reader's limit until `committed` is advanced below, and the
-                // CommitLog's commit lock makes this the only committer.
-                unsafe { self.write_pages(committed, b.ptr().add(committed), wrote - committed) };
-                self.committed.store(wrote, Ordering::Release);
+                // Acquire) and no appender touches it again (appends go beyond `wrote`).
+                let src = unsafe {
+                    std::slice::from_raw_parts(
+                        b.ptr().add(committed).cast_const(),
+                        wrote - committed,
+                    )
+                };
+                // RocketMQ's commit0 writes through the FileChannel (pwrite), not the map: the
+                // kernel fills whole page-cache pages from the buffer without the page faults
+                // and zeroing a first store into a mapped page costs. That saving is much of
+                // what the pool is for, so the model does the same. The destination is above
+                // every reader's limit until `committed` is advanced, and the CommitLog's commit
+                // lock makes this the only committer. On failure, like commit0, log and leave
+                // `committed` where it was: the next round tries again.
+                self.pages.before_write(committed);
+                match self.file.write_all_at(src, committed as u64) {
+                    Ok(()) => self.committed.store(wrote, Ordering::Release),
+                    Err(e) => eprintln!(
+                        "Error occurred when commit data to FileChannel. {}: {e}",
+                        self.path.display()
+                    ),
+                }
             }
         }
         if self.committed() == self.size {

@@ -8,9 +8,9 @@
 //! is the appender, inside the put lock; with the pool on it is CommitRealTimeService, outside it.
 //!
 //! Two stalls, both charged to the writer by the write itself, never by a look at the pool flag:
-//! every copy into a CommitLog file's map goes through [`FilePages::before_write`], and only
-//! those copies do. Appends into a pool buffer (anonymous, locked memory) never get here; the
-//! commit thread's copy from that buffer into the map does, and so does an append into a file
+//! every write into a CommitLog file's pages goes through [`FilePages::before_write`], and only
+//! those writes do. Appends into a pool buffer (anonymous, locked memory) never get here; the
+//! commit thread's pwrite from that buffer into the file does, and so does an append into a file
 //! that has no buffer (pool off, or a pool that ran dry without fast-fail).
 //!
 //! - `injectPageCacheStallMillis` / `injectPageCacheStallIntervalMillis`: at most once per

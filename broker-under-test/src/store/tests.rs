@@ -152,3 +152,43 @@ fn a_callback_may_shut_the_store_down() {
         PutMessageStatus::PutOk
     );
 }
+
+/// The commit thread runs under SCHED_BATCH (`service::no_wakeup_preemption`): woken by every
+/// put, it must not preempt the send thread on a shared core. Read back from the kernel, by the
+/// thread's name, as `chrt -p` would.
+#[test]
+fn the_commit_thread_runs_under_sched_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(StoreConfig {
+        store_path_root_dir: dir.path().to_path_buf(),
+        mapped_file_size_commit_log: MIN_MAPPED_FILE_SIZE,
+        transient_store_pool_in_effect: true,
+        transient_store_pool_size: 2,
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let policies = loop {
+        let mut found = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() == "CommitRealTimeS" {
+                let tid: libc::pid_t = task.file_name().to_string_lossy().parse().unwrap();
+                // SAFETY: sched_getscheduler only reads the policy of the given thread.
+                found.push(unsafe { libc::sched_getscheduler(tid) });
+            }
+        }
+        // The thread sets its policy first thing; poll until it is there (or the deadline).
+        if !found.is_empty() && found.iter().all(|&p| p == libc::SCHED_BATCH) {
+            break found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "commit threads' policies: {found:?}, want SCHED_BATCH ({})",
+            libc::SCHED_BATCH
+        );
+        std::thread::yield_now();
+    };
+    assert!(policies.iter().all(|&p| p == libc::SCHED_BATCH));
+    store.shutdown();
+}
