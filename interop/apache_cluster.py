@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 
-from cluster import Cluster, _die_with_parent, free_port
+from cluster import Cluster, _die_with_parent, release, reserve_ports
 from wire import Proxy
 
 # JVM start, store recovery and the first registration on a busy 2-core machine.
@@ -25,9 +25,10 @@ READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 
 
-def free_port_triple():
-    """A port P with P-2 (the fast port), P and P+1 (the HA port) free: Apache binds all three."""
-    return free_port((-2, 0, 1))
+def reserve_port_triple():
+    """A port P with P-2 (the fast port), P and P+1 (the HA port) free and held (see
+    `cluster.reserve_ports`): Apache binds all three."""
+    return reserve_ports((-2, 0, 1))
 
 
 class Serve:
@@ -98,7 +99,8 @@ class ApacheCluster(Cluster):
         )
         self.namesrv = self.namesrv_serve
         self.namesrv.addr = self.namesrv_serve.addrs["namesrv"]
-        self.broker_port = free_port_triple()
+        # Held until the broker starts (see cluster.Cluster).
+        self.broker_port, self._held = reserve_port_triple()
         self.broker_sets = list(broker_sets)
         self.broker_proxy = Proxy(
             "broker", ("127.0.0.1", self.broker_port), capture=capture, watch=watch
@@ -126,6 +128,7 @@ class ApacheCluster(Cluster):
                 "--set", f"storePathRootDir={os.path.join(self.dir, 'store')}"]
         for s in self.broker_sets:
             argv += ["--set", s]
+        release(self._held)
         self.broker = Serve("broker", argv, os.path.join(self.logs, f"serve-broker-{self.starts}.log"))
         self.wait_route("TBW102", timeout=30.0)
 

@@ -20,9 +20,11 @@ from wire import Proxy
 READY_TIMEOUT = 30.0
 
 
-def free_port(offsets=(0, -2)):
+def reserve_ports(offsets=(0, -2)):
     """A port P with P + o free for every o of `offsets` (default: P and its fast port P - 2,
-    which the broker binds too; Apache's broker binds its HA port P + 1 as well)."""
+    which the broker binds too; Apache's broker binds its HA port P + 1 as well), and the bound
+    sockets that hold them: while they are open no other bind, and no outgoing connection's
+    ephemeral port, can take them. Close them (`release`) right before the broker binds."""
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -35,18 +37,23 @@ def free_port(offsets=(0, -2)):
                 s = socket.socket()
                 socks.append(s)
                 s.bind(("127.0.0.1", p + o))
-            return p
+            return p, socks
         except OSError:
+            release(socks)
             continue
-        finally:
-            for s in socks:
-                s.close()
     raise RuntimeError(f"no free ports P{offsets} on 127.0.0.1")
 
 
-def free_port_pair():
-    """A port P with P and P-2 both free (the broker binds its fast port at P-2)."""
-    return free_port((0, -2))
+def release(socks):
+    for s in socks:
+        s.close()
+    socks.clear()
+
+
+def reserve_port_pair():
+    """A port P with P and P-2 both free (the broker binds its fast port at P-2), held (see
+    `reserve_ports`)."""
+    return reserve_ports((0, -2))
 
 
 # prctl(PR_SET_PDEATHSIG): a scenario process that dies (the C++ client can abort) takes its
@@ -114,7 +121,9 @@ class Cluster:
             [os.path.join(bin_dir, "name-server"), "--set", "listenPort=0"],
             os.path.join(self.logs, "name-server.log"),
         )
-        self.broker_port = free_port_pair()
+        # Held until the broker starts: the proxies and the name server's connections made
+        # meanwhile must not land on it (a broker once failed to bind its fast port so).
+        self.broker_port, self._held = reserve_port_pair()
         self.broker_sets = list(broker_sets)
         self.broker = None
         self.broker_proxy = Proxy(
@@ -141,6 +150,7 @@ class Cluster:
         argv = [os.path.join(self.bin_dir, "broker-under-test")]
         for s in sets:
             argv += ["--set", s]
+        release(self._held)
         self.broker = Process("broker", argv, os.path.join(self.logs, "broker.log"))
         self.wait_route("TBW102")
 
