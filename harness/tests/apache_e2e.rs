@@ -348,13 +348,5 @@ fn a_cell_s_jvm_is_discarded_beside_the_next_start_and_before_its_load() {
         !first_dir.join("store").exists(),
         "the first store was left"
     );
-    let ps = Command::new("pgrep")
-        .args(["-f", &dir.path().display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        ps.stdout.is_empty(),
-        "a JVM outlived the run: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    common::assert_no_jvm_under(dir.path());
 }
