@@ -287,6 +287,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         stop_after_jobs: None,
         quiet: false,
         spread,
+        kinds: None,
     };
     let result = runner::run_profile(&profile, &opts);
     done.cancel();

@@ -27,7 +27,7 @@ fn conf(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 /// One broker of `version` with two non-default keys: up, configured, answering, killed.
 fn broker_runs_with_its_keys(version: &str) {
-    let apache = Apache::new(version).expect("jars (scripts/apache-jars.sh)");
+    let apache = Apache::new(version, None).expect("jars (scripts/apache-jars.sh)");
     let run = tempfile::tempdir().unwrap();
     let dir = run.path().join("cell");
     std::fs::create_dir(&dir).unwrap();
@@ -103,7 +103,7 @@ fn namesrv_port(conf: &Path) -> u16 {
     ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
 )]
 fn a_kind_s_brokers_share_one_name_server_that_goes_with_the_kind() {
-    let apache = Apache::new("5.3.3").expect("jars (scripts/apache-jars.sh)");
+    let apache = Apache::new("5.3.3", None).expect("jars (scripts/apache-jars.sh)");
     let run = tempfile::tempdir().unwrap();
     let mut ports = Vec::new();
     for cell in ["c1", "c2"] {
@@ -191,7 +191,7 @@ fn apache_4_9_7_runs_with_the_keys_it_was_given() {
     ignore = "no JDK: install openjdk-17-jdk-headless (apt-get) to start Apache RocketMQ"
 )]
 fn a_value_apache_ignores_in_silence_refuses_the_broker() {
-    let apache = Apache::new("5.3.3").expect("jars");
+    let apache = Apache::new("5.3.3", None).expect("jars");
     let run = tempfile::tempdir().unwrap();
     let dir = run.path().join("cell");
     std::fs::create_dir(&dir).unwrap();

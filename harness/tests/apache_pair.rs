@@ -89,7 +89,7 @@ fn pair_answers_0_then_12(version: &str) {
     let set = format!("broker.version={version}");
     let profile = Profile::parse(PAIR, "p.toml", Path::new("p.toml"), &[set]).unwrap();
     let cell = expand(&profile).unwrap().remove(0);
-    let apache = Apache::new(version).expect("jars (scripts/apache-jars.sh)");
+    let apache = Apache::new(version, None).expect("jars (scripts/apache-jars.sh)");
     let dir = tempfile::tempdir().unwrap();
     let cc = CellCluster::start_pairs(&apache, &cell, (1, 1), dir.path(), None)
         .expect("the pair starts and the slave reports");

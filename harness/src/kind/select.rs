@@ -1,12 +1,13 @@
 //! Each cell's kind of broker: `--target` / `--namesrv` drive brokers somebody else runs;
 //! otherwise a cell's `[broker] kind` / `version` (or `--broker`) choose broker-under-test or
-//! an Apache RocketMQ version. One shared instance per kind; every kind checks its own cells
-//! before anything starts.
+//! an Apache RocketMQ version. One shared instance per kind (per run, or across runs through a
+//! [`KindCache`]); every kind checks its own cells before anything starts.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use harness_model::matrix::Cell;
 use harness_model::profile::{BrokerChoice, Profile, KIND_KEY, VERSION_KEY};
@@ -23,6 +24,50 @@ pub struct Source<'a> {
     pub target_pid: Option<u32>,
     pub namesrv: Option<SocketAddr>,
     pub broker_bin: Option<&'a Path>,
+    /// Kinds kept from earlier runs of the same process; None: the run's own.
+    pub cache: Option<&'a KindCache>,
+}
+
+/// Kinds kept across the runs of one process (`harness fidelity`'s rows), one instance per
+/// choice, so that an Apache version's name server, started by the first run that needs it,
+/// serves every later run: 17 name servers took 2.4-3.4 s each of a 32-minute fidelity run,
+/// one per row and version. Its files go to `namesrv_dir`. Dropping the cache (the last run's
+/// kinds with it) stops those name servers.
+#[derive(Default)]
+pub struct KindCache {
+    kinds: Mutex<BTreeMap<BrokerChoice, Kind>>,
+    /// Where a shared name server writes its configuration and log; None: beside the cell
+    /// folder of the first broker that needs it (its run's folder).
+    namesrv_dir: Option<PathBuf>,
+}
+
+impl KindCache {
+    pub fn new(namesrv_dir: Option<PathBuf>) -> KindCache {
+        KindCache {
+            kinds: Mutex::default(),
+            namesrv_dir,
+        }
+    }
+
+    fn get(&self, choice: &BrokerChoice, broker_bin: Option<&Path>) -> anyhow::Result<Kind> {
+        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(k) = kinds.get(choice) {
+            return Ok(k.clone());
+        }
+        let k = make(choice, broker_bin, self.namesrv_dir.clone())?;
+        kinds.insert(choice.clone(), k.clone());
+        Ok(k)
+    }
+}
+
+impl fmt::Debug for KindCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("KindCache")
+            .field("kinds", &kinds.keys().collect::<Vec<_>>())
+            .field("namesrv_dir", &self.namesrv_dir)
+            .finish()
+    }
 }
 
 /// The kind of each cell (by index), after every kind checked its cells.
@@ -56,7 +101,11 @@ pub fn for_cells(src: Source<'_>, profile: &Profile, cells: &[Cell]) -> anyhow::
         if kinds.contains_key(choice) {
             continue;
         }
-        kinds.insert(choice.clone(), for_choice(choice, src.broker_bin)?);
+        let kind = match src.cache {
+            Some(cache) => cache.get(choice, src.broker_bin)?,
+            None => for_choice(choice, src.broker_bin)?,
+        };
+        kinds.insert(choice.clone(), kind);
     }
     for (choice, kind) in &kinds {
         let mine: Vec<Cell> = cells
@@ -73,9 +122,17 @@ pub fn for_cells(src: Source<'_>, profile: &Profile, cells: &[Cell]) -> anyhow::
 /// The kind a choice names: broker-under-test's binary (`--broker-bin`, else found or built),
 /// or an Apache version's jars (fetched on first use).
 pub fn for_choice(choice: &BrokerChoice, broker_bin: Option<&Path>) -> anyhow::Result<Kind> {
+    make(choice, broker_bin, None)
+}
+
+fn make(
+    choice: &BrokerChoice,
+    broker_bin: Option<&Path>,
+    namesrv_dir: Option<PathBuf>,
+) -> anyhow::Result<Kind> {
     Ok(match choice {
         BrokerChoice::InTree => Arc::new(InTree::locate(broker_bin)?),
-        BrokerChoice::Apache { version } => Arc::new(Apache::new(version)?),
+        BrokerChoice::Apache { version } => Arc::new(Apache::new(version, namesrv_dir)?),
     })
 }
 
@@ -89,4 +146,25 @@ pub fn records(kinds: &[Kind]) -> Vec<KindRecord> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cache_hands_every_run_the_same_kind_and_a_run_without_one_its_own() {
+        // Any file will do: locating the in-tree kind only checks that it is there.
+        let bin = std::env::current_exe().expect("the test binary");
+        let cache = KindCache::new(None);
+        let a = cache.get(&BrokerChoice::InTree, Some(&bin)).expect("kind");
+        let b = cache.get(&BrokerChoice::InTree, Some(&bin)).expect("kind");
+        assert!(Arc::ptr_eq(&a, &b), "one instance across runs");
+        let own = for_choice(&BrokerChoice::InTree, Some(&bin)).expect("kind");
+        assert!(
+            !Arc::ptr_eq(&a, &own),
+            "a run without the cache makes its own"
+        );
+        assert!(format!("{cache:?}").contains("InTree"));
+    }
 }

@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub quiet: bool,
     /// `--shard` and `--start-at`: this process's share of the schedule and its start.
     pub spread: harness_model::shard::Spread,
+    /// Kinds of broker kept across runs (`harness fidelity`'s rows share Apache's name
+    /// servers); None: the run makes its own and drops them at its end.
+    pub kinds: Option<std::sync::Arc<crate::kind::select::KindCache>>,
 }
 
 /// The result of a run.

@@ -77,6 +77,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         target_pid: opts.broker_pid,
         namesrv: opts.namesrv,
         broker_bin: opts.broker_bin.as_deref(),
+        cache: opts.kinds.as_deref(),
     };
     let kinds = select::for_cells(source, profile, &cells)?;
     // A shard already too late for the shared start refuses before it writes anything.
@@ -231,6 +232,7 @@ pub fn check_cells(profile: &Profile, broker_bin: Option<&Path>) -> anyhow::Resu
         target_pid: None,
         namesrv: None,
         broker_bin,
+        cache: None,
     };
     select::for_cells(source, profile, &cells).map(|_| ())
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Sizes the harness sets unless the cell sets them (§3, "sizing sketch"): 1 GiB commit-log
 /// files would put 5 GiB of direct memory behind a transient store pool, and the index file
@@ -167,6 +167,38 @@ pub fn direct_memory_mb(conf: &BTreeMap<String, String>) -> u64 {
     DIRECT_BASE_MB + pool.div_ceil(1 << 20)
 }
 
+/// What the JVMs of a version do with class-data sharing (`super::cds`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Cds {
+    /// No archive of our own (the JDK's default archive of its own classes still maps).
+    #[default]
+    Off,
+    /// Map these archives.
+    Use { namesrv: PathBuf, broker: PathBuf },
+    /// Write these archives at exit.
+    Write { namesrv: PathBuf, broker: PathBuf },
+}
+
+impl Cds {
+    /// The JVM flag for `role`, if any.
+    pub fn flag(&self, role: Role) -> Option<String> {
+        let pick = |namesrv: &Path, broker: &Path| match role {
+            Role::NameServer => namesrv.display().to_string(),
+            Role::Broker => broker.display().to_string(),
+        };
+        match self {
+            Cds::Off => None,
+            Cds::Use { namesrv, broker } => {
+                Some(format!("-XX:SharedArchiveFile={}", pick(namesrv, broker)))
+            }
+            Cds::Write { namesrv, broker } => Some(format!(
+                "-XX:ArchiveClassesAtExit={}",
+                pick(namesrv, broker)
+            )),
+        }
+    }
+}
+
 /// Which process a command line is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -201,6 +233,7 @@ pub fn jvm_args(
     home: &Path,
     conf: &Path,
     direct_mb: u64,
+    cds: &Cds,
 ) -> std::io::Result<Vec<String>> {
     let heap = match role {
         Role::NameServer => NAMESRV_HEAP,
@@ -215,6 +248,7 @@ pub fn jvm_args(
         format!("-XX:MaxDirectMemorySize={direct_mb}m"),
     ];
     args.extend(MODULE_FLAGS.iter().map(|s| (*s).to_owned()));
+    args.extend(cds.flag(role));
     args.push(format!("-Duser.home={}", home.display()));
     args.push(format!("-Drocketmq.home.dir={}", home.display()));
     let (v4_file, v5_resource) = role.logback();
@@ -258,6 +292,47 @@ fn logback_v4(home: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_archive_flag_names_the_role_s_file_and_comes_before_the_class_path() {
+        let home = std::env::temp_dir().join(format!("cds-flag-{}", std::process::id()));
+        let (ns, br) = (
+            PathBuf::from("/a/namesrv.jsa"),
+            PathBuf::from("/a/broker.jsa"),
+        );
+        let args = |role, cds: &Cds| {
+            jvm_args(
+                role,
+                "5.3.3",
+                Path::new("/lib"),
+                &home,
+                Path::new("/c"),
+                128,
+                cds,
+            )
+            .expect("args")
+        };
+        let using = Cds::Use {
+            namesrv: ns.clone(),
+            broker: br.clone(),
+        };
+        let a = args(Role::Broker, &using);
+        let at = a
+            .iter()
+            .position(|f| f == "-XX:SharedArchiveFile=/a/broker.jsa")
+            .expect("the broker's archive");
+        assert!(at < a.iter().position(|f| f == "-cp").expect("-cp"));
+        let a = args(
+            Role::NameServer,
+            &Cds::Write {
+                namesrv: ns,
+                broker: br,
+            },
+        );
+        assert!(a.contains(&"-XX:ArchiveClassesAtExit=/a/namesrv.jsa".to_owned()));
+        let a = args(Role::Broker, &Cds::Off);
+        assert!(!a.iter().any(|f| f.contains("Archive")), "{a:?}");
+    }
 
     #[test]
     fn direct_memory_covers_the_pool_only_when_it_is_on() {

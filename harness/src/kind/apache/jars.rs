@@ -7,6 +7,8 @@ use std::process::Command;
 
 use anyhow::Context;
 
+use super::conf::Cds;
+
 /// One version's fetched jars.
 #[derive(Debug, Clone)]
 pub struct Jars {
@@ -18,6 +20,8 @@ pub struct Jars {
     pub java: PathBuf,
     /// `java -version`'s first line.
     pub runtime: String,
+    /// The class-data archives its JVMs map ([`super::cds::ensure`] sets them).
+    pub cds: Cds,
 }
 
 /// The repository's root (where `apache/` and `scripts/` are).
@@ -72,6 +76,7 @@ impl Jars {
             checksum: read("checksum")?.trim().to_owned(),
             java,
             runtime: read("java")?.trim().to_owned(),
+            cds: Cds::Off,
         })
     }
 }

@@ -56,8 +56,16 @@ pub(super) fn start_namesrv(
         let port = conf::free_port().map_err(|e| failed(format!("choosing a port: {e}")))?;
         std::fs::write(&conf_path, format!("listenPort={port}\n"))
             .map_err(conf_error(&conf_path))?;
-        let args = conf::jvm_args(Role::NameServer, version, &jars.lib, &home, &conf_path, 128)
-            .map_err(conf_error(&home))?;
+        let args = conf::jvm_args(
+            Role::NameServer,
+            version,
+            &jars.lib,
+            &home,
+            &conf_path,
+            128,
+            &jars.cds,
+        )
+        .map_err(conf_error(&home))?;
         let jvm = Jvm::start(&JvmSpec {
             java: jars.java.clone(),
             args,
@@ -133,8 +141,16 @@ pub(super) fn start_broker(
             .or_insert_with(|| home.join("store").display().to_string());
         write_conf(&conf_path, &keys).map_err(conf_error(&conf_path))?;
         let direct = conf::direct_memory_mb(&keys);
-        let args = conf::jvm_args(Role::Broker, version, &jars.lib, &home, &conf_path, direct)
-            .map_err(conf_error(&home))?;
+        let args = conf::jvm_args(
+            Role::Broker,
+            version,
+            &jars.lib,
+            &home,
+            &conf_path,
+            direct,
+            &jars.cds,
+        )
+        .map_err(conf_error(&home))?;
         let jvm = Jvm::start(&JvmSpec {
             java: jars.java.clone(),
             args,

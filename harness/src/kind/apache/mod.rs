@@ -4,10 +4,12 @@
 //! started per cell with the cell's RocketMQ keys. Reference: `apache-rocketmq-java.md`.
 //!
 //! * conf.rs   — broker.conf, ports, logging files and the JVM's command line
+//! * cds.rs    — class-data archives that shorten each JVM's boot
 //! * jars.rs   — a version's fetched jars, key list and checksum
 //! * jvm.rs    — one JVM: start, boot line, SIGTERM then SIGKILL
 //! * member.rs — a broker as a [`Member`], a name server; readiness; key check
 
+mod cds;
 mod conf;
 mod jars;
 mod jvm;
@@ -17,7 +19,7 @@ pub use jars::{cache_dir, Jars};
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use harness_model::matrix::Cell;
@@ -32,6 +34,8 @@ pub struct Apache {
     /// The run's name server for brokers whose keys name none, started by the first of them
     /// ([`Apache::shared_namesrv`]); killed when the run drops the kind.
     namesrv: Mutex<SharedNamesrv>,
+    /// Where that name server's files go; None: beside the first broker's cell folder.
+    namesrv_dir: Option<PathBuf>,
 }
 
 /// The run's name server and how many were started (a second only if the first died).
@@ -42,17 +46,23 @@ struct SharedNamesrv {
 }
 
 impl Apache {
-    pub fn new(version: &str) -> anyhow::Result<Apache> {
+    /// `namesrv_dir`: where the shared name server's files go (a kind kept across runs,
+    /// [`super::select::KindCache`]); None puts them in the run's folder.
+    pub fn new(version: &str, namesrv_dir: Option<PathBuf>) -> anyhow::Result<Apache> {
+        let mut jars = Jars::ensure(version)?;
+        jars.cds = cds::ensure(&jars, version);
         Ok(Apache {
             version: version.to_owned(),
-            jars: Jars::ensure(version)?,
+            jars,
             namesrv: Mutex::default(),
+            namesrv_dir,
         })
     }
 
     /// The name server of every broker of the run whose keys name none, started for the first
     /// of them with its files `apache-<version>-namesrv.*` beside that broker's cell folder
-    /// (the run's folder). It runs on the harness's CPUs (it inherits their mask), not on the
+    /// (the run's folder), or in `namesrv_dir` for a kind kept across runs (then it serves
+    /// them all). It runs on the harness's CPUs (it inherits their mask), not on the
     /// core of the broker under test, where each cell's own name server used to idle.
     ///
     /// One per run, not one per cell: a name server's boot took 1.6-1.8 s on about 40 Apache
@@ -72,7 +82,10 @@ impl Apache {
             1 => format!("apache-{}-namesrv", self.version),
             n => format!("apache-{}-namesrv-{n}", self.version),
         };
-        let dir = spec.dir.parent().unwrap_or(spec.dir);
+        let dir = match &self.namesrv_dir {
+            Some(d) => d.as_path(),
+            None => spec.dir.parent().unwrap_or(spec.dir),
+        };
         let ns = member::start_namesrv(&self.jars, &self.version, dir, &stem, None)?;
         let addr = ns.addr();
         shared.running = Some(ns);
