@@ -1,6 +1,7 @@
 //! `harness fidelity`: runs each row's profile of `profiles/fidelity/rows.toml` (the model and
-//! Apache RocketMQ alternating within one run, as the profile's `broker.kind` axis says) into
-//! `<out>/<row>/`, and after every row rewrites `table.md`, `table.csv` and `provenance.json`
+//! Apache RocketMQ alternating within one run, as the profile's `broker.kind` axis says; or one
+//! run per broker, after each other for a `rate_from` row and at once for a `side_by_side` one)
+//! into `<out>/<row>/`, and after every row rewrites `table.md`, `table.csv` and `provenance.json`
 //! in `<out>` (atomically), so an interrupted run keeps the rows it finished and says which it
 //! did not reach. The verdicts are `harness_analysis::fidelity`'s; this file runs and writes.
 
@@ -11,14 +12,17 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use harness_analysis::fidelity::{
-    apache_release, broker_values, counts, load_row, render_csv, render_markdown, table_for,
-    RateFrom, RowOutcome, RowSpec, RowStatus, RowsFile,
+    counts, load_row, render_csv, render_markdown, table_for, Brokers, RowOutcome, RowSpec,
+    RowStatus, RowsFile,
 };
 use harness_results::write_atomic;
 use tokio_util::sync::CancellationToken;
 
 use crate::kind::select::KindCache;
 use crate::{exit, interrupt, provenance, runner};
+
+mod runs;
+use runs::{per_broker_runs, run_at_once, run_one, side_by_side_runs, Env};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct FidelityArgs {
@@ -200,7 +204,6 @@ fn write_outputs(
     Ok(md)
 }
 
-/// One profile run into `folder`.
 /// A row's `--set`s: its own, its quick ones under --quick, then the command line's.
 fn row_sets(spec: &RowSpec, args: &FidelityArgs) -> Vec<String> {
     let mut sets = spec.set.clone();
@@ -209,81 +212,6 @@ fn row_sets(spec: &RowSpec, args: &FidelityArgs) -> Vec<String> {
     }
     sets.extend(args.set.iter().cloned());
     sets
-}
-
-fn run_one(
-    profile_path: &Path,
-    sets: &[String],
-    folder: PathBuf,
-    args: &FidelityArgs,
-    stamp: &Stamp,
-    cancel: &CancellationToken,
-    kinds: &Arc<KindCache>,
-) -> RowStatus {
-    let profile = match harness_model::profile::Profile::load(profile_path, sets) {
-        Ok(p) => p,
-        Err(e) => return RowStatus::Failed(format!("{e:#}")),
-    };
-    let opts = runner::RunOptions {
-        out: Some(folder),
-        broker_bin: args.broker_bin.clone(),
-        command_line: stamp.command.clone(),
-        cancel: cancel.clone(),
-        kinds: Some(kinds.clone()),
-        ..Default::default()
-    };
-    match runner::run_profile(&profile, &opts) {
-        Ok(o) if o.interrupted => RowStatus::Interrupted,
-        Ok(_) => RowStatus::Measured,
-        Err(e) => RowStatus::Failed(format!("{e:#}")),
-    }
-}
-
-/// A `rate_from` row's runs: one per broker of the earlier row, each at its own rates, into
-/// `<out>/<id>/<kind>-<version>` (the table reads them together).
-fn per_broker_runs(
-    out: &Path,
-    id: &str,
-    from: &RateFrom,
-    sets: &[String],
-) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
-    let source = out.join(&from.row);
-    let data = load_row(&source).map_err(|e| {
-        format!(
-            "needs row {}'s {} ({e}); run it in the same --out first (--rows {},{id})",
-            from.row, from.metric, from.row
-        )
-    })?;
-    let figures = broker_values(
-        &data,
-        &from.metric,
-        &from.cells,
-        from.aggregate,
-        &apache_release(&source),
-    );
-    if figures.is_empty() {
-        return Err(format!(
-            "row {} has no {} for the cells {:?}",
-            from.row, from.metric, from.cells
-        ));
-    }
-    Ok(figures
-        .into_iter()
-        .map(|(kind, version, base)| {
-            let mut s = sets.to_vec();
-            s.push(format!("broker.kind={kind}"));
-            if !version.is_empty() {
-                s.push(format!("broker.version={version}"));
-            }
-            s.push(format!("workload.steps={}", from.steps(base)));
-            let name = if version.is_empty() {
-                kind
-            } else {
-                format!("{kind}-{version}")
-            };
-            (out.join(id).join(name), s)
-        })
-        .collect())
 }
 
 pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
@@ -347,6 +275,12 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
     // One name server per Apache version for the whole run, its files in `out`, rather than
     // one per row (17 in a whole run, 2.4-3.4 s each); stopped when `kinds` drops, below.
     let kinds = Arc::new(KindCache::new(Some(out.clone())));
+    let env = Env {
+        broker_bin: args.broker_bin.as_deref(),
+        command: &stamp.command,
+        cancel: &cancel,
+        kinds: &kinds,
+    };
     for spec in runnable {
         if cancel.is_cancelled() {
             break;
@@ -361,16 +295,20 @@ pub fn run_fidelity(args: &FidelityArgs) -> anyhow::Result<ExitCode> {
             spec.title,
             profile_path.display()
         );
-        let runs = match &spec.rate_from {
-            None => Ok(vec![(out.join(&spec.id), sets)]),
-            Some(from) => per_broker_runs(&out, &spec.id, from, &sets),
+        let runs = match (&spec.rate_from, spec.brokers) {
+            (Some(from), _) => per_broker_runs(&out, &spec.id, from, &sets),
+            (None, Brokers::SideBySide) => side_by_side_runs(&out, &spec.id, profile_path, &sets),
+            (None, Brokers::Alternating) => Ok(vec![(out.join(&spec.id), sets)]),
         };
         let status = match runs {
             Err(why) => RowStatus::Failed(why),
+            Ok(runs) if spec.brokers == Brokers::SideBySide => {
+                run_at_once(profile_path, runs, &env)
+            }
             Ok(runs) => {
                 let mut status = RowStatus::Measured;
                 for (folder, sets) in runs {
-                    status = run_one(profile_path, &sets, folder, args, &stamp, &cancel, &kinds);
+                    status = run_one(profile_path, &sets, folder, &env);
                     if status != RowStatus::Measured {
                         break;
                     }

@@ -14,7 +14,7 @@ mod rows;
 mod table;
 
 pub use figure::{broker_values, evaluate_check, Figure, Judged, Verdict};
-pub use rows::{Aggregate, Check, RateFrom, Relation, RowSpec, RowsError, RowsFile, Side};
+pub use rows::{Aggregate, Brokers, Check, RateFrom, Relation, RowSpec, RowsError, RowsFile, Side};
 pub use table::{
     apache_release, counts, load_row, render_csv, render_markdown, table_for, RowOutcome,
     RowStatus, TableLine,

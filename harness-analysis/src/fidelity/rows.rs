@@ -60,7 +60,24 @@ pub struct RowSpec {
     /// Run once per broker, at rates derived from another row's figure (row 3: 1.5× each
     /// broker's own knee) instead of once with both brokers in the matrix. Default: none.
     pub rate_from: Option<RateFrom>,
+    /// How the row's brokers share the machine. Default: `alternating`.
+    pub brokers: Brokers,
     pub check: Vec<Check>,
+}
+
+/// How a row's brokers share the machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Brokers {
+    /// One run, the brokers' cells one after another in the profile's seeded order: what a
+    /// row that measures speed needs (neither broker shares a core with the other).
+    #[default]
+    Alternating,
+    /// One run per broker of the profile's `broker.kind` × `broker.version` axes, all at once,
+    /// each into `<row>/<kind>-<version>`: for a row whose load is light and whose figures are
+    /// counted on the broker's own timers, not measured as speed (row 9: 500 then 100 sends/s,
+    /// RocketMQ's first clean round 60 s after the store starts). It halves the row's time.
+    SideBySide,
 }
 
 /// Each broker's rate from an earlier row's figure: `steps` of `stair` each at `ramp` × the
@@ -240,6 +257,12 @@ impl RowsFile {
                 }
                 _ => {}
             }
+            if row.brokers == Brokers::SideBySide && row.rate_from.is_some() {
+                return Err(bad(
+                    row,
+                    "`brokers = \"side_by_side\"` and `rate_from` both say how the brokers run: keep one".into(),
+                ));
+            }
             if let Some(r) = &row.rate_from {
                 let before = self.row.iter().take_while(|o| o.id != row.id);
                 if !before.clone().any(|o| o.id == r.row) {
@@ -383,5 +406,28 @@ not_run = "master/slave on Apache: not yet"
         assert!(e.contains("row 8"), "{e}");
         let typo = GOOD.replace("tolerance = 0.5", "tolerence = 0.5");
         assert!(RowsFile::parse(Path::new("r"), &typo).is_err());
+    }
+
+    #[test]
+    fn brokers_alternate_unless_a_row_runs_them_side_by_side() {
+        let f = RowsFile::parse(Path::new("r"), GOOD).unwrap();
+        assert_eq!(f.row[0].brokers, Brokers::Alternating);
+        let side = GOOD.replace("quick = true", "quick = true\nbrokers = \"side_by_side\"");
+        let f = RowsFile::parse(Path::new("r"), &side).unwrap();
+        assert_eq!(f.row[0].brokers, Brokers::SideBySide);
+        let typo = GOOD.replace("quick = true", "quick = true\nbrokers = \"side-by-side\"");
+        let e = RowsFile::parse(Path::new("r"), &typo)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("side_by_side"), "{e}");
+        // Two ways of running a row's brokers: refused.
+        let both = side.replace(
+            "\n[[row]]\nid = \"8\"",
+            "[row.rate_from]\nrow = \"8\"\nmetric = \"knee_rate\"\nfactor = 1.5\nstair = \"8s\"\n\n[[row]]\nid = \"8\"",
+        );
+        let e = RowsFile::parse(Path::new("r"), &both)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 5") && e.contains("keep one"), "{e}");
     }
 }
