@@ -330,6 +330,13 @@ impl RowsFile {
 mod tests {
     use super::*;
 
+    /// The message a row file is refused with.
+    fn refused(text: &str) -> String {
+        RowsFile::parse(Path::new("r"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
     const GOOD: &str = r#"
 [[row]]
 id = "5"
@@ -381,9 +388,7 @@ not_run = "master/slave on Apache: not yet"
             "[{ rate = 500, duration = \"10s\" }, { rate = 1000, duration = \"10s\" }, { rate = 1500, duration = \"10s\" }]"
         );
         let later = format!("{GOOD}\n[row.rate_from]\nrow = \"9\"\nmetric = \"knee_rate\"\nfactor = 1.5\nstair = \"10s\"\n");
-        let e = RowsFile::parse(Path::new("r"), &later)
-            .unwrap_err()
-            .to_string();
+        let e = refused(&later);
         assert!(e.contains("earlier row"), "{e}");
     }
 
@@ -393,16 +398,12 @@ not_run = "master/slave on Apache: not yet"
             "over = { where = { \"broker.flushDiskType\" = \"ASYNC_FLUSH\" } }",
             "",
         );
-        let e = RowsFile::parse(Path::new("r"), &no_over)
-            .unwrap_err()
-            .to_string();
+        let e = refused(&no_over);
         assert!(e.contains("needs `over`"), "{e}");
         let neg = GOOD.replace("tolerance = 0.5", "tolerance = -1");
         assert!(RowsFile::parse(Path::new("r"), &neg).is_err());
         let nothing = GOOD.replace("not_run = \"master/slave on Apache: not yet\"", "");
-        let e = RowsFile::parse(Path::new("r"), &nothing)
-            .unwrap_err()
-            .to_string();
+        let e = refused(&nothing);
         assert!(e.contains("row 8"), "{e}");
         let typo = GOOD.replace("tolerance = 0.5", "tolerence = 0.5");
         assert!(RowsFile::parse(Path::new("r"), &typo).is_err());
@@ -416,18 +417,14 @@ not_run = "master/slave on Apache: not yet"
         let f = RowsFile::parse(Path::new("r"), &side).unwrap();
         assert_eq!(f.row[0].brokers, Brokers::SideBySide);
         let typo = GOOD.replace("quick = true", "quick = true\nbrokers = \"side-by-side\"");
-        let e = RowsFile::parse(Path::new("r"), &typo)
-            .unwrap_err()
-            .to_string();
+        let e = refused(&typo);
         assert!(e.contains("side_by_side"), "{e}");
         // Two ways of running a row's brokers: refused.
         let both = side.replace(
             "\n[[row]]\nid = \"8\"",
             "[row.rate_from]\nrow = \"8\"\nmetric = \"knee_rate\"\nfactor = 1.5\nstair = \"8s\"\n\n[[row]]\nid = \"8\"",
         );
-        let e = RowsFile::parse(Path::new("r"), &both)
-            .unwrap_err()
-            .to_string();
+        let e = refused(&both);
         assert!(e.contains("row 5") && e.contains("keep one"), "{e}");
     }
 }
