@@ -165,6 +165,9 @@ pub struct Resources {
     pub broker_cpu_s: Option<f64>,
     pub broker_rss_max_mb: Option<f64>,
     pub harness_cpu_max: Option<f64>,
+    /// The ok rate of each full second of the segment, in order: not a column; the knee
+    /// warm-up's steadiness test reads how much a window's seconds spread.
+    pub ok_per_second: Vec<f64>,
     pub broker_flow_control_total: Option<u64>,
     pub broker_counters_match: Option<bool>,
     /// Replication figures (filled by `harness::ha`), empty without a replicating master.
@@ -481,6 +484,7 @@ mod tests {
                 broker_cpu_s: Some(8.7271),
                 broker_rss_max_mb: None,
                 harness_cpu_max: Some(12.0),
+                ok_per_second: Vec::new(),
                 broker_flow_control_total: Some(21),
                 broker_counters_match: Some(true),
                 ha: HaColumns {

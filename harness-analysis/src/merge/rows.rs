@@ -122,6 +122,8 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
         }),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
+        // Not a column: the shards' seconds are in their timeseries.
+        ok_per_second: Vec::new(),
         broker_flow_control_total: match (flow.len() == rows.len(), shared) {
             (false, _) => None,
             (true, true) => flow.into_iter().reduce(f64::max).map(|v| v as u64),

@@ -33,7 +33,8 @@ pub struct Knee {
     pub fresh_broker_per_probe: bool,
     /// At most this long of unmeasured closed-loop load on the search's broker before its first
     /// probe, in windows of [`WARM_UP_WINDOW`], ending early at the first window whose rate is
-    /// within [`WARM_UP_STEADY`] of the one before it. A JVM broker takes tens of seconds of
+    /// within [`WARM_UP_STEADY`] of the one before it, or within its seconds' noise
+    /// ([`WARM_UP_NOISE_Z`]). A JVM broker takes tens of seconds of
     /// load to reach its steady rate (Apache 5.3.3 here: 0.7k/s in its first second, 20k/s at
     /// 20 s, 32k/s from about 45 s, `docs/src/apache.md`), so a search on a cold one finds its
     /// JIT, not its capacity. Default: none (no warm-up).
@@ -54,8 +55,15 @@ pub struct Knee {
 /// 256 warm-up seconds in the run of 07:06 spent on nothing counted.
 pub const WARM_UP_WINDOW: Secs = Secs(4.25);
 /// The warm-up ends at the first window whose rate is within this fraction of the window
-/// before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window).
+/// before it (5%: the last ten seconds of Apache's climb above grew 3-6% a window)...
 pub const WARM_UP_STEADY: f64 = 0.05;
+/// ... or, when the two windows' seconds spread more than that, within this many standard
+/// errors of the difference of their means (from each window's per-second ok rates): the
+/// model's closed loop swings 10-30% from one 4-s window to the next with the page cache's
+/// writeback (51.9k, 35.0k, 30.8k, 43.5k/s in one cell of 7 December 13:45; a put-lock hold
+/// of 40-100 ms in most seconds), so two windows within 5% were a draw of luck and its
+/// warm-ups ran 5 to 12 windows. A difference inside its own noise is no climb and no fall.
+pub const WARM_UP_NOISE_Z: f64 = 2.0;
 /// ... and, for a JVM broker, whose JIT compiled for less than this share of the window
 /// (`java.ci.totalTime` from its perf data): a steady rate alone ended Apache's warm-ups on a
 /// plateau of its climb (11-13k/s at 15-20 s, before a step to 17-24k/s at 35-45 s; whole run

@@ -62,7 +62,7 @@ pub use diagnostics::{
 pub use document::{Axis, Profile};
 pub use fault::{fault_plan, fault_with, parse_pause, FaultPlan, FaultRole, Pause, ReadBack};
 pub use fault_error::{FaultError, FAULT_KEYS};
-pub use knee::{Knee, WARM_UP_JIT_QUIET, WARM_UP_STEADY, WARM_UP_WINDOW};
+pub use knee::{Knee, WARM_UP_JIT_QUIET, WARM_UP_NOISE_Z, WARM_UP_STEADY, WARM_UP_WINDOW};
 pub use secs::{parse_secs, Secs};
 pub use settings::{higher_is_better, Order, Validity, KEY_METRICS};
 pub use slo::{Slo, SloTerm, SloTermError};

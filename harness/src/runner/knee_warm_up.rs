@@ -25,7 +25,7 @@ use crate::runner::context::{Ctx, Probe, ProbeStage};
 use crate::runner::job::run_job;
 use harness_model::matrix::Cell;
 use harness_model::profile::{
-    Knee, Model, Secs, WARM_UP_JIT_QUIET, WARM_UP_STEADY, WARM_UP_WINDOW,
+    Knee, Model, Secs, WARM_UP_JIT_QUIET, WARM_UP_NOISE_Z, WARM_UP_STEADY, WARM_UP_WINDOW,
 };
 
 /// The part of each window that is counted; the rest lets its connections settle.
@@ -37,6 +37,8 @@ pub struct Window {
     /// Seconds since the warm-up began, at the window's end.
     pub end_s: f64,
     pub ok_per_s: f64,
+    /// The ok rate of each of its full seconds: how much the window's rate spreads.
+    pub per_second: Vec<f64>,
     pub busy_pct: f64,
     pub p99_ms: f64,
     pub timeouts: u64,
@@ -49,8 +51,9 @@ pub struct Window {
 /// How a warm-up ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarmUpEnd {
-    /// A window's rate came within [`WARM_UP_STEADY`] of the one before it, with the JIT
-    /// quiet ([`WARM_UP_JIT_QUIET`]) on a JVM.
+    /// A window's rate came within [`WARM_UP_STEADY`] (or its seconds' noise,
+    /// [`WARM_UP_NOISE_Z`]) of the one before it, with the JIT quiet ([`WARM_UP_JIT_QUIET`])
+    /// on a JVM.
     Steady,
     /// `warm_up` ran out first: the first probe meets a broker still warming.
     Limit,
@@ -111,7 +114,7 @@ pub fn warm_up(
         });
         let (mut rows, interrupted) = run_job(ctx, &window_cell, repetition);
         ctx.probe = None;
-        let Some(row) = rows.pop() else {
+        let Some(mut row) = rows.pop() else {
             end = WarmUpEnd::NoLoad;
             break;
         };
@@ -129,6 +132,7 @@ pub fn warm_up(
         let w = Window {
             end_s: began.elapsed().as_secs_f64(),
             ok_per_s: row.ok_rate(),
+            per_second: std::mem::take(&mut row.res.ok_per_second),
             busy_pct: row.busy_rate() * 100.0,
             p99_ms: row.seg.latency_us[2] as f64 / 1000.0,
             timeouts: row.seg.counts.timeouts,
@@ -209,29 +213,58 @@ fn window_cell(cell: &Cell, knee: &Knee) -> Cell {
 /// 10.3k/s at 16 and 21 s, still climbing; or the model's fresh store, 76.7k/s in its first
 /// window, 52.7k then 54.2k/s in its fourth and fifth, 6 December). Measured against the best
 /// window instead, the model's early peak kept it warming for the whole limit.
+/// Where the two windows' seconds spread more than that, the bound is [`WARM_UP_NOISE_Z`]
+/// standard errors of the difference of their means instead: a step inside the windows' own
+/// noise is no climb and no fall.
 /// On a JVM the last window's JIT must also have been quiet ([`WARM_UP_JIT_QUIET`]).
 fn steady(windows: &[Window]) -> bool {
     let [.., before, last] = windows else {
         return false;
     };
+    let bound = (before.ok_per_s * WARM_UP_STEADY).max(WARM_UP_NOISE_Z * noise(before, last));
     before.ok_per_s > 0.0
-        && last.ok_per_s < before.ok_per_s * (1.0 + WARM_UP_STEADY)
-        && last.ok_per_s > before.ok_per_s * (1.0 - WARM_UP_STEADY)
+        && (last.ok_per_s - before.ok_per_s).abs() < bound
         && last.jit_busy.is_none_or(|j| j < WARM_UP_JIT_QUIET)
 }
 
+/// The standard error of the difference of two windows' mean rates, from the spread of each
+/// one's seconds (Welch's); 0 when either has fewer than two seconds.
+fn noise(a: &Window, b: &Window) -> f64 {
+    fn var_of_mean(s: &[f64]) -> Option<f64> {
+        let n = s.len() as f64;
+        if s.len() < 2 {
+            return None;
+        }
+        let mean = s.iter().sum::<f64>() / n;
+        Some(s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n)
+    }
+    match (var_of_mean(&a.per_second), var_of_mean(&b.per_second)) {
+        (Some(va), Some(vb)) => (va + vb).sqrt(),
+        _ => 0.0,
+    }
+}
+
 fn csv(windows: &[Window]) -> String {
-    let mut out =
-        String::from("window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid,jit_busy_pct\n");
+    let mut out = String::from(
+        "window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid,jit_busy_pct,ok_per_second\n",
+    );
     for (i, w) in windows.iter().enumerate() {
         let jit = w
             .jit_busy
             .map(|j| format!("{:.1}", j * 100.0))
             .unwrap_or_default();
+        // Space-separated inside its column, so the file stays one row a window.
+        let seconds: Vec<String> = w.per_second.iter().map(|r| format!("{r:.0}")).collect();
         let _ = writeln!(
             out,
-            "{i},{:.1},{:.1},{:.3},{:.3},{},{},{jit}",
-            w.end_s, w.ok_per_s, w.busy_pct, w.p99_ms, w.timeouts, w.valid
+            "{i},{:.1},{:.1},{:.3},{:.3},{},{},{jit},{}",
+            w.end_s,
+            w.ok_per_s,
+            w.busy_pct,
+            w.p99_ms,
+            w.timeouts,
+            w.valid,
+            seconds.join(" ")
         );
     }
     out
@@ -245,6 +278,7 @@ mod tests {
         Window {
             end_s: 0.0,
             ok_per_s: ok,
+            per_second: Vec::new(),
             busy_pct: 0.0,
             p99_ms: 0.0,
             timeouts: 0,
@@ -274,6 +308,32 @@ mod tests {
         let fall = [76_702.0, 68_718.0, 60_403.0, 52_684.0, 54_169.0].map(w);
         assert!(!steady(&fall[..4]));
         assert!(steady(&fall));
+    }
+
+    fn seconds(per_second: &[f64]) -> Window {
+        Window {
+            per_second: per_second.to_vec(),
+            ..w(per_second.iter().sum::<f64>() / per_second.len() as f64)
+        }
+    }
+
+    #[test]
+    fn a_step_inside_the_windows_own_noise_is_steady() {
+        // The model (5.3, spin lock, 2 send threads) under a closed loop of 64, its seconds
+        // from `timeseries.csv` (7 December 15:20, a 256 MiB CommitLog): two windows 6% apart
+        // whose seconds spread by 5-6k/s each: no climb, though more than 5%.
+        let a = seconds(&[59_315.0, 47_269.0, 47_890.0, 54_524.0]);
+        let b = seconds(&[62_725.0, 55_722.0, 52_531.0, 50_234.0]);
+        assert!(b.ok_per_s > a.ok_per_s * (1.0 + WARM_UP_STEADY));
+        assert!(steady(&[a, b]));
+        // The same broker switching from its fast regime to its slow one (1 GiB CommitLog):
+        // seconds spread by 4-5k/s, means 29k/s apart, is a fall.
+        let fast = seconds(&[88_501.0, 85_478.0, 82_562.0, 79_604.0]);
+        let slow = seconds(&[61_235.0, 55_031.0, 50_433.0, 55_675.0]);
+        assert!(!steady(&[fast.clone(), slow.clone()]));
+        assert!(!steady(&[slow, fast]));
+        // One second each tells nothing about the spread: the 5% bound alone.
+        assert!(!steady(&[seconds(&[52_000.0]), seconds(&[56_000.0])]));
     }
 
     #[test]

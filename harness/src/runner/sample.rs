@@ -24,6 +24,8 @@ pub struct Sample {
     /// Broker CPU-seconds spent during this interval (from /proc, not sampled).
     pub broker_cpu_s: Option<f64>,
     pub harness_cpu: f64,
+    /// Answers ok in this interval, per second of it.
+    pub ok_per_s: f64,
     pub harness_rss_mb: Option<f64>,
     /// The store folders' size (MiB), when the harness started the broker.
     pub store_disk_mb: Option<f64>,
@@ -54,6 +56,11 @@ pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -
             (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
         res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
         res.harness_cpu_max = seconds.iter().map(|s| s.harness_cpu).reduce(f64::max);
+        res.ok_per_second = seconds
+            .iter()
+            .filter(|s| !s.drain)
+            .map(|s| s.ok_per_s)
+            .collect();
     }
     res
 }

@@ -260,6 +260,7 @@ pub fn drive(
             broker: broker_sample,
             broker_cpu_s,
             harness_cpu,
+            ok_per_s: interval.counts.ok as f64 / wall,
             harness_rss_mb: crate::proc::cpu::self_rss_mb(),
             store_disk_mb: store_dirs.and_then(store_disk_mb),
             end_unix_s: wall_clock
