@@ -61,7 +61,7 @@ pub const WARM_UP_STEADY: f64 = 0.05;
 /// errors of the difference of their means (from each window's per-second ok rates): the
 /// model's closed loop swings 10-30% from one 4-s window to the next with the page cache's
 /// writeback (51.9k, 35.0k, 30.8k, 43.5k/s in one cell of 7 December 13:45; a put-lock hold
-/// of 40-100 ms in most seconds), so two windows within 5% were a draw of luck and its
+/// of 40-140 ms in most seconds), so two windows within 5% were a draw of luck and its
 /// warm-ups ran 5 to 12 windows. A difference inside its own noise is no climb and no fall.
 pub const WARM_UP_NOISE_Z: f64 = 2.0;
 /// ... and, for a JVM broker, whose JIT compiled for less than this share of the window
