@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use statrs::statistics::Statistics;
+
 use crate::proc::hsperf::Jit;
 use crate::runner::context::{Ctx, Probe, ProbeStage};
 use crate::runner::job::run_job;
@@ -230,13 +232,9 @@ fn steady(windows: &[Window]) -> bool {
 /// The standard error of the difference of two windows' mean rates, from the spread of each
 /// one's seconds (Welch's); 0 when either has fewer than two seconds.
 fn noise(a: &Window, b: &Window) -> f64 {
+    // statrs's `variance` is the sample variance (n - 1).
     fn var_of_mean(s: &[f64]) -> Option<f64> {
-        let n = s.len() as f64;
-        if s.len() < 2 {
-            return None;
-        }
-        let mean = s.iter().sum::<f64>() / n;
-        Some(s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n)
+        (s.len() >= 2).then(|| s.variance() / s.len() as f64)
     }
     match (var_of_mean(&a.per_second), var_of_mean(&b.per_second)) {
         (Some(va), Some(vb)) => (va + vb).sqrt(),
@@ -320,7 +318,7 @@ mod tests {
     #[test]
     fn a_step_inside_the_windows_own_noise_is_steady() {
         // The model (5.3, spin lock, 2 send threads) under a closed loop of 64, its seconds
-        // from `timeseries.csv` (7 December 15:20, a 256 MiB CommitLog): two windows 6% apart
+        // from `timeseries.csv` (7 December 15:05, a 256 MiB CommitLog): two windows 6% apart
         // whose seconds spread by 5-6k/s each: no climb, though more than 5%.
         let a = seconds(&[59_315.0, 47_269.0, 47_890.0, 54_524.0]);
         let b = seconds(&[62_725.0, 55_722.0, 52_531.0, 50_234.0]);
