@@ -92,7 +92,7 @@ fn word<const N: usize>(b: &[u8], at: usize, little: bool) -> Result<[u8; N], Hs
 }
 
 /// Where the JVM `pid`, run by the harness's own user, publishes its counters: HotSpot's
-/// temporary directory (`/tmp` on Linux, whatever `java.io.tmpdir` says) and the user's name.
+/// temporary directory (`/tmp` on Linux, which `-Djava.io.tmpdir` does not move) and the user's name.
 pub fn path_of(pid: u32) -> Option<PathBuf> {
     let user = user_name()?;
     Some(PathBuf::from(format!("/tmp/hsperfdata_{user}/{pid}")))

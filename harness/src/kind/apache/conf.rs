@@ -250,6 +250,13 @@ pub fn jvm_args(
     args.extend(MODULE_FLAGS.iter().map(|s| (*s).to_owned()));
     args.extend(cds.flag(role));
     args.push(format!("-Duser.home={}", home.display()));
+    // 5.3.3's remoting servers make a self-signed certificate at every start (Netty's
+    // `SelfSignedCertificate`, TLS mode permissive) and write it into java.io.tmpdir; a JVM
+    // stopped with SIGKILL never deletes it. 650 such files had piled up in /tmp after two
+    // days of fidelity runs: in the cell's home they go with the cell's folder.
+    let tmp = home.join("tmp");
+    std::fs::create_dir_all(&tmp)?;
+    args.push(format!("-Djava.io.tmpdir={}", tmp.display()));
     args.push(format!("-Drocketmq.home.dir={}", home.display()));
     let (v4_file, v5_resource) = role.logback();
     if version.starts_with('4') {
@@ -332,6 +339,28 @@ mod tests {
         assert!(a.contains(&"-XX:ArchiveClassesAtExit=/a/namesrv.jsa".to_owned()));
         let a = args(Role::Broker, &Cds::Off);
         assert!(!a.iter().any(|f| f.contains("Archive")), "{a:?}");
+    }
+
+    #[test]
+    fn the_jvm_s_temporary_files_stay_in_its_home() {
+        let home = std::env::temp_dir().join(format!("jvm-tmpdir-{}", std::process::id()));
+        let a = jvm_args(
+            Role::Broker,
+            "5.3.3",
+            Path::new("/lib"),
+            &home,
+            Path::new("/c"),
+            128,
+            &Cds::Off,
+        )
+        .expect("args");
+        let tmp = home.join("tmp");
+        assert!(
+            a.contains(&format!("-Djava.io.tmpdir={}", tmp.display())),
+            "{a:?}"
+        );
+        assert!(tmp.is_dir(), "the JVM needs the folder to exist");
+        std::fs::remove_dir_all(&home).unwrap();
     }
 
     #[test]
