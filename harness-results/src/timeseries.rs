@@ -76,6 +76,9 @@ pub struct TimeseriesTail {
     pub p99_ms: Option<Fixed<3>>,
     pub max_ms: Option<Fixed<3>>,
     pub broker_cpu: Option<Fixed<1>>,
+    /// Milliseconds the broker's JIT compiled in the second, summed over its compiler threads
+    /// (HotSpot's perf data); empty for a broker that is no JVM.
+    pub broker_jit_ms: Option<Fixed<1>>,
     pub broker_rss_mb: Option<Fixed<1>>,
     pub harness_cpu: Fixed<1>,
     /// The broker's runtime-info values, as it wrote them.
@@ -182,6 +185,7 @@ mod tests {
                 p99_ms: Some(Fixed(12.5)),
                 max_ms: None,
                 broker_cpu: Some(Fixed(55.56)),
+                broker_jit_ms: Some(Fixed(250.0)),
                 broker_rss_mb: Some(Fixed(120.04)),
                 harness_cpu: Fixed(3.0),
                 send_queue_size: "5".into(),
@@ -217,7 +221,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,250.0,120.0,3.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.

@@ -348,5 +348,48 @@ fn a_cell_s_jvm_is_discarded_beside_the_next_start_and_before_its_load() {
         !first_dir.join("store").exists(),
         "the first store was left"
     );
+    // The JVM's JIT, read from its HotSpot perf data: a broker a few seconds old compiles in
+    // every second; broker-under-test has no JIT, so its cell's column is empty.
+    let (jit_ms, kind) = (col("broker_jit_ms"), col("cell_id"));
+    let jit_of = |cell_id: &str| -> Vec<String> {
+        series
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|f| f[kind] == cell_id)
+            .map(|f| f[jit_ms].to_owned())
+            .collect()
+    };
+    let apache_jit = jit_of(&firsts[0].0);
+    assert!(
+        apache_jit
+            .iter()
+            .any(|v| v.parse::<f64>().is_ok_and(|ms| ms > 0.0)),
+        "no JIT time in the Apache cell's seconds: {apache_jit:?}"
+    );
+    assert!(
+        jit_of(&firsts[1].0).iter().all(String::is_empty),
+        "broker-under-test has no JIT"
+    );
+    let summary_header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let pct = summary_header
+        .iter()
+        .position(|h| *h == "broker_jit_pct")
+        .unwrap();
+    let pcts: Vec<&str> = summary
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(pct).unwrap_or(""))
+        .collect();
+    assert!(
+        pcts.iter().filter(|v| v.parse::<f64>().is_ok()).count() == 1
+            && pcts.iter().filter(|v| v.is_empty()).count() == 1,
+        "one JVM cell with a JIT share, one without: {pcts:?}"
+    );
+    // 5.3.3's self-signed certificates went into the JVM's home, not /tmp.
+    let certs = std::fs::read_dir(first_dir.join("broker-home/tmp"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(certs > 0, "no temporary file in the JVM's own tmp");
     common::assert_no_jvm_under(dir.path());
 }

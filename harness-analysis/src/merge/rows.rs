@@ -109,6 +109,7 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
     let flow = all("broker_flow_control_total");
     let matches = all("broker_counters_match");
     let cpu_s = all("broker_cpu_s");
+    let jit = all("broker_jit_pct");
     Resources {
         broker_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
         broker_cpu_max: max("broker_cpu_max"),
@@ -120,6 +121,8 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
                 cpu_s.iter().sum()
             }
         }),
+        // Averaged as the CPU is: shards of one broker read the same JVM.
+        broker_jit_pct: (!jit.is_empty()).then(|| jit.iter().sum::<f64>() / jit.len() as f64),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
         // Not a column: the shards' seconds are in their timeseries.

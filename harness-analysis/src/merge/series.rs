@@ -31,6 +31,7 @@ type Key = (usize, i64);
 struct Group {
     row: Option<TimeseriesRow>,
     cpu: Vec<f64>,
+    jit_ms: Vec<f64>,
     /// The latest end instant of anything in it (Unix seconds).
     end: f64,
     hists: BTreeMap<String, Histogram<u64>>,
@@ -102,6 +103,9 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     g.end = g.end.max(end);
     if let Some(cpu) = num(field("broker_cpu")) {
         g.cpu.push(cpu);
+    }
+    if let Some(jit) = num(field("broker_jit_ms")) {
+        g.jit_ms.push(jit);
     }
     let m = g.row.get_or_insert_with(|| TimeseriesRow {
         key: TimeseriesKey {
@@ -251,6 +255,9 @@ pub fn merge_series(folders: &[ShardFolder]) -> Result<MergedSeries, MergeError>
             row.tail.max_ms = q(1.0);
             row.tail.broker_cpu =
                 (!g.cpu.is_empty()).then(|| Fixed(g.cpu.iter().sum::<f64>() / g.cpu.len() as f64));
+            // Averaged as the CPU is: shards of one broker read the same JVM.
+            row.tail.broker_jit_ms = (!g.jit_ms.is_empty())
+                .then(|| Fixed(g.jit_ms.iter().sum::<f64>() / g.jit_ms.len() as f64));
             row.tail.end_unix_s = Fixed(g.end);
             if row.key.target_rate.is_some() {
                 let segment = match row.key.phase {

@@ -1,8 +1,9 @@
-//! The broker processes one job samples every second (CPU and RSS from /proc), kept apart from
-//! the sampling loop (`sampler.rs`) that reads them.
+//! The broker processes one job samples every second (CPU and RSS from /proc, and a JVM's JIT
+//! from its HotSpot perf data), kept apart from the sampling loop (`sampler.rs`) that reads them.
 
 use crate::proc::cpu::process_cpu_seconds;
 use crate::proc::cpu::ProcSampler;
+use crate::proc::hsperf::Jit;
 
 /// The broker processes a job samples every second: its one broker, or every broker of a
 /// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
@@ -15,6 +16,8 @@ struct SampledProcess {
     sampler: ProcSampler,
     /// CPU-seconds at the previous sample, from /proc.
     last_cpu_s: Option<f64>,
+    /// The JIT's compile time at the previous sample; None for a process without perf data.
+    last_jit: Option<Jit>,
 }
 
 impl SampledProcess {
@@ -23,6 +26,7 @@ impl SampledProcess {
             pid,
             sampler: ProcSampler::new(pid),
             last_cpu_s: process_cpu_seconds(pid),
+            last_jit: Jit::of(pid),
         }
     }
 }
@@ -48,10 +52,9 @@ impl BrokerSampler {
         }
     }
 
-    /// `(cpu %, rss MiB)` summed over the processes that are alive, and their CPU-seconds
-    /// since the previous call; None when no process answered.
-    pub fn sample(&mut self) -> (Option<(f64, f64)>, Option<f64>) {
-        let (mut usage, mut cpu_s) = (None, None);
+    /// What the brokers did since the previous call, summed over the processes that are alive.
+    pub fn sample(&mut self) -> BrokerSecond {
+        let (mut usage, mut cpu_s, mut jit_s) = (None, None, None);
         for p in &mut self.procs {
             if let Some((cpu, rss)) = p.sampler.sample() {
                 let sum: &mut (f64, f64) = usage.get_or_insert((0.0, 0.0));
@@ -63,9 +66,30 @@ impl BrokerSampler {
                 *cpu_s.get_or_insert(0.0) += spent;
             }
             p.last_cpu_s = now.or(p.last_cpu_s);
+            let jit = Jit::of(p.pid);
+            if let Some((now, last)) = jit.zip(p.last_jit) {
+                *jit_s.get_or_insert(0.0) += (now.compile_s - last.compile_s).max(0.0);
+            }
+            p.last_jit = jit.or(p.last_jit);
         }
-        (usage, cpu_s)
+        BrokerSecond {
+            usage,
+            cpu_s,
+            jit_s,
+        }
     }
+}
+
+/// One sample of a job's brokers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BrokerSecond {
+    /// `(cpu %, rss MiB)`; None when no process answered.
+    pub usage: Option<(f64, f64)>,
+    /// CPU-seconds since the previous sample, from /proc.
+    pub cpu_s: Option<f64>,
+    /// Seconds the JIT compiled since the previous sample, summed over the compiler threads
+    /// ([`Jit::compile_s`]); None for a broker that is no JVM (no perf data).
+    pub jit_s: Option<f64>,
 }
 
 #[cfg(test)]
@@ -77,7 +101,7 @@ mod tests {
     /// memory and at least twice the CPU burnt in between: a cluster's figures are sums.
     #[test]
     fn a_cluster_is_sampled_as_the_sum_of_its_brokers() {
-        assert_eq!(BrokerSampler::new(&[]).sample(), (None, None));
+        assert_eq!(BrokerSampler::new(&[]).sample(), BrokerSecond::default());
         let me = std::process::id();
         let mut one = BrokerSampler::new(&[me]);
         let mut two = BrokerSampler::new(&[me, me]);
@@ -86,8 +110,10 @@ mod tests {
         while crate::proc::cpu::self_cpu_time().saturating_sub(begin) < burn {
             std::hint::black_box((0..1000u64).sum::<u64>());
         }
-        let (usage_one, cpu_one) = one.sample();
-        let (usage_two, cpu_two) = two.sample();
+        let (a, b) = (one.sample(), two.sample());
+        // This test's process is no JVM.
+        assert_eq!((a.jit_s, b.jit_s), (None, None));
+        let (usage_one, cpu_one, usage_two, cpu_two) = (a.usage, a.cpu_s, b.usage, b.cpu_s);
         // The other tests of this binary allocate on their threads between two readings of this
         // process's RSS (the in-flight table's and the frame buffer's proptests churn hundreds
         // of KB): read again until two readings in a row agree, a few times at most.
@@ -96,7 +122,7 @@ mod tests {
             if (rss.1 / rss.0 - 2.0).abs() < 0.2 {
                 break;
             }
-            rss = (one.sample().0.unwrap().1, two.sample().0.unwrap().1);
+            rss = (one.sample().usage.unwrap().1, two.sample().usage.unwrap().1);
         }
         let (rss_one, rss_two) = rss;
         assert!(

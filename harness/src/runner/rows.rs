@@ -89,17 +89,19 @@ impl Rows for JobRows<'_, '_> {
             / cores
             * 100.0;
         self.clock = (cpu, now);
-        let (broker, broker_cpu_s) = self
+        let broker = self
             .brokers
             .as_deref_mut()
-            .map_or((None, None), BrokerSampler::sample);
+            .map(BrokerSampler::sample)
+            .unwrap_or_default();
         let sample = Sample {
             partial: false,
             drain: false,
             second: *self.second,
             segment: None,
-            broker,
-            broker_cpu_s,
+            broker: broker.usage,
+            broker_cpu_s: broker.cpu_s,
+            broker_jit_s: broker.jit_s,
             harness_cpu,
             ok_per_s: 0.0,
             harness_rss_mb: self_rss_mb(),
@@ -118,6 +120,7 @@ impl Rows for JobRows<'_, '_> {
             segment: self.cfg.phases.last().map(|p| p.segment),
             broker: None,
             broker_cpu_s: None,
+            broker_jit_s: None,
             harness_cpu: 0.0,
             ok_per_s: 0.0,
             harness_rss_mb: self_rss_mb(),

@@ -23,6 +23,9 @@ pub struct Sample {
     pub broker: Option<(f64, f64)>,
     /// Broker CPU-seconds spent during this interval (from /proc, not sampled).
     pub broker_cpu_s: Option<f64>,
+    /// Seconds the broker's JIT compiled during this interval (HotSpot's perf data); None for
+    /// a broker that is no JVM.
+    pub broker_jit_s: Option<f64>,
     pub harness_cpu: f64,
     /// Answers ok in this interval, per second of it.
     pub ok_per_s: f64,
@@ -51,6 +54,11 @@ pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -
         .filter(|s| s.segment == Some(segment))
         .map(|s| s.broker_cpu_s)
         .sum::<Option<f64>>();
+    // Over the full seconds only, as the CPU averages are: compile time per wall second.
+    let jit: Option<f64> = seconds.iter().map(|s| s.broker_jit_s).sum();
+    res.broker_jit_pct = jit
+        .filter(|_| !seconds.is_empty())
+        .map(|j| j / seconds.len() as f64 * 100.0);
     if !seconds.is_empty() {
         res.broker_cpu_avg =
             (!cpus.is_empty()).then(|| cpus.iter().sum::<f64>() / cpus.len() as f64);
@@ -132,6 +140,7 @@ pub fn timeseries_row(
             p99_ms: q(&i.latency, 0.99),
             max_ms: q(&i.latency, 1.0),
             broker_cpu: s.broker.map(|b| Fixed(b.0)),
+            broker_jit_ms: s.broker_jit_s.map(|j| Fixed(j * 1000.0)),
             broker_rss_mb: s.broker.map(|b| Fixed(b.1)),
             harness_cpu: Fixed(s.harness_cpu),
             send_queue_size: info("sendThreadPoolQueueSize"),

@@ -224,7 +224,7 @@ pub fn drive(
             cfg.phase_at(elapsed)
                 .map(|p| p.segment)
                 .or(if finished { None } else { Some(0) });
-        let (broker_sample, broker_cpu_s) = brokers.sample();
+        let broker_second = brokers.sample();
         let mut info = admin.runtime_info(info_timeout).ok();
         if info.is_none() && parts.board.restarting {
             // A kill broke the admin connection; a restarted broker answers a new one.
@@ -257,8 +257,9 @@ pub fn drive(
             drain: finished && interval_start >= load.start + cfg.total(),
             second,
             segment: segment.or(Some(cfg.phases.last().map_or(0, |p| p.segment))),
-            broker: broker_sample,
-            broker_cpu_s,
+            broker: broker_second.usage,
+            broker_cpu_s: broker_second.cpu_s,
+            broker_jit_s: broker_second.jit_s,
             harness_cpu,
             ok_per_s: interval.counts.ok as f64 / wall,
             harness_rss_mb: crate::proc::cpu::self_rss_mb(),
