@@ -160,3 +160,43 @@ pub fn timeseries_row(
         ..TimeseriesRow::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(segment: usize, jit_s: Option<f64>, partial: bool) -> Sample {
+        Sample {
+            partial,
+            drain: false,
+            second: 0,
+            segment: Some(segment),
+            broker: Some((50.0, 100.0)),
+            broker_cpu_s: Some(0.5),
+            broker_jit_s: jit_s,
+            harness_cpu: 10.0,
+            ok_per_s: 1000.0,
+            harness_rss_mb: None,
+            store_disk_mb: None,
+            end_unix_s: 0.0,
+        }
+    }
+
+    /// The window's JIT share is compile time per full second of the segment: the warm-up's
+    /// seconds and a short last interval do not count, and a broker without perf data has none.
+    #[test]
+    fn the_jit_share_is_compile_time_per_measured_second() {
+        let samples = [
+            second(0, Some(0.9), false),
+            second(1, Some(0.2), false),
+            second(1, Some(0.4), false),
+            second(1, Some(0.5), true),
+        ];
+        let res = segment_resources(&samples, 1, &Resources::default());
+        let pct = res.broker_jit_pct.expect("a JVM's share");
+        assert!((pct - 30.0).abs() < 1e-9, "{pct}");
+        let no_jvm = [second(1, None, false), second(1, None, false)];
+        let res = segment_resources(&no_jvm, 1, &Resources::default());
+        assert_eq!(res.broker_jit_pct, None);
+    }
+}
