@@ -381,6 +381,50 @@ over = { metric = "e2e_p50_ms" }
     );
 }
 
+/// A JVM's cells carry how much of their windows its JIT compiled; the figure says so, and
+/// the verdict is the arithmetic's alone. broker-under-test has no JIT: nothing is added.
+#[test]
+fn a_jvm_s_figure_says_how_busy_its_jit_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = RowsFile::parse(
+        Path::new("rows.toml"),
+        r#"
+[[row]]
+id = "5"
+title = "flush"
+profile = "p.toml"
+[[row.check]]
+name = "SYNC/ASYNC"
+tolerance = 0.5
+metric = "ok_rate"
+where = { "broker.flushDiskType" = "SYNC_FLUSH" }
+over = { where = { "broker.flushDiskType" = "ASYNC_FLUSH" } }
+"#,
+    )
+    .unwrap();
+    write(
+        &tmp.path().join("5"),
+        "param_broker.kind,param_broker.flushDiskType,sent,timeouts,ok_rate,broker_jit_pct",
+        &[
+            "a,1,in-tree,SYNC_FLUSH,100,0,20,",
+            "b,1,in-tree,ASYNC_FLUSH,100,0,50,",
+            "c,1,apache,SYNC_FLUSH,100,0,6,94.0",
+            "d,1,apache,ASYNC_FLUSH,100,0,15,32.5",
+        ],
+    );
+    let lines = table_for(
+        &rows,
+        &[RowOutcome {
+            id: "5".into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    );
+    assert_eq!(lines[0].model, "0.40 (20 / 50)");
+    assert_eq!(lines[0].real, "0.40 (6.00 / 15), JIT 32-94%");
+    assert_eq!(lines[0].verdict, Some(Verdict::Agree));
+}
+
 #[test]
 fn a_cell_that_sent_nothing_is_no_figure_not_an_absence() {
     let tmp = tempfile::tempdir().unwrap();

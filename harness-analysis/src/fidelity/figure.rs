@@ -274,7 +274,28 @@ fn figure(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figur
             "a knee above the search's ceiling (knee.max_rate): a bound, not a knee",
         );
     }
-    figure_of(data, check, broker, version)
+    let mut fig = figure_of(data, check, broker, version);
+    if let Some(jit) = jit_range(&rows) {
+        fig.text.push_str(&format!(", JIT {jit}"));
+    }
+    fig
+}
+
+/// How much of their measured windows the cells' JVM compiled (`broker_jit_pct`), as
+/// `lo-hi%`: a figure taken while the JIT is busy is partly the JIT's. None for a broker
+/// without perf data, or a folder written before the column.
+fn jit_range(rows: &[&Row]) -> Option<String> {
+    let pcts: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.get("broker_jit_pct").ok().flatten())
+        .collect();
+    let lo = pcts.iter().copied().reduce(f64::min)?;
+    let hi = pcts.iter().copied().fold(lo, f64::max);
+    Some(if hi - lo < 0.5 {
+        format!("{lo:.0}%")
+    } else {
+        format!("{lo:.0}-{hi:.0}%")
+    })
 }
 
 fn figure_of(data: &RunData, check: &Check, broker: Broker, version: &str) -> Figure {
