@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use harness_analysis::fidelity::{
-    counts, render_csv, render_markdown, table_for, RowOutcome, RowStatus, RowsFile, Verdict,
+    counts, render_csv, render_markdown, table_for, RowOutcome, RowStatus, RowsFile, TableLine,
+    Verdict,
 };
 
 const ROWS: &str = r#"
@@ -58,6 +59,19 @@ where = {}
 over = { metric = "sent" }
 "#;
 
+/// Row 10's first check, as `rows.toml` writes it.
+const ROW_10: &str = r#"
+[[row]]
+id = "10"
+title = "e2e"
+profile = "p.toml"
+[[row.check]]
+name = "e2e p99 / p50"
+tolerance = 1.0
+metric = "e2e_p99_ms"
+over = { metric = "e2e_p50_ms" }
+"#;
+
 fn write(dir: &Path, header: &str, lines: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
     let mut s = format!("cell_id,repetition,{header}\n");
@@ -66,6 +80,20 @@ fn write(dir: &Path, header: &str, lines: &[&str]) {
         s.push('\n');
     }
     std::fs::write(dir.join("summary.csv"), s).unwrap();
+}
+
+/// The table of row `id` of `rows` whose folder holds one summary.csv of `header` and `lines`.
+fn judge_one(rows: &RowsFile, id: &str, header: &str, lines: &[&str]) -> Vec<TableLine> {
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join(id), header, lines);
+    table_for(
+        rows,
+        &[RowOutcome {
+            id: id.into(),
+            status: RowStatus::Measured,
+        }],
+        tmp.path(),
+    )
 }
 
 #[test]
@@ -173,20 +201,12 @@ fn verdicts_follow_the_arithmetic() {
 
 #[test]
 fn a_missing_side_has_no_figure() {
-    let tmp = tempfile::tempdir().unwrap();
-    write(
-        &tmp.path().join("1"),
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = judge_one(
+        &rows,
+        "1",
         "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate",
         &["a,1,in-tree,true,2,10", "b,1,in-tree,false,2,10"],
-    );
-    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "1".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
     );
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
     assert!(lines[0].real.contains("no cells"));
@@ -343,35 +363,13 @@ fn the_shipped_rows_name_profiles_and_axes_that_exist() {
 
 #[test]
 fn a_broker_that_timed_out_has_no_figure() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rows = RowsFile::parse(
-        Path::new("rows.toml"),
-        r#"
-[[row]]
-id = "10"
-title = "e2e"
-profile = "p.toml"
-[[row.check]]
-name = "e2e p99 / p50"
-tolerance = 1.0
-metric = "e2e_p99_ms"
-over = { metric = "e2e_p50_ms" }
-"#,
-    )
-    .unwrap();
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROW_10).unwrap();
     // Apache answered 60 of 1,000 sends in time: no figure, whatever its ratio.
-    write(
-        &tmp.path().join("10"),
+    let lines = judge_one(
+        &rows,
+        "10",
         "param_broker.kind,sent,timeouts,e2e_p50_ms,e2e_p99_ms",
         &["a,1,in-tree,1000,0,2,10", "b,1,apache,1000,940,13000,15000"],
-    );
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "10".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
     );
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
     assert_eq!(lines[0].model, "5.00 (10 / 2.00)");
@@ -385,49 +383,27 @@ over = { metric = "e2e_p50_ms" }
 /// the verdict is the arithmetic's alone. broker-under-test has no JIT: nothing is added.
 #[test]
 fn a_jvm_s_figure_says_how_busy_its_jit_was() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rows = RowsFile::parse(
-        Path::new("rows.toml"),
-        r#"
-[[row]]
-id = "5"
-title = "flush"
-profile = "p.toml"
-[[row.check]]
-name = "SYNC/ASYNC"
-tolerance = 0.5
-metric = "ok_rate"
-where = { "broker.flushDiskType" = "SYNC_FLUSH" }
-over = { where = { "broker.flushDiskType" = "ASYNC_FLUSH" } }
-"#,
-    )
-    .unwrap();
-    write(
-        &tmp.path().join("5"),
-        "param_broker.kind,param_broker.flushDiskType,sent,timeouts,ok_rate,broker_jit_pct",
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROW_10).unwrap();
+    let lines = judge_one(
+        &rows,
+        "10",
+        "param_broker.kind,param_broker.version,sent,timeouts,e2e_p50_ms,e2e_p99_ms,broker_jit_pct",
         &[
-            "a,1,in-tree,SYNC_FLUSH,100,0,20,",
-            "b,1,in-tree,ASYNC_FLUSH,100,0,50,",
-            "c,1,apache,SYNC_FLUSH,100,0,6,94.0",
-            "d,1,apache,ASYNC_FLUSH,100,0,15,32.5",
+            "a,1,in-tree,4.9.7,1000,0,1,3,",
+            "b,1,in-tree,5.3.3,1000,0,1,3,",
+            "c,1,apache,4.9.7,1000,0,2,6,17.1",
+            "d,1,apache,5.3.3,1000,0,2,6,66.6",
+            "e,1,apache,5.3.3,1000,0,2,6,94.0",
         ],
     );
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "5".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
-    );
-    assert_eq!(lines[0].model, "0.40 (20 / 50)");
-    assert_eq!(lines[0].real, "0.40 (6.00 / 15), JIT 32-94%");
-    assert_eq!(lines[0].verdict, Some(Verdict::Agree));
+    assert_eq!(lines[0].model, "3.00 (3.00 / 1.00)");
+    assert_eq!(lines[0].real, "3.00 (6.00 / 2.00), JIT 17%");
+    assert_eq!(lines[1].real, "3.00 (6.00 / 2.00), JIT 67-94%");
+    assert_eq!(lines[1].verdict, Some(Verdict::Agree));
 }
 
 #[test]
 fn a_cell_that_sent_nothing_is_no_figure_not_an_absence() {
-    let tmp = tempfile::tempdir().unwrap();
     let rows = RowsFile::parse(
         Path::new("rows.toml"),
         r#"
@@ -444,18 +420,11 @@ metric = "flush_slave_timeout"
     )
     .unwrap();
     // Apache's pair never started (its row: zeros and a reason): no figure, not "absent".
-    write(
-        &tmp.path().join("8"),
+    let lines = judge_one(
+        &rows,
+        "8",
         "param_broker.kind,sent,timeouts,flush_slave_timeout",
         &["a,1,in-tree,3300,0,900", "b,1,apache,0,0,0"],
-    );
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "8".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
     );
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown), "{lines:?}");
     assert_eq!(lines[0].model, "900 (present)");
@@ -464,9 +433,10 @@ metric = "flush_slave_timeout"
 
 #[test]
 fn a_knee_the_generator_stopped_is_no_figure() {
-    let tmp = tempfile::tempdir().unwrap();
-    write(
-        &tmp.path().join("1"),
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = judge_one(
+        &rows,
+        "1",
         "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate,knee_limited_by",
         &[
             "a,1,in-tree,true,2,1400,valid (lag p99 54943 µs > 50000 µs)",
@@ -474,15 +444,6 @@ fn a_knee_the_generator_stopped_is_no_figure() {
             "c,1,apache,true,2,800,p99_ms <= 100",
             "d,1,apache,false,2,800,p99_ms <= 100",
         ],
-    );
-    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "1".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
     );
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
     assert!(lines[0].model.contains("validity"), "{lines:?}");
@@ -493,9 +454,10 @@ fn a_knee_the_generator_stopped_is_no_figure() {
 fn a_knee_at_the_search_ceiling_is_no_figure() {
     // The model met the SLO at every probe up to knee.max_rate on both locks: 32000 / 32000 is
     // the ceiling over itself, not a ratio of knees (seen in the 5 December run's row 1).
-    let tmp = tempfile::tempdir().unwrap();
-    write(
-        &tmp.path().join("1"),
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
+    let lines = judge_one(
+        &rows,
+        "1",
         "param_broker.kind,param_broker.useReentrantLockWhenPutMessage,param_broker.sendMessageThreadPoolNums,knee_rate,knee_limited_by",
         &[
             "a,1,in-tree,true,2,32000,none up to max_rate",
@@ -503,15 +465,6 @@ fn a_knee_at_the_search_ceiling_is_no_figure() {
             "c,1,apache,true,2,13454,p99_ms <= 100",
             "d,1,apache,false,2,1682,p99_ms <= 100",
         ],
-    );
-    let rows = RowsFile::parse(Path::new("rows.toml"), ROWS).unwrap();
-    let lines = table_for(
-        &rows,
-        &[RowOutcome {
-            id: "1".into(),
-            status: RowStatus::Measured,
-        }],
-        tmp.path(),
     );
     assert_eq!(lines[0].verdict, Some(Verdict::Unknown));
     assert!(lines[0].model.contains("ceiling"), "{lines:?}");
