@@ -125,6 +125,8 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
         broker_jit_pct: (!jit.is_empty()).then(|| jit.iter().sum::<f64>() / jit.len() as f64),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
+        // Every shard's sampler saw the same machine: the largest.
+        other_cpu_max: max("other_cpu_max"),
         // Not a column: the shards' seconds are in their timeseries.
         ok_per_second: Vec::new(),
         broker_flow_control_total: match (flow.len() == rows.len(), shared) {

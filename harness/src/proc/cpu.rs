@@ -28,6 +28,26 @@ fn parse_stat(stat: &str, ticks: f64) -> Option<f64> {
     Some((utime + stime) / ticks)
 }
 
+/// CPU-seconds the whole machine has been busy so far, summed over its CPUs: `/proc/stat`'s
+/// first line, user + nice + system + irq + softirq + steal (idle and iowait left out; guest
+/// time is in user already). None where /proc is not readable.
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_machine_busy(stat.lines().next()?, clock_ticks()?)
+}
+
+fn parse_machine_busy(line: &str, ticks: f64) -> Option<f64> {
+    let mut f = line.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<f64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = v[..] else {
+        return None;
+    };
+    Some((user + nice + system + irq + softirq + steal) / ticks)
+}
+
 /// CPU% (of one core) and RSS of a process, via sysinfo.
 pub struct ProcSampler {
     sys: System,
@@ -85,6 +105,16 @@ pub fn self_cpu_time() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line as Linux 6.x writes it: busy is every field but idle (4th) and iowait (5th).
+    #[test]
+    fn the_machine_is_busy_for_all_but_idle_and_iowait() {
+        let line = "cpu  1000 20 300 90000 400 5 6 7 0 0";
+        assert_eq!(parse_machine_busy(line, 100.0), Some(13.38));
+        assert_eq!(parse_machine_busy("cpu0 1 2 3 4 5 6 7 8", 100.0), None);
+        assert_eq!(parse_machine_busy("cpu 1 2", 100.0), None);
+        assert!(machine_busy_seconds().is_some_and(|s| s > 0.0));
+    }
 
     #[test]
     fn parses_utime_and_stime_after_a_tricky_name() {

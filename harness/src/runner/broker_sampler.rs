@@ -1,14 +1,16 @@
 //! The broker processes one job samples every second (CPU and RSS from /proc, and a JVM's JIT
 //! from its HotSpot perf data), kept apart from the sampling loop (`sampler.rs`) that reads them.
 
-use crate::proc::cpu::process_cpu_seconds;
 use crate::proc::cpu::ProcSampler;
+use crate::proc::cpu::{machine_busy_seconds, process_cpu_seconds};
 use crate::proc::hsperf::Jit;
 
 /// The broker processes a job samples every second: its one broker, or every broker of a
 /// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
 pub struct BrokerSampler {
     procs: Vec<SampledProcess>,
+    /// The machine's busy CPU-seconds at the previous sample.
+    last_machine_s: Option<f64>,
 }
 
 struct SampledProcess {
@@ -35,6 +37,7 @@ impl BrokerSampler {
     pub fn new(pids: &[u32]) -> Self {
         BrokerSampler {
             procs: pids.iter().map(|&p| SampledProcess::new(p)).collect(),
+            last_machine_s: machine_busy_seconds(),
         }
     }
 
@@ -72,10 +75,16 @@ impl BrokerSampler {
             }
             p.last_jit = jit.or(p.last_jit);
         }
+        let machine = machine_busy_seconds();
+        let machine_s = machine
+            .zip(self.last_machine_s)
+            .map(|(n, l)| (n - l).max(0.0));
+        self.last_machine_s = machine.or(self.last_machine_s);
         BrokerSecond {
             usage,
             cpu_s,
             jit_s,
+            machine_s,
         }
     }
 }
@@ -90,6 +99,19 @@ pub struct BrokerSecond {
     /// Seconds the JIT compiled since the previous sample, summed over the compiler threads
     /// ([`Jit::compile_s`]); None for a broker that is no JVM (no perf data).
     pub jit_s: Option<f64>,
+    /// CPU-seconds the whole machine was busy since the previous sample, every CPU summed.
+    pub machine_s: Option<f64>,
+}
+
+impl BrokerSecond {
+    /// What the rest of the machine used over `wall_s`, % of one core: its busy time less the
+    /// brokers' and the harness's own (`harness_s`, spin-waiting included). Other processes,
+    /// and the kernel's threads (page-cache writeback among them). None without the brokers'
+    /// CPU (a broker the harness did not start would count as "other").
+    pub fn other_cpu(&self, harness_s: f64, wall_s: f64) -> Option<f64> {
+        let (machine, broker) = (self.machine_s?, self.cpu_s?);
+        (wall_s > 0.0).then(|| ((machine - broker - harness_s) / wall_s * 100.0).max(0.0))
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +123,10 @@ mod tests {
     /// memory and at least twice the CPU burnt in between: a cluster's figures are sums.
     #[test]
     fn a_cluster_is_sampled_as_the_sum_of_its_brokers() {
-        assert_eq!(BrokerSampler::new(&[]).sample(), BrokerSecond::default());
+        let none = BrokerSampler::new(&[]).sample();
+        assert_eq!((none.usage, none.cpu_s, none.jit_s), (None, None, None));
+        // No broker CPU: what the rest of the machine used cannot be told apart from it.
+        assert_eq!(none.other_cpu(0.0, 1.0), None);
         let me = std::process::id();
         let mut one = BrokerSampler::new(&[me]);
         let mut two = BrokerSampler::new(&[me, me]);

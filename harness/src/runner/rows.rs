@@ -84,10 +84,11 @@ impl Rows for JobRows<'_, '_> {
         let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
         let (cpu, now) = (self_cpu_time(), Instant::now());
         let (last_cpu, last_t) = self.clock;
-        let harness_cpu = cpu.saturating_sub(last_cpu).as_secs_f64()
-            / (now - last_t).as_secs_f64().max(1e-3)
-            / cores
-            * 100.0;
+        let (harness_s, wall) = (
+            cpu.saturating_sub(last_cpu).as_secs_f64(),
+            (now - last_t).as_secs_f64().max(1e-3),
+        );
+        let harness_cpu = harness_s / wall / cores * 100.0;
         self.clock = (cpu, now);
         let broker = self
             .brokers
@@ -102,6 +103,7 @@ impl Rows for JobRows<'_, '_> {
             broker: broker.usage,
             broker_cpu_s: broker.cpu_s,
             broker_jit_s: broker.jit_s,
+            other_cpu: broker.other_cpu(harness_s, wall),
             harness_cpu,
             ok_per_s: 0.0,
             harness_rss_mb: self_rss_mb(),
@@ -121,6 +123,7 @@ impl Rows for JobRows<'_, '_> {
             broker: None,
             broker_cpu_s: None,
             broker_jit_s: None,
+            other_cpu: None,
             harness_cpu: 0.0,
             ok_per_s: 0.0,
             harness_rss_mb: self_rss_mb(),

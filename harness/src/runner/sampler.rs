@@ -212,8 +212,9 @@ pub fn drive(
         let cpu = self_cpu_time();
         let spin = load.spin_ns();
         let wall = (now - last_t).as_secs_f64().max(1e-3);
-        let busy_cpu =
-            (cpu.saturating_sub(last_cpu).as_secs_f64() - (spin - last_spin) as f64 / 1e9).max(0.0);
+        // Spin-waiting included: the rest of the machine is what neither process used.
+        let harness_s = cpu.saturating_sub(last_cpu).as_secs_f64();
+        let busy_cpu = (harness_s - (spin - last_spin) as f64 / 1e9).max(0.0);
         let harness_cpu = busy_cpu / wall / harness_cpus * 100.0;
         let interval_start = last_t;
         (last_cpu, last_spin, last_t) = (cpu, spin, now);
@@ -260,6 +261,7 @@ pub fn drive(
             broker: broker_second.usage,
             broker_cpu_s: broker_second.cpu_s,
             broker_jit_s: broker_second.jit_s,
+            other_cpu: broker_second.other_cpu(harness_s, wall),
             harness_cpu,
             ok_per_s: interval.counts.ok as f64 / wall,
             harness_rss_mb: crate::proc::cpu::self_rss_mb(),
