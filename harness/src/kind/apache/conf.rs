@@ -302,7 +302,9 @@ mod tests {
 
     #[test]
     fn the_archive_flag_names_the_role_s_file_and_comes_before_the_class_path() {
-        let home = std::env::temp_dir().join(format!("cds-flag-{}", std::process::id()));
+        // jvm_args makes the JVM's tmp folder in its home: a folder removed when the test ends.
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
         let (ns, br) = (
             PathBuf::from("/a/namesrv.jsa"),
             PathBuf::from("/a/broker.jsa"),
