@@ -105,13 +105,15 @@ fn one_shared_broker(folders: &[ShardFolder]) -> bool {
 fn resources(rows: &[&Row], shared: bool) -> Resources {
     let all = |c: &str| -> Vec<f64> { rows.iter().filter_map(|r| value(r, c)).collect() };
     let max = |c: &str| all(c).into_iter().reduce(f64::max);
-    let cpu = all("broker_cpu_avg");
+    let mean = |c: &str| {
+        let v = all(c);
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
     let flow = all("broker_flow_control_total");
     let matches = all("broker_counters_match");
     let cpu_s = all("broker_cpu_s");
-    let jit = all("broker_jit_pct");
     Resources {
-        broker_cpu_avg: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        broker_cpu_avg: mean("broker_cpu_avg"),
         broker_cpu_max: max("broker_cpu_max"),
         // One shared broker: every shard read the same process's CPU time.
         broker_cpu_s: (cpu_s.len() == rows.len()).then(|| {
@@ -122,7 +124,7 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
             }
         }),
         // Averaged as the CPU is: shards of one broker read the same JVM.
-        broker_jit_pct: (!jit.is_empty()).then(|| jit.iter().sum::<f64>() / jit.len() as f64),
+        broker_jit_pct: mean("broker_jit_pct"),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
         // Every shard's sampler saw the same machine: the largest.

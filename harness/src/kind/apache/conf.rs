@@ -345,7 +345,8 @@ mod tests {
 
     #[test]
     fn the_jvm_s_temporary_files_stay_in_its_home() {
-        let home = std::env::temp_dir().join(format!("jvm-tmpdir-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
         let a = jvm_args(
             Role::Broker,
             "5.3.3",
@@ -362,7 +363,6 @@ mod tests {
             "{a:?}"
         );
         assert!(tmp.is_dir(), "the JVM needs the folder to exist");
-        std::fs::remove_dir_all(&home).unwrap();
     }
 
     #[test]
