@@ -116,6 +116,7 @@ struct SummaryTail {
     broker_cpu_max: Option<Fixed<1>>,
     broker_cpu_s: Option<Fixed<3>>,
     broker_jit_pct: Option<Fixed<1>>,
+    jit_warmup_s: Option<Fixed<1>>,
     broker_rss_max_mb: Option<Fixed<1>>,
     harness_cpu_max: Option<Fixed<1>>,
     other_cpu_max: Option<Fixed<1>>,
@@ -168,6 +169,9 @@ pub struct Resources {
     /// The broker's JIT compile time per second of the measured window, % (HotSpot's perf
     /// data, summed over the compiler threads); None for a broker that is no JVM.
     pub broker_jit_pct: Option<f64>,
+    /// Seconds of `[workload] jit_warmup` before the job on its broker (until the JIT went
+    /// quiet, or the limit); None without one, or for a broker without a JIT.
+    pub jit_warmup_s: Option<f64>,
     pub broker_rss_max_mb: Option<f64>,
     pub harness_cpu_max: Option<f64>,
     /// The most the rest of the machine (other processes, the kernel's threads) used in one
@@ -402,6 +406,7 @@ impl SummaryRow {
                 broker_cpu_max: one(self.res.broker_cpu_max),
                 broker_cpu_s: self.res.broker_cpu_s.map(Fixed),
                 broker_jit_pct: one(self.res.broker_jit_pct),
+                jit_warmup_s: one(self.res.jit_warmup_s),
                 broker_rss_max_mb: one(self.res.broker_rss_max_mb),
                 harness_cpu_max: one(self.res.harness_cpu_max),
                 other_cpu_max: one(self.res.other_cpu_max),
@@ -493,6 +498,7 @@ mod tests {
                 broker_cpu_max: Some(99.94),
                 broker_cpu_s: Some(8.7271),
                 broker_jit_pct: Some(12.34),
+                jit_warmup_s: Some(31.94),
                 broker_rss_max_mb: None,
                 harness_cpu_max: Some(12.0),
                 other_cpu_max: Some(4.56),
@@ -544,7 +550,7 @@ mod tests {
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,14,15,16,17,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
-5,50,5000,4.321,200,250,17,87.3,99.9,8.727,12.3,,12.0,4.6,21,true,false,lag p99 5000 µs > 1000 µs,lag_p99,\
+5,50,5000,4.321,200,250,17,87.3,99.9,8.727,12.3,31.9,,12.0,4.6,21,true,false,lag p99 5000 µs > 1000 µs,lag_p99,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12,\
 broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
@@ -581,7 +587,7 @@ broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,,,true,,,0,0,0,0,,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,,,,true,,,0,0,0,0,,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }

@@ -125,6 +125,8 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
         }),
         // Averaged as the CPU is: shards of one broker read the same JVM.
         broker_jit_pct: mean("broker_jit_pct"),
+        // Each shard warmed the broker it was given; they ran side by side.
+        jit_warmup_s: max("jit_warmup_s"),
         broker_rss_max_mb: max("broker_rss_max_mb"),
         harness_cpu_max: max("harness_cpu_max"),
         // Every shard's sampler saw the same machine: the largest.

@@ -395,6 +395,21 @@ impl Profile {
             (plan.check_brokers(c.brokers as usize))
                 .map_err(|e| src.err(span, e.to_string(), None))?;
         }
+        if workload.jit_warmup.is_some() && (fault.is_some() || cluster.is_some()) {
+            let other = if fault.is_some() {
+                "[fault]"
+            } else {
+                "[cluster]"
+            };
+            return Err(src.err(
+                find_key_span(text, "workload", "jit_warmup"),
+                format!(
+                    "`jit_warmup` warms one broker the job then keeps; with {other} the job \
+                     starts (and kills) its own brokers"
+                ),
+                Some(format!("remove `jit_warmup`, or run without {other}")),
+            ));
+        }
         let ab = match raw.ab {
             Some(r) => Some(r.validate().map_err(|(m, h, span)| src.err(span, m, h))?),
             None => None,

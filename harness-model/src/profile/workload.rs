@@ -15,6 +15,7 @@ pub const WORKLOAD_KEYS: &[&str] = &[
     "steps",
     "duration",
     "warmup",
+    "jit_warmup",
     "connections",
     "max_in_flight",
     "send_timeout",
@@ -124,6 +125,13 @@ pub struct Workload {
     pub duration: Secs,
     /// Excluded from results; runs at the (first) rate. Default: 2s.
     pub warmup: Secs,
+    /// Before the schedule, on a JVM broker: the cell's own load (at the warm-up's rate, without
+    /// its fault) in windows of [`super::WARM_UP_WINDOW`] on the broker the job then uses,
+    /// until its JIT compiled for less than [`super::WARM_UP_JIT_QUIET`] of a window, at most
+    /// this long (`runner::jit_job`). A JVM's first minute is spent compiling: Apache's short
+    /// cells were measured with the JIT busy for 30-109% of their windows (fidelity,
+    /// 7 December). A broker without a JIT (broker-under-test) skips it. Default: none.
+    pub jit_warmup: Option<Secs>,
     /// TCP connections. Default: 4.
     pub connections: u32,
     /// Pipelined requests per connection. Default: 4096.
@@ -174,6 +182,7 @@ impl Default for Workload {
             steps: Vec::new(),
             duration: Secs(10.0),
             warmup: Secs(2.0),
+            jit_warmup: None,
             connections: 4,
             max_in_flight: 4096,
             send_timeout: Secs(3.0),
@@ -235,6 +244,25 @@ impl Workload {
             positive("duration", self.duration.0)?;
         }
         positive("send_timeout", self.send_timeout.0)?;
+        if let Some(limit) = self.jit_warmup {
+            if self.model == Model::Knee {
+                return Err((
+                    "jit_warmup",
+                    "a knee search warms its broker with `[knee] warm_up`; remove `jit_warmup`"
+                        .into(),
+                ));
+            }
+            if !(limit.0.is_finite() && limit.0 >= super::WARM_UP_WINDOW.0) {
+                return Err((
+                    "jit_warmup",
+                    format!(
+                        "`jit_warmup` must be at least one window, {}s (got {}s)",
+                        super::WARM_UP_WINDOW.0,
+                        limit.0
+                    ),
+                ));
+            }
+        }
         if !(1..=256).contains(&self.connections) {
             return Err((
                 "connections",

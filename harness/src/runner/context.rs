@@ -33,7 +33,8 @@ pub struct Ctx<'a> {
     pub progress: Progress,
     /// The shared start of the job about to run (`--start-at` plus its slot).
     pub job_start: Option<StartAt>,
-    /// Set by the knee search while one of its probes runs (`runner::knee_job`).
+    /// Set while a knee probe (`runner::knee_job`), a warm-up window (`runner::warm_up`) or a
+    /// warmed cell's job (`runner::jit_job`) runs.
     pub probe: Option<Probe>,
     /// The previous job's broker stop, when it runs beside this job's start.
     pub reaper: Reaper,
@@ -56,8 +57,8 @@ impl Ctx<'_> {
     }
 }
 
-/// A knee probe in progress: its index (the `step` of its rows) and, when the cell keeps one
-/// broker for all probes, that broker's address and pid.
+/// A job on a broker that outlives it, in progress: a knee probe's index (the `step` of its
+/// rows) and, when the cell keeps one broker for all its jobs, that broker's address and pid.
 #[derive(Debug, Clone, Copy)]
 pub struct Probe {
     pub index: usize,
@@ -65,7 +66,7 @@ pub struct Probe {
     pub stage: ProbeStage,
 }
 
-/// What a knee job's load is for.
+/// What a job on a kept broker is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeStage {
     /// `[knee] warm_up`: load that only warms the broker. Its seconds go to the progress lines
@@ -73,12 +74,20 @@ pub enum ProbeStage {
     WarmUp,
     /// A probe the search judges: its seconds are rows with `step` = its index.
     Measured,
+    /// A cell's own job on the broker its `[workload] jit_warmup` warmed (`runner::jit_job`):
+    /// recorded like any job, its rows without a `step`.
+    Warmed,
 }
 
 impl Probe {
     /// Whether the job's seconds and histograms go to the run's streams.
     pub fn records(&self) -> bool {
-        self.stage == ProbeStage::Measured
+        self.stage != ProbeStage::WarmUp
+    }
+
+    /// The `step` of the job's rows: a knee probe's index.
+    pub fn step(&self) -> Option<usize> {
+        (self.stage != ProbeStage::Warmed).then_some(self.index)
     }
 }
 

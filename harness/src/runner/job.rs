@@ -34,6 +34,27 @@ pub(crate) fn start_broker(
     ctx.kind.start_broker(&spec)
 }
 
+/// Stops a broker kept across several jobs of a cell (a knee search's, a warmed cell's) once
+/// its rows are made: a JVM beside the next cell's start, unless the run was interrupted.
+pub(crate) fn stop_kept(
+    ctx: &mut Ctx,
+    cell: &Cell,
+    p: Box<dyn Member>,
+    job_dir: &std::path::Path,
+    interrupted: bool,
+) {
+    let store = job_dir.join("store");
+    let stop = move || {
+        let _ = p.discard(Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(store);
+    };
+    if ctx.kind.stops_in_background() && !interrupted {
+        ctx.reaper.defer(&cell.id, stop);
+    } else {
+        stop();
+    }
+}
+
 /// The stop [`run_job`] leaves to `ctx.reaper`: the job's rows are made by then, so a stop
 /// that is not clean is a warning (the JVM's own log says more), then the store goes.
 fn stop_in_background(member: Box<dyn Member>, store: Option<std::path::PathBuf>) {

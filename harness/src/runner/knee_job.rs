@@ -9,9 +9,10 @@ use std::borrow::Borrow;
 use crate::kind::{Lifecycle, Member};
 use crate::report::{summary_csv, SummaryRow};
 use crate::runner::context::{Ctx, Probe, ProbeStage};
-use crate::runner::job::{run_job, start_broker};
+use crate::runner::job::{run_job, start_broker, stop_kept};
 use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
-use crate::runner::knee_warm_up::{warm_up, WarmUpEnd};
+use crate::runner::knee_warm_up::warm_up;
+use crate::runner::warm_up::WarmUpEnd;
 use harness_model::matrix::Cell;
 use harness_model::profile::{Knee, Model, Slo};
 use harness_model::rules::{Env, EvalError};
@@ -126,17 +127,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
         search.record(met);
     }
     if let Some(p) = shared {
-        let store = job_dir.join("store");
-        let stop = move || {
-            let _ = p.discard(std::time::Duration::from_secs(10));
-            let _ = std::fs::remove_dir_all(store);
-        };
-        // The search's rows are made; a JVM stops beside the next cell's start.
-        if ctx.kind.stops_in_background() && !interrupted {
-            ctx.reaper.defer(&cell.id, stop);
-        } else {
-            stop();
-        }
+        stop_kept(ctx, cell, p, &job_dir, interrupted);
     }
     let (knee_rate, limited_by) = match search.outcome() {
         Some(o @ KneeOutcome::Knee { rate, .. }) => (

@@ -12,67 +12,21 @@
 //! publishes HotSpot perf data ([`crate::proc::hsperf`]) is steady only once its JIT, too, has
 //! gone quiet: it compiled for less than [`WARM_UP_JIT_QUIET`] of the window.
 //!
-//! The windows are jobs on the search's broker whose seconds stay out of the run's streams
-//! ([`ProbeStage::WarmUp`]); what they measured goes to the progress lines and to the job
-//! folder's `warm-up.csv`.
+//! The windows are jobs on the search's broker ([`crate::runner::warm_up`]).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
 use statrs::statistics::Statistics;
 
-use crate::proc::hsperf::Jit;
-use crate::runner::context::{Ctx, Probe, ProbeStage};
-use crate::runner::job::run_job;
+use crate::runner::context::Ctx;
+use crate::runner::warm_up::{
+    run_windows, windows_in, WarmUp, WarmUpEnd, Window, Windows, COUNTED,
+};
 use harness_model::matrix::Cell;
 use harness_model::profile::{
     Knee, Model, Secs, WARM_UP_JIT_QUIET, WARM_UP_NOISE_Z, WARM_UP_STEADY, WARM_UP_WINDOW,
 };
-
-/// The part of each window that is counted; the rest lets its connections settle.
-const COUNTED: Secs = Secs(4.0);
-
-/// One warm-up window's counted seconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Window {
-    /// Seconds since the warm-up began, at the window's end.
-    pub end_s: f64,
-    pub ok_per_s: f64,
-    /// The ok rate of each of its full seconds: how much the window's rate spreads.
-    pub per_second: Vec<f64>,
-    pub busy_pct: f64,
-    pub p99_ms: f64,
-    pub timeouts: u64,
-    pub valid: bool,
-    /// The share of the window the broker's JIT spent compiling; None for a broker without
-    /// one (or whose perf data could not be read).
-    pub jit_busy: Option<f64>,
-}
-
-/// How a warm-up ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WarmUpEnd {
-    /// A window's rate came within [`WARM_UP_STEADY`] (or its seconds' noise,
-    /// [`WARM_UP_NOISE_Z`]) of the one before it, with the JIT quiet ([`WARM_UP_JIT_QUIET`])
-    /// on a JVM.
-    Steady,
-    /// `warm_up` ran out first: the first probe meets a broker still warming.
-    Limit,
-    /// A window sent nothing (the broker is gone); the first probe says why.
-    NoLoad,
-    /// Ctrl-C or SIGTERM.
-    Interrupted,
-}
-
-/// What a warm-up did: how it ended and the rate its last valid window measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WarmUp {
-    pub end: WarmUpEnd,
-    /// The `ok_per_s` of the last valid window (the steady closed-loop rate when it ended
-    /// steady); None when no window was valid (or none ran).
-    pub last_ok_per_s: Option<f64>,
-}
 
 /// Runs the warm-up against the search's broker (`broker`: the shared one, or None when the
 /// kind drives an existing broker), writes `warm-up.csv` into `job_dir` and says how it ended.
@@ -88,114 +42,23 @@ pub fn warm_up(
         return WarmUp {
             end: WarmUpEnd::Steady,
             last_ok_per_s: None,
+            took_s: 0.0,
         };
     };
-    let window_cell = window_cell(cell, knee);
-    // The profile refuses a limit below two windows.
-    let most = (limit.0 / WARM_UP_WINDOW.0).floor().max(2.0) as usize;
+    let window = window_cell(cell, knee);
     ctx.progress.line(&format!(
         "  warm-up: {} sends in flight, {}-s windows, at most {}s",
         knee.warm_up_concurrency, WARM_UP_WINDOW.0, limit.0
     ));
-    let began = std::time::Instant::now();
-    let pid = broker.and_then(|(_, pid)| pid);
-    let mut jit = pid
-        .and_then(Jit::of)
-        .map(|j| (j, std::time::Instant::now()));
-    let mut windows: Vec<Window> = Vec::new();
-    let mut end = WarmUpEnd::Limit;
-    for _ in 0..most {
-        if ctx.opts.cancel.is_cancelled() {
-            end = WarmUpEnd::Interrupted;
-            break;
-        }
-        ctx.probe = Some(Probe {
-            index: 0,
-            broker,
-            stage: ProbeStage::WarmUp,
-        });
-        let (mut rows, interrupted) = run_job(ctx, &window_cell, repetition);
-        ctx.probe = None;
-        let Some(mut row) = rows.pop() else {
-            end = WarmUpEnd::NoLoad;
-            break;
-        };
-        // Over the whole window, settling second included: the JIT does not pause for it.
-        let now = pid
-            .and_then(Jit::of)
-            .map(|j| (j, std::time::Instant::now()));
-        let jit_busy = match (jit, now) {
-            (Some((a, at)), Some((b, bt))) => {
-                Some(a.busy_share(&b, bt.duration_since(at).as_secs_f64()))
-            }
-            _ => None,
-        };
-        jit = now;
-        let w = Window {
-            end_s: began.elapsed().as_secs_f64(),
-            ok_per_s: row.ok_rate(),
-            per_second: std::mem::take(&mut row.res.ok_per_second),
-            busy_pct: row.busy_rate() * 100.0,
-            p99_ms: row.seg.latency_us[2] as f64 / 1000.0,
-            timeouts: row.seg.counts.timeouts,
-            valid: row.valid,
-            jit_busy,
-        };
-        ctx.progress.line(&format!(
-            "  warm-up window {}: {:.0} ok/s, busy {:.2}%, p99 {:.1} ms{}",
-            windows.len(),
-            w.ok_per_s,
-            w.busy_pct,
-            w.p99_ms,
-            w.jit_busy
-                .map(|j| format!(", JIT compiling {:.0}% of it", j * 100.0))
-                .unwrap_or_default()
-        ));
-        let sent = row.seg.sent;
-        windows.push(w);
-        if interrupted {
-            end = WarmUpEnd::Interrupted;
-            break;
-        }
-        if sent == 0 {
-            end = WarmUpEnd::NoLoad;
-            break;
-        }
-        if steady(&windows) {
-            end = WarmUpEnd::Steady;
-            break;
-        }
-    }
-    let said = match end {
-        WarmUpEnd::Steady => "steady",
-        WarmUpEnd::Limit => "not steady when warm_up ran out",
-        WarmUpEnd::NoLoad => "a window sent nothing",
-        WarmUpEnd::Interrupted => "interrupted",
+    // The profile refuses a limit below two windows.
+    let windows = Windows {
+        cell: &window,
+        most: windows_in(limit, 2),
+        broker,
+        rule: "steady",
+        warm: &steady,
     };
-    ctx.progress.line(&format!(
-        "  warm-up: {said} after {:.0}s ({} windows)",
-        began.elapsed().as_secs_f64(),
-        windows.len()
-    ));
-    let path = job_dir.join("warm-up.csv");
-    let written = std::fs::create_dir_all(job_dir)
-        .and_then(|()| harness_results::write_atomic(&path, csv(&windows).as_bytes()));
-    if let Err(e) = written {
-        eprintln!("warning: writing {}: {e}", path.display());
-    }
-    WarmUp {
-        end,
-        last_ok_per_s: last_valid(&windows),
-    }
-}
-
-/// The rate of the last valid window that sent something.
-fn last_valid(windows: &[Window]) -> Option<f64> {
-    windows
-        .iter()
-        .rev()
-        .find(|w| w.valid && w.ok_per_s > 0.0)
-        .map(|w| w.ok_per_s)
+    run_windows(ctx, windows, repetition, job_dir)
 }
 
 /// The cell as one warm-up window: a closed loop, no consumers, no fault.
@@ -242,55 +105,11 @@ fn noise(a: &Window, b: &Window) -> f64 {
     }
 }
 
-fn csv(windows: &[Window]) -> String {
-    let mut out = String::from(
-        "window,end_s,ok_per_s,busy_pct,p99_ms,timeouts,valid,jit_busy_pct,ok_per_second\n",
-    );
-    for (i, w) in windows.iter().enumerate() {
-        let jit = w
-            .jit_busy
-            .map(|j| format!("{:.1}", j * 100.0))
-            .unwrap_or_default();
-        // Space-separated inside its column, so the file stays one row a window.
-        let seconds: Vec<String> = w.per_second.iter().map(|r| format!("{r:.0}")).collect();
-        let _ = writeln!(
-            out,
-            "{i},{:.1},{:.1},{:.3},{:.3},{},{},{jit},{}",
-            w.end_s,
-            w.ok_per_s,
-            w.busy_pct,
-            w.p99_ms,
-            w.timeouts,
-            w.valid,
-            seconds.join(" ")
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn w(ok: f64) -> Window {
-        Window {
-            end_s: 0.0,
-            ok_per_s: ok,
-            per_second: Vec::new(),
-            busy_pct: 0.0,
-            p99_ms: 0.0,
-            timeouts: 0,
-            valid: true,
-            jit_busy: None,
-        }
-    }
-
-    fn jvm(ok: f64, jit: f64) -> Window {
-        Window {
-            jit_busy: Some(jit),
-            ..w(ok)
-        }
-    }
+    use crate::runner::warm_up::tests::{jvm, w};
 
     #[test]
     fn steady_once_a_window_is_within_five_percent_of_the_one_before_it() {
@@ -363,21 +182,5 @@ mod tests {
             WARM_UP_WINDOW.0
         );
         assert!(c.consumer.is_none() && c.fault.is_none());
-    }
-
-    #[test]
-    fn the_rate_passed_on_is_the_last_valid_window() {
-        let mut late = w(40_000.0);
-        late.valid = false;
-        assert_eq!(last_valid(&[w(9_000.0), w(31_000.0), late]), Some(31_000.0));
-        assert_eq!(last_valid(&[w(0.0)]), None);
-        assert_eq!(last_valid(&[]), None);
-    }
-
-    #[test]
-    fn the_csv_has_a_line_per_window() {
-        let text = csv(&[w(100.0), w(200.0)]);
-        assert_eq!(text.lines().count(), 3);
-        assert!(text.lines().nth(2).unwrap().starts_with("1,0.0,200.0,"));
     }
 }

@@ -10,6 +10,7 @@ mod conn;
 mod context;
 mod inflight;
 mod inline;
+mod jit_job;
 mod job;
 mod job_error;
 pub mod knee;
@@ -33,6 +34,7 @@ pub mod shard;
 mod store_disk;
 mod validity;
 mod wait;
+mod warm_up;
 
 pub use load::{LoadError, LoadHandle};
 pub use options::{RunOptions, RunOutcome};

@@ -134,6 +134,10 @@ impl Rows for JobRows<'_, '_> {
     }
 
     fn append(&mut self, row: &TimeseriesRow) -> Result<(), PartError> {
+        // A warm-up window's seconds, drain included, stay out of the streams.
+        if !self.ctx.records() {
+            return Ok(());
+        }
         let mut streams = self.ctx.streams.lock();
         streams.series.append(row).map_err(PartError::Series)
     }
@@ -143,6 +147,9 @@ impl Rows for JobRows<'_, '_> {
         row: &TimeseriesRow,
         hists: &[(&str, &Histogram<u64>)],
     ) -> Result<(), PartError> {
+        if !self.ctx.records() {
+            return Ok(());
+        }
         let start = SystemTime::now()
             .duration_since(self.ctx.run_start_wall)
             .unwrap_or_default()

@@ -15,7 +15,7 @@ use crate::provenance::{utc, Provenance};
 use crate::report::run_json::{cell_json, RunRecord, RunStatus};
 use crate::report::{self, HlogWriter, SummaryRow, TimeseriesWriter};
 use crate::runner::context::{effective_conf, Ctx, Streams};
-use crate::runner::job::run_job;
+use crate::runner::jit_job::run_warmed_job;
 use crate::runner::knee_job::{capacity_table, run_knee_job};
 use crate::runner::options::{RunOptions, RunOutcome};
 use crate::runner::parts;
@@ -184,7 +184,7 @@ pub fn run_profile(profile: &Profile, opts: &RunOptions) -> anyhow::Result<RunOu
         let (mut r, was_interrupted) = if cell.workload.model == Model::Knee {
             run_knee_job(&mut ctx, cell, job.repetition)
         } else {
-            run_job(&mut ctx, cell, job.repetition)
+            run_warmed_job(&mut ctx, cell, job.repetition)
         };
         rows.append(&mut r);
         jobs_done += 1;

@@ -297,9 +297,9 @@ pub fn drive(
             .as_secs_f64()
             - 1.0;
         let mut tag_base = crate::report::hlog_totals::job_tag(&cell.id, repetition);
-        if let Some(p) = &ctx.probe {
-            row.key.step = Some(p.index);
-            tag_base.push_str(&format!("/p{}", p.index));
+        if let Some(step) = ctx.probe.and_then(|p| p.step()) {
+            row.key.step = Some(step);
+            tag_base.push_str(&format!("/p{step}"));
         }
         if ctx.records() {
             let mut streams = ctx.streams.lock();
