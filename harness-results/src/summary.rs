@@ -120,6 +120,7 @@ struct SummaryTail {
     broker_rss_max_mb: Option<Fixed<1>>,
     harness_cpu_max: Option<Fixed<1>>,
     other_cpu_max: Option<Fixed<1>>,
+    steal_cpu_max: Option<Fixed<1>>,
     broker_flow_control_total: Option<u64>,
     broker_counters_match: Option<bool>,
     valid: bool,
@@ -177,6 +178,9 @@ pub struct Resources {
     /// The most the rest of the machine (other processes, the kernel's threads) used in one
     /// measured second, % of one core; None without the brokers' CPU.
     pub other_cpu_max: Option<f64>,
+    /// The most the hypervisor took from the machine's CPUs in one measured second, % of one
+    /// core (`/proc/stat`'s steal); None where it cannot be read.
+    pub steal_cpu_max: Option<f64>,
     /// The ok rate of each full second of the segment, in order: not a column; the knee
     /// warm-up's steadiness test reads how much a window's seconds spread.
     pub ok_per_second: Vec<f64>,
@@ -410,6 +414,7 @@ impl SummaryRow {
                 broker_rss_max_mb: one(self.res.broker_rss_max_mb),
                 harness_cpu_max: one(self.res.harness_cpu_max),
                 other_cpu_max: one(self.res.other_cpu_max),
+                steal_cpu_max: one(self.res.steal_cpu_max),
                 broker_flow_control_total: self.res.broker_flow_control_total,
                 broker_counters_match: self.res.broker_counters_match,
                 valid: self.valid,
@@ -502,6 +507,7 @@ mod tests {
                 broker_rss_max_mb: None,
                 harness_cpu_max: Some(12.0),
                 other_cpu_max: Some(4.56),
+                steal_cpu_max: Some(2.34),
                 ok_per_second: Vec::new(),
                 broker_flow_control_total: Some(21),
                 broker_counters_match: Some(true),
@@ -550,7 +556,7 @@ mod tests {
             line,
             "smoke,ab12cd34,1,2,4,\"a,b\",1000.0,998.8,900.0,10.000,10000,9000,21,0.002103,\
 1,2,3,4,5,6,7,8,9,10,14,15,16,17,11,12,13,10100,1.234,2.500,10.000,123.456,2000.000,0.800,9.000,1999.999,\
-5,50,5000,4.321,200,250,17,87.3,99.9,8.727,12.3,31.9,,12.0,4.6,21,true,false,lag p99 5000 µs > 1000 µs,lag_p99,\
+5,50,5000,4.321,200,250,17,87.3,99.9,8.727,12.3,31.9,,12.0,4.6,2.3,21,true,false,lag p99 5000 µs > 1000 µs,lag_p99,\
 8900,30,9000,21,broker-0=5000;broker-1=4000,broker-0=10;broker-1=11,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,3,2,0,0,0,4,123.5,,,,,,,,,,,7,store,1000,,,65536,9000,412.5,500,2000,3000100,0,12,\
 broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
@@ -587,7 +593,7 @@ broker-0=3;broker-1=0,broker-0=0;broker-1=0,broker-0=;broker-1=,2,24.0,0.56"
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "p,c,0,,,0.0,0.0,0.000,0,0,0,0.000000,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\
-0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,,,,true,,,0,0,0,0,,\
+0.000,0.000,0.000,0.000,0.000,0.000,0.000,0.000,0,0,0,0.000,0,0,0,,,,,,,,,,,,true,,,0,0,0,0,,\
 ,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
         );
     }

@@ -82,8 +82,13 @@ pub struct TimeseriesTail {
     pub broker_rss_mb: Option<Fixed<1>>,
     pub harness_cpu: Fixed<1>,
     /// What the rest of the machine used in the second, % of one core: its busy CPU time
-    /// (`/proc/stat`) less the brokers' and the harness's; empty without the brokers' CPU.
+    /// (`/proc/stat`, steal left out) less the brokers' and the harness's; empty without the
+    /// brokers' CPU.
     pub other_cpu: Option<Fixed<1>>,
+    /// What the hypervisor took from the machine's CPUs in the second (`/proc/stat`'s steal),
+    /// % of one core: on a virtual machine, time the broker or the harness was ready to run
+    /// and did not; empty where it cannot be read.
+    pub steal_cpu: Option<Fixed<1>>,
     /// The broker's runtime-info values, as it wrote them.
     pub send_queue_size: String,
     pub send_queue_head_wait_ms: String,
@@ -192,6 +197,7 @@ mod tests {
                 broker_rss_mb: Some(Fixed(120.04)),
                 harness_cpu: Fixed(3.0),
                 other_cpu: Some(Fixed(7.0)),
+                steal_cpu: Some(Fixed(2.0)),
                 send_queue_size: "5".into(),
                 send_queue_head_wait_ms: "12".into(),
                 page_cache_lock_ms: String::new(),
@@ -225,7 +231,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,250.0,120.0,3.0,7.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
+            "smoke,ab12cd34,0,,7,measure,1000.0,1001,990,6,1,0,2,0,3,0,4,1,0,1.234,12.500,,55.6,250.0,120.0,3.0,7.0,2.0,5,12,,14.2,3,40960,1024,2,0,0,0,512.5,1796040000.250,,,,,,,,,,,,,,3,,8192,350.2,1000,kill restart"
         );
 
         // The streaming writer produces the same file, row by row.

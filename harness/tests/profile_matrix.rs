@@ -351,7 +351,7 @@ fn csv_schema_is_pinned() {
 busy_pcbusy_clean_queue,busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,system_error,\
 flush_disk_timeout,message_illegal,other_codes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,timeouts,dropped,connection_errors,attempts,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,\
 service_p50_ms,service_p99_ms,service_max_ms,lag_p50_us,lag_p99_us,lag_max_us,busy_p99_ms,period_in_queue_p50_ms,\
-period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_cpu_s,broker_jit_pct,jit_warmup_s,broker_rss_max_mb,harness_cpu_max,other_cpu_max,\
+period_in_queue_max_ms,size_of_queue_max,broker_cpu_avg,broker_cpu_max,broker_cpu_s,broker_jit_pct,jit_warmup_s,broker_rss_max_mb,harness_cpu_max,other_cpu_max,steal_cpu_max,\
 broker_flow_control_total,broker_counters_match,valid,invalid_reason,invalid_kinds,first_ok,first_busy,final_ok,final_busy,\
 broker_ok,broker_busy,consumed,consume_rate,consumer_fc_count,\
 consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_lag_max,consumer_lost,consumer_duplicates,e2e_p50_ms,\
@@ -372,7 +372,7 @@ broker_not_available_disk_full,broker_write_blocks,broker_write_block_ms,retenti
         TIMESERIES_COLUMNS.join(","),
         "profile,cell_id,repetition,step,second,phase,target_rate,achieved_rate,ok,busy,busy_pcbusy_clean_queue,\
 busy_timeout_clean_queue,busy_rejectrequest,busy_overload,busy_pc_synchronized,busy_other,errors,timeouts,dropped,\
-p50_ms,p99_ms,max_ms,broker_cpu,broker_jit_ms,broker_rss_mb,harness_cpu,other_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
+p50_ms,p99_ms,max_ms,broker_cpu,broker_jit_ms,broker_rss_mb,harness_cpu,other_cpu,steal_cpu,send_queue_size,send_queue_head_wait_ms,page_cache_lock_ms,\
 harness_rss_mb,pool_buffers_free,commit_lag_bytes,dispatch_behind_bytes,not_available_disk_full,not_available_other,flush_slave_timeout,slave_not_available,store_disk_mb,\
 end_unix_s,consumed,consumer_lag,consumer_cached,consumer_cached_mib,consumer_fc_count,consumer_fc_size,consumer_fc_span,consumer_fc_not_locked,consumer_failures,consumer_retries,consumer_dlq,e2e_p50_ms,e2e_p99_ms,order_inversions,\
 consume_order_violations,repl_lag_bytes,slave_wait_avg_us,slave_wait_p99_us,event"

@@ -131,6 +131,7 @@ fn resources(rows: &[&Row], shared: bool) -> Resources {
         harness_cpu_max: max("harness_cpu_max"),
         // Every shard's sampler saw the same machine: the largest.
         other_cpu_max: max("other_cpu_max"),
+        steal_cpu_max: max("steal_cpu_max"),
         // Not a column: the shards' seconds are in their timeseries.
         ok_per_second: Vec::new(),
         broker_flow_control_total: match (flow.len() == rows.len(), shared) {

@@ -158,6 +158,7 @@ fn add_row(g: &mut Group, f: &ShardFolder, row: &csv::StringRecord) {
     );
     t.harness_rss_mb = max_opt(t.harness_rss_mb, num(field("harness_rss_mb")));
     t.other_cpu = max_opt(t.other_cpu, num(field("other_cpu")));
+    t.steal_cpu = max_opt(t.steal_cpu, num(field("steal_cpu")));
     t.send_queue_size = gauge(&t.send_queue_size, field("send_queue_size"), false);
     t.send_queue_head_wait_ms = gauge(
         &t.send_queue_head_wait_ms,

@@ -126,8 +126,8 @@ pub struct Workload {
     /// Excluded from results; runs at the (first) rate. Default: 2s.
     pub warmup: Secs,
     /// Before the schedule, on a JVM broker: the cell's own load (at the warm-up's rate, without
-    /// its fault) in windows of [`super::WARM_UP_WINDOW`] on the broker the job then uses,
-    /// until its JIT compiled for less than [`super::WARM_UP_JIT_QUIET`] of a window, at most
+    /// its fault) in windows of [`super::knee::WARM_UP_WINDOW`] on the broker the job then uses,
+    /// until its JIT compiled for less than [`super::knee::WARM_UP_JIT_QUIET`] of a window, at most
     /// this long (`runner::jit_job`). A JVM's first minute is spent compiling: Apache's short
     /// cells were measured with the JIT busy for 30-109% of their windows (fidelity,
     /// 7 December). A broker without a JIT (broker-under-test) skips it. Default: none.
@@ -252,12 +252,12 @@ impl Workload {
                         .into(),
                 ));
             }
-            if !(limit.0.is_finite() && limit.0 >= super::WARM_UP_WINDOW.0) {
+            if !(limit.0.is_finite() && limit.0 >= super::knee::WARM_UP_WINDOW.0) {
                 return Err((
                     "jit_warmup",
                     format!(
                         "`jit_warmup` must be at least one window, {}s (got {}s)",
-                        super::WARM_UP_WINDOW.0,
+                        super::knee::WARM_UP_WINDOW.0,
                         limit.0
                     ),
                 ));

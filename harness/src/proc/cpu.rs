@@ -28,15 +28,25 @@ fn parse_stat(stat: &str, ticks: f64) -> Option<f64> {
     Some((utime + stime) / ticks)
 }
 
-/// CPU-seconds the whole machine has been busy so far, summed over its CPUs: `/proc/stat`'s
-/// first line, user + nice + system + irq + softirq + steal (idle and iowait left out; guest
-/// time is in user already). None where /proc is not readable.
-pub fn machine_busy_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_machine_busy(stat.lines().next()?, clock_ticks()?)
+/// CPU-seconds the whole machine has used so far, summed over its CPUs (`/proc/stat`'s first
+/// line).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineCpu {
+    /// user + nice + system + irq + softirq: what this machine's processes and kernel ran
+    /// (idle and iowait left out; guest time is in user already).
+    pub busy_s: f64,
+    /// steal: time a virtual machine's CPUs were ready to run and the hypervisor ran something
+    /// else. No process of this machine is charged for it.
+    pub steal_s: f64,
 }
 
-fn parse_machine_busy(line: &str, ticks: f64) -> Option<f64> {
+/// None where /proc is not readable.
+pub fn machine_cpu_seconds() -> Option<MachineCpu> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_machine_cpu(stat.lines().next()?, clock_ticks()?)
+}
+
+fn parse_machine_cpu(line: &str, ticks: f64) -> Option<MachineCpu> {
     let mut f = line.split_whitespace();
     if f.next()? != "cpu" {
         return None;
@@ -45,7 +55,10 @@ fn parse_machine_busy(line: &str, ticks: f64) -> Option<f64> {
     let [user, nice, system, _idle, _iowait, irq, softirq, steal] = v[..] else {
         return None;
     };
-    Some((user + nice + system + irq + softirq + steal) / ticks)
+    Some(MachineCpu {
+        busy_s: (user + nice + system + irq + softirq) / ticks,
+        steal_s: steal / ticks,
+    })
 }
 
 /// CPU% (of one core) and RSS of a process, via sysinfo.
@@ -106,14 +119,17 @@ pub fn self_cpu_time() -> Duration {
 mod tests {
     use super::*;
 
-    /// A line as Linux 6.x writes it: busy is every field but idle (4th) and iowait (5th).
+    /// A line as Linux 6.x writes it: busy is every field but idle (4th), iowait (5th) and
+    /// steal (8th), which is apart.
     #[test]
-    fn the_machine_is_busy_for_all_but_idle_and_iowait() {
+    fn the_machine_is_busy_for_all_but_idle_iowait_and_steal() {
         let line = "cpu  1000 20 300 90000 400 5 6 7 0 0";
-        assert_eq!(parse_machine_busy(line, 100.0), Some(13.38));
-        assert_eq!(parse_machine_busy("cpu0 1 2 3 4 5 6 7 8", 100.0), None);
-        assert_eq!(parse_machine_busy("cpu 1 2", 100.0), None);
-        assert!(machine_busy_seconds().is_some_and(|s| s > 0.0));
+        let m = parse_machine_cpu(line, 100.0).unwrap();
+        assert!((m.busy_s - 13.31).abs() < 1e-9, "{m:?}");
+        assert!((m.steal_s - 0.07).abs() < 1e-9, "{m:?}");
+        assert_eq!(parse_machine_cpu("cpu0 1 2 3 4 5 6 7 8", 100.0), None);
+        assert_eq!(parse_machine_cpu("cpu 1 2", 100.0), None);
+        assert!(machine_cpu_seconds().is_some_and(|m| m.busy_s > 0.0 && m.steal_s >= 0.0));
     }
 
     #[test]

@@ -2,15 +2,15 @@
 //! from its HotSpot perf data), kept apart from the sampling loop (`sampler.rs`) that reads them.
 
 use crate::proc::cpu::ProcSampler;
-use crate::proc::cpu::{machine_busy_seconds, process_cpu_seconds};
+use crate::proc::cpu::{machine_cpu_seconds, process_cpu_seconds, MachineCpu};
 use crate::proc::hsperf::Jit;
 
 /// The broker processes a job samples every second: its one broker, or every broker of a
 /// cluster, summed (a cluster's CPU and memory are the cluster's, not broker 0's).
 pub struct BrokerSampler {
     procs: Vec<SampledProcess>,
-    /// The machine's busy CPU-seconds at the previous sample.
-    last_machine_s: Option<f64>,
+    /// The machine's CPU-seconds at the previous sample.
+    last_machine: Option<MachineCpu>,
 }
 
 struct SampledProcess {
@@ -37,7 +37,7 @@ impl BrokerSampler {
     pub fn new(pids: &[u32]) -> Self {
         BrokerSampler {
             procs: pids.iter().map(|&p| SampledProcess::new(p)).collect(),
-            last_machine_s: machine_busy_seconds(),
+            last_machine: machine_cpu_seconds(),
         }
     }
 
@@ -75,16 +75,20 @@ impl BrokerSampler {
             }
             p.last_jit = jit.or(p.last_jit);
         }
-        let machine = machine_busy_seconds();
-        let machine_s = machine
-            .zip(self.last_machine_s)
-            .map(|(n, l)| (n - l).max(0.0));
-        self.last_machine_s = machine.or(self.last_machine_s);
+        let machine = machine_cpu_seconds();
+        let spent = machine.zip(self.last_machine).map(|(n, l)| {
+            (
+                (n.busy_s - l.busy_s).max(0.0),
+                (n.steal_s - l.steal_s).max(0.0),
+            )
+        });
+        self.last_machine = machine.or(self.last_machine);
         BrokerSecond {
             usage,
             cpu_s,
             jit_s,
-            machine_s,
+            machine_s: spent.map(|s| s.0),
+            steal_s: spent.map(|s| s.1),
         }
     }
 }
@@ -99,8 +103,11 @@ pub struct BrokerSecond {
     /// Seconds the JIT compiled since the previous sample, summed over the compiler threads
     /// ([`Jit::compile_s`]); None for a broker that is no JVM (no perf data).
     pub jit_s: Option<f64>,
-    /// CPU-seconds the whole machine was busy since the previous sample, every CPU summed.
+    /// CPU-seconds the whole machine was busy since the previous sample, every CPU summed,
+    /// steal left out.
     pub machine_s: Option<f64>,
+    /// CPU-seconds the hypervisor took from this machine's CPUs since the previous sample.
+    pub steal_s: Option<f64>,
 }
 
 impl BrokerSecond {
@@ -111,6 +118,13 @@ impl BrokerSecond {
     pub fn other_cpu(&self, harness_s: f64, wall_s: f64) -> Option<f64> {
         let (machine, broker) = (self.machine_s?, self.cpu_s?);
         (wall_s > 0.0).then(|| ((machine - broker - harness_s) / wall_s * 100.0).max(0.0))
+    }
+
+    /// What the hypervisor took from the machine's CPUs over `wall_s`, % of one core: on a
+    /// virtual machine, time the broker or the harness was ready to run and did not.
+    pub fn steal_cpu(&self, wall_s: f64) -> Option<f64> {
+        let steal = self.steal_s?;
+        (wall_s > 0.0).then(|| steal / wall_s * 100.0)
     }
 }
 

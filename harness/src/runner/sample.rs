@@ -29,6 +29,9 @@ pub struct Sample {
     /// What the rest of the machine used in this interval, % of one core
     /// ([`crate::runner::broker_sampler::BrokerSecond::other_cpu`]).
     pub other_cpu: Option<f64>,
+    /// What the hypervisor took from the machine's CPUs in this interval, % of one core
+    /// ([`crate::runner::broker_sampler::BrokerSecond::steal_cpu`]).
+    pub steal_cpu: Option<f64>,
     pub harness_cpu: f64,
     /// Answers ok in this interval, per second of it.
     pub ok_per_s: f64,
@@ -68,6 +71,7 @@ pub fn segment_resources(samples: &[Sample], segment: usize, cell: &Resources) -
         res.broker_cpu_max = cpus.iter().copied().reduce(f64::max);
         res.harness_cpu_max = seconds.iter().map(|s| s.harness_cpu).reduce(f64::max);
         res.other_cpu_max = seconds.iter().filter_map(|s| s.other_cpu).reduce(f64::max);
+        res.steal_cpu_max = seconds.iter().filter_map(|s| s.steal_cpu).reduce(f64::max);
         res.ok_per_second = seconds
             .iter()
             .filter(|s| !s.drain)
@@ -148,6 +152,7 @@ pub fn timeseries_row(
             broker_rss_mb: s.broker.map(|b| Fixed(b.1)),
             harness_cpu: Fixed(s.harness_cpu),
             other_cpu: s.other_cpu.map(Fixed),
+            steal_cpu: s.steal_cpu.map(Fixed),
             send_queue_size: info("sendThreadPoolQueueSize"),
             send_queue_head_wait_ms: info("sendThreadPoolQueueHeadWaitTimeMills"),
             page_cache_lock_ms: page_cache_lock_ms(&info),
@@ -180,6 +185,7 @@ mod tests {
             broker_cpu_s: Some(0.5),
             broker_jit_s: jit_s,
             other_cpu: Some(3.0),
+            steal_cpu: Some(1.0),
             harness_cpu: 10.0,
             ok_per_s: 1000.0,
             harness_rss_mb: None,

@@ -262,6 +262,7 @@ pub fn drive(
             broker_cpu_s: broker_second.cpu_s,
             broker_jit_s: broker_second.jit_s,
             other_cpu: broker_second.other_cpu(harness_s, wall),
+            steal_cpu: broker_second.steal_cpu(wall),
             harness_cpu,
             ok_per_s: interval.counts.ok as f64 / wall,
             harness_rss_mb: crate::proc::cpu::self_rss_mb(),
