@@ -402,6 +402,30 @@ fn a_jvm_s_figure_says_how_busy_its_jit_was() {
     assert_eq!(lines[1].verdict, Some(Verdict::Agree));
 }
 
+/// Seconds in which the hypervisor took a large share of a core are named in the figure, on
+/// either broker; a quiet host's few percent are not. The verdict does not read it.
+#[test]
+fn a_figure_says_when_the_host_took_the_cpu() {
+    let rows = RowsFile::parse(Path::new("rows.toml"), ROW_10).unwrap();
+    let lines = judge_one(
+        &rows,
+        "10",
+        "param_broker.kind,param_broker.version,sent,timeouts,e2e_p50_ms,e2e_p99_ms,steal_cpu_max",
+        &[
+            "a,1,in-tree,4.9.7,1000,0,1,3,93.8",
+            "b,1,in-tree,5.3.3,1000,0,1,3,14.9",
+            "c,1,apache,4.9.7,1000,0,2,6,2.0",
+            "d,1,apache,5.3.3,1000,0,2,6,36.1",
+            "e,1,apache,5.3.3,1000,0,2,6,",
+        ],
+    );
+    assert_eq!(lines[0].model, "3.00 (3.00 / 1.00), steal 94%");
+    assert_eq!(lines[0].real, "3.00 (6.00 / 2.00)");
+    assert_eq!(lines[1].model, "3.00 (3.00 / 1.00)");
+    assert_eq!(lines[1].real, "3.00 (6.00 / 2.00), steal 36%");
+    assert_eq!(lines[0].verdict, Some(Verdict::Agree));
+}
+
 #[test]
 fn a_cell_that_sent_nothing_is_no_figure_not_an_absence() {
     let rows = RowsFile::parse(
