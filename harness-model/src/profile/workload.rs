@@ -125,8 +125,8 @@ pub struct Workload {
     pub duration: Secs,
     /// Excluded from results; runs at the (first) rate. Default: 2s.
     pub warmup: Secs,
-    /// Before the schedule, on a JVM broker: the cell's own load (at the warm-up's rate, without
-    /// its fault) in windows of [`super::knee::WARM_UP_WINDOW`] on the broker the job then uses,
+    /// Before the schedule, on a JVM broker: the cell's own load (every stair in each window for
+    /// steps, without its fault) in windows of [`super::knee::WARM_UP_WINDOW`] on the broker the job then uses,
     /// until its JIT compiled for less than [`super::knee::WARM_UP_JIT_QUIET`] of a window, at most
     /// this long (`runner::jit_job`). A JVM's first minute is spent compiling: Apache's short
     /// cells were measured with the JIT busy for 30-109% of their windows (fidelity,
