@@ -40,6 +40,10 @@ fn summary_row(dir: &Path) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+// The profiles' lag limit is 20 s: these tests run beside the other tests of the binary (a JVM
+// compiling among them), where a debug generator's lag p99 reached 110 ms under CI; what they
+// check is the warm-up, not the generator's punctuality.
+
 /// The seconds `timeseries.csv` holds.
 fn series_seconds(dir: &Path) -> usize {
     let text = std::fs::read_to_string(dir.join("out/timeseries.csv")).unwrap();
@@ -51,7 +55,7 @@ fn a_broker_without_a_jit_runs_its_job_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let (out, text) = run(
         dir.path(),
-        "name = \"p\"\n[workload]\nrate = 200\nwarmup = \"1s\"\nduration = \"2s\"\njit_warmup = \"30s\"\n[validity]\nmax_lag_p99_us = 50000\n",
+        "name = \"p\"\n[workload]\nrate = 200\nwarmup = \"1s\"\nduration = \"2s\"\njit_warmup = \"30s\"\n[validity]\nmax_lag_p99_us = 20000000\n",
     );
     assert!(out.status.success(), "{text}");
     assert!(text.contains("the broker has no JIT to wait for"), "{text}");
@@ -114,7 +118,7 @@ fn a_jvm_s_job_runs_after_its_jit_went_quiet() {
     let dir = tempfile::tempdir().unwrap();
     let (out, text) = run(
         dir.path(),
-        "name = \"p\"\n[workload]\nmodel = \"closed\"\nconcurrency = 16\nwarmup = \"1s\"\nduration = \"3s\"\njit_warmup = \"40s\"\n[broker]\nkind = \"apache\"\nversion = \"5.3.3\"\n[validity]\nmax_lag_p99_us = 50000\n",
+        "name = \"p\"\n[workload]\nmodel = \"closed\"\nconcurrency = 16\nwarmup = \"1s\"\nduration = \"3s\"\njit_warmup = \"40s\"\n[broker]\nkind = \"apache\"\nversion = \"5.3.3\"\n[validity]\nmax_lag_p99_us = 20000000\n",
     );
     assert!(out.status.success(), "{text}");
     let row = summary_row(dir.path());
