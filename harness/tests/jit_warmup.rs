@@ -85,7 +85,11 @@ fn a_profile_with_a_fault_refuses_it_naming_the_line() {
         dir.path(),
         "name = \"p\"\n[workload]\nrate = 200\njit_warmup = \"30s\"\n[fault]\nkill = \"1s\"\n",
     );
-    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(harness::exit::INVALID_INPUT as i32),
+        "{text}"
+    );
     assert!(
         text.contains("p.toml:4"),
         "names the line of jit_warmup: {text}"
@@ -98,7 +102,11 @@ fn a_profile_with_a_fault_refuses_it_naming_the_line() {
         dir.path(),
         "name = \"p\"\n[workload]\nmodel = \"closed\"\njit_warmup = \"2s\"\n",
     );
-    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(harness::exit::INVALID_INPUT as i32),
+        "{text}"
+    );
     assert!(
         text.contains("at least one window, 4.25s (got 2s)"),
         "{text}"

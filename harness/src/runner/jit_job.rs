@@ -16,7 +16,7 @@ use crate::kind::Lifecycle;
 use crate::proc::hsperf::Jit;
 use crate::report::SummaryRow;
 use crate::runner::context::{Ctx, Probe, ProbeStage};
-use crate::runner::job::{run_job, start_broker, stop_kept};
+use crate::runner::job::{kept_broker_exited, run_job, start_broker, stop_kept};
 use crate::runner::warm_up::{run_windows, windows_in, WarmUpEnd, Window, Windows, COUNTED};
 use harness_model::matrix::Cell;
 use harness_model::profile::{Model, Secs, WARM_UP_JIT_QUIET, WARM_UP_WINDOW};
@@ -83,10 +83,7 @@ pub fn run_warmed_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summa
     for row in &mut rows {
         row.res.jit_warmup_s = took_s;
         if let Some(st) = exited {
-            row.invalidate(harness_results::Invalid::new(
-                harness_results::InvalidKind::BrokerExited,
-                format!("broker exited during the job ({st}); see broker.log"),
-            ));
+            row.invalidate(kept_broker_exited(st, "the job"));
         }
     }
     stop_kept(ctx, cell, broker, &job_dir, interrupted);

@@ -34,6 +34,15 @@ pub(crate) fn start_broker(
     ctx.kind.start_broker(&spec)
 }
 
+/// Why the rows of a job on a kept broker are not scored when that broker exited during it
+/// (`what`: "the probe", "the job").
+pub(crate) fn kept_broker_exited(st: std::process::ExitStatus, what: &str) -> Invalid {
+    Invalid::new(
+        InvalidKind::BrokerExited,
+        format!("broker exited during {what} ({st}); see broker.log"),
+    )
+}
+
 /// Stops a broker kept across several jobs of a cell (a knee search's, a warmed cell's) once
 /// its rows are made: a JVM beside the next cell's start, unless the run was interrupted.
 pub(crate) fn stop_kept(

@@ -9,7 +9,7 @@ use std::borrow::Borrow;
 use crate::kind::{Lifecycle, Member};
 use crate::report::{summary_csv, SummaryRow};
 use crate::runner::context::{Ctx, Probe, ProbeStage};
-use crate::runner::job::{run_job, start_broker, stop_kept};
+use crate::runner::job::{kept_broker_exited, run_job, start_broker, stop_kept};
 use crate::runner::knee::{KneeOutcome, KneeSearch, SearchParams};
 use crate::runner::knee_warm_up::warm_up;
 use crate::runner::warm_up::WarmUpEnd;
@@ -93,10 +93,7 @@ pub fn run_knee_job(ctx: &mut Ctx, cell: &Cell, repetition: u32) -> (Vec<Summary
             break;
         };
         if let Some(st) = shared.as_mut().and_then(|p| p.exited()) {
-            row.invalidate(harness_results::Invalid::new(
-                harness_results::InvalidKind::BrokerExited,
-                format!("broker exited during the probe ({st}); see broker.log"),
-            ));
+            row.invalidate(kept_broker_exited(st, "the probe"));
         }
         row.step = Some(index);
         let failed = failed_term(slo, &ctx.axis_keys, &row);
